@@ -1,0 +1,45 @@
+# taskq — PGXS build.  `make`, `make install` and `make installcheck` keep their
+# PGXS meaning; `make test` and `make demo` install what they need first and run
+# on a throwaway cluster, so they must work before pg_config exists.
+
+EXTENSION    = taskq
+EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" taskq.control)
+
+MODULE_big   = taskq
+OBJS         = src/taskq.o src/shmem.o src/spi_util.o src/task_input.o \
+               src/insert.o src/claim.o src/finish.o src/deps.o src/wait.o
+DATA         = $(wildcard src/sql/taskq--*.sql)
+PG_CPPFLAGS  = -I$(srcdir)/src
+
+REGRESS      = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
+REGRESS_OPTS = --inputdir=. --load-extension=taskq
+ISOLATION    = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --load-extension=taskq
+TAP_TESTS    = 1
+PROVE_TESTS  = $(wildcard test/t/*.pl)
+
+EXTRA_CLEAN  = results/ output_iso/ tmp_check/ test/results/ log/
+
+# Prefer the PostgreSQL 15 server's pg_config (Debian installs several).
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+HAVE_PGXS := $(shell command -v $(PG_CONFIG) >/dev/null 2>&1 && echo yes)
+
+ifeq ($(HAVE_PGXS),yes)
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+endif
+
+.DEFAULT_GOAL := all
+
+.PHONY: test demo deps
+# Every suite on a throwaway cluster; ends with "N passed, N failed".
+test:
+	bash test/bin/test.sh
+
+# The examples with real concurrent workers on a throwaway cluster.
+demo:
+	bash test/bin/demo.sh
+
+# Install the build and test dependencies (Debian 12, as root).
+deps:
+	bash test/bin/deps.sh
