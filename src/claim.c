@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  own_tasks (the claim path), the lease-expiry sweep it runs first, and
+ *	  extend_ownership.
+ *
+ * The claim selects ready rows in index order with LIMIT and FOR UPDATE
+ * SKIP LOCKED, and updates them by ctid in the same statement: concurrent
+ * claimers never wait for each other and never get the same task, and the
+ * cost depends on the number of rows claimed, not on how many tasks are
+ * blocked, delayed, in progress or finished (the ready indexes are partial).
+ *
+ * Plans are cached per (kind, limit): with LIMIT as a parameter a generic
+ * plan assumes a tenth of the table is wanted and may prefer a sequential
+ * scan on a deep queue, so the limit is a constant in each cached plan.
+ *
+ * Expiry: a task in progress whose deadline passed goes back to pending
+ * with its token kept, so the late owner may still return or extend it
+ * until somebody else owns it (which replaces the token); if its tries are
+ * used up it is aborted with the cascade instead.  The background worker
+ * does the same sweep; here it keeps the queue moving without it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "taskq.h"
+
+PG_FUNCTION_INFO_V1(taskq_own_tasks);
+PG_FUNCTION_INFO_V1(taskq_extend_ownership);
+
+/* How many expired leases one own_tasks call handles at most. */
+#define SWEEP_BATCH 64
+
+/* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
+#define CLAIM_PLAN_SLOTS 32
+
+typedef enum ClaimKind
+{
+	CLAIM_ONE_ACTION,
+	CLAIM_ACTIONS,
+	CLAIM_ANY
+} ClaimKind;
+
+typedef struct ClaimPlanSlot
+{
+	ClaimKind	kind;
+	int			limit;
+	TaskqPlan	plan;
+} ClaimPlanSlot;
+
+static ClaimPlanSlot claim_plans[CLAIM_PLAN_SLOTS];
+static int	n_claim_plans = 0;
+
+static const char *const claim_filter[] = {
+	[CLAIM_ONE_ACTION] = "c.action OPERATOR(pg_catalog.=) $3 AND ",
+	[CLAIM_ACTIONS] = "c.action OPERATOR(pg_catalog.=) ANY ($3) AND ",
+	[CLAIM_ANY] = "",
+};
+
+static TaskqPlan expired_probe_plan = {
+	"SELECT 1 FROM taskq.tasks"
+	" WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"   AND action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now() LIMIT 1",
+	0, {0}
+};
+
+static TaskqPlan expired_requeue_plan = {
+	"UPDATE taskq.tasks AS t SET status_code = 'pending'"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT e.ctid FROM taskq.tasks AS e"
+	"    WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"      AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"      AND (e.max_tries IS NULL OR e.num_tries OPERATOR(pg_catalog.<) e.max_tries)"
+	"    ORDER BY e.action_deadline LIMIT 64 FOR UPDATE SKIP LOCKED))"
+	" RETURNING t.action",
+	0, {0}
+};
+
+static TaskqPlan expired_exhausted_plan = {
+	"SELECT e.id, e.num_tries FROM taskq.tasks AS e"
+	" WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"   AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"   AND e.num_tries OPERATOR(pg_catalog.>=) e.max_tries"
+	" ORDER BY e.action_deadline LIMIT 64 FOR UPDATE SKIP LOCKED",
+	0, {0}
+};
+
+static TaskqPlan extend_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = 'in_progress',"
+	"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $4"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND performance_token OPERATOR(pg_catalog.=) $2"
+	"   AND actor_id OPERATOR(pg_catalog.=) $3"
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status",
+	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
+};
+
+StaticAssertDecl(SWEEP_BATCH == 64, "SWEEP_BATCH is spelt out in the sweep plans");
+
+/*
+ * Hand expired leases back: requeue those with tries left, abort (with the
+ * cascade) those on their last try.  Cheap when nothing expired: one probe
+ * of the head of the lease index.
+ */
+void
+taskq_sweep_expired(void)
+{
+	taskq_execute(&expired_probe_plan, NULL, NULL, true, 1);
+	if (SPI_processed == 0)
+		return;
+
+	taskq_execute(&expired_requeue_plan, NULL, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		taskq_note_ready(taskq_get_text(i, 1, NULL));
+
+	taskq_execute(&expired_exhausted_plan, NULL, NULL, false, 0);
+	if (SPI_processed > 0)
+	{
+		uint64		n = SPI_processed;
+		char	  **ids = palloc(sizeof(char *) * n);
+		int32	   *tries = palloc(sizeof(int32) * n);
+
+		for (uint64 i = 0; i < n; i++)
+		{
+			ids[i] = taskq_get_text(i, 1, NULL);
+			tries[i] = taskq_get_int32(i, 2, NULL);
+		}
+		for (uint64 i = 0; i < n; i++)
+			taskq_abort_task(ids[i],
+							 psprintf("aborted: lease expired on the last of %d tries",
+									  tries[i]));
+	}
+}
+
+static TaskqPlan *
+claim_plan(ClaimKind kind, int limit)
+{
+	static TaskqPlan oneshot;
+	TaskqPlan  *plan = NULL;
+	char	   *sql;
+
+	for (int i = 0; i < n_claim_plans; i++)
+		if (claim_plans[i].kind == kind && claim_plans[i].limit == limit)
+			return &claim_plans[i].plan;
+
+	sql = MemoryContextStrdup(TopMemoryContext, psprintf(
+		"UPDATE taskq.tasks AS t"
+		"   SET status_code = 'in_progress',"
+		"       num_tries = t.num_tries OPERATOR(pg_catalog.+) 1,"
+		"       actor_id = $1,"
+		"       performance_token = pg_catalog.gen_random_uuid(),"
+		"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
+		" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+		"   SELECT c.ctid FROM taskq.tasks AS c"
+		"    WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+		"      AND c.num_signals OPERATOR(pg_catalog.=) 0"
+		"      AND c.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()"
+		"    ORDER BY c.priority DESC, c.seq"
+		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
+		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
+		"           t.action_deadline, t.priority, t.seq",
+		claim_filter[kind], limit));
+
+	if (n_claim_plans < CLAIM_PLAN_SLOTS)
+	{
+		claim_plans[n_claim_plans].kind = kind;
+		claim_plans[n_claim_plans].limit = limit;
+		plan = &claim_plans[n_claim_plans++].plan;
+	}
+	else
+	{
+		/* Rare: many distinct limits.  Plan without keeping. */
+		if (oneshot.plan)
+		{
+			SPI_freeplan(oneshot.plan);
+			oneshot.plan = NULL;
+		}
+		plan = &oneshot;
+	}
+	plan->sql = sql;
+	plan->nargs = kind == CLAIM_ANY ? 2 : 3;
+	plan->argtypes[0] = TEXTOID;
+	plan->argtypes[1] = INTERVALOID;
+	plan->argtypes[2] = kind == CLAIM_ONE_ACTION ? TEXTOID : TEXTARRAYOID;
+	plan->plan = NULL;
+	return plan;
+}
+
+/* A lease length given by the caller must be positive. */
+static void
+check_duration(Interval *d, const char *argname)
+{
+	Interval	zero = {0};
+
+	if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(d),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be a positive interval", argname),
+				 errdetail("It is %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(d))))));
+}
+
+typedef struct ClaimedRow
+{
+	int32		priority;
+	int64		seq;
+	Datum		values[6];
+	bool		nulls[6];
+} ClaimedRow;
+
+static int
+compare_claimed(const void *a, const void *b)
+{
+	const ClaimedRow *x = a;
+	const ClaimedRow *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->seq < y->seq ? -1 : (x->seq > y->seq ? 1 : 0);
+}
+
+/*
+ * own_tasks(actor text, max_tasks int, actions text[],
+ *			 max_duration interval DEFAULT NULL)
+ *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline)
+ *
+ * Rows come back in claim order: priority descending, then insertion order.
+ */
+Datum
+taskq_own_tasks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *actor;
+	int32		max_tasks;
+	List	   *actions = NIL;
+	ClaimKind	kind = CLAIM_ANY;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	ClaimedRow *rows;
+	uint64		n;
+	bool		isnull;
+
+	actor = taskq_text_arg(fcinfo, 0, "actor", TASKQ_MAX_ACTOR_LEN);
+	taskq_require_arg(fcinfo, 1, "max_tasks");
+	max_tasks = PG_GETARG_INT32(1);
+	if (max_tasks < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"max_tasks\" must not be negative"),
+				 errdetail("It is %d.", max_tasks)));
+	if (!PG_ARGISNULL(2))
+	{
+		actions = taskq_text_array_arg(fcinfo, 2, "actions", TASKQ_MAX_ACTION_LEN);
+		kind = list_length(actions) == 1 ? CLAIM_ONE_ACTION : CLAIM_ACTIONS;
+	}
+	if (!PG_ARGISNULL(3))
+		check_duration(PG_GETARG_INTERVAL_P(3), "max_duration");
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* Nothing asked for: an empty result, and no work at all. */
+	if (max_tasks == 0 || (kind == CLAIM_ACTIONS && actions == NIL))
+		return (Datum) 0;
+
+	SPI_connect();
+	taskq_sweep_expired();
+
+	values[0] = CStringGetTextDatum(actor);
+	if (PG_ARGISNULL(3))
+		nulls[1] = 'n';
+	else
+		values[1] = PG_GETARG_DATUM(3);
+	if (kind == CLAIM_ONE_ACTION)
+		values[2] = CStringGetTextDatum(linitial(actions));
+	else if (kind == CLAIM_ACTIONS)
+		values[2] = PG_GETARG_DATUM(2);
+
+	taskq_execute(claim_plan(kind, max_tasks), values, nulls, false, 0);
+
+	n = SPI_processed;
+	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		for (int c = 0; c < 6; c++)
+			rows[i].values[c] = taskq_get_datum(i, c + 1, &rows[i].nulls[c]);
+		rows[i].priority = taskq_get_int32(i, 7, NULL);
+		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
+	}
+	if (n > 1)
+		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);
+	for (uint64 i = 0; i < n; i++)
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+							 rows[i].values, rows[i].nulls);
+
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * extend_ownership(actor text, ids text[], tokens uuid[], max_duration interval)
+ *	 RETURNS TABLE (id text, owned boolean)
+ *
+ * One row per task, in argument order.  A lease is extended while the task
+ * is unfinished and still held with this token by this actor; that includes
+ * a lease that expired while nobody else owned the task since.
+ */
+Datum
+taskq_extend_ownership(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *actor;
+	List	   *ids;
+	Datum	   *tokens;
+	bool	   *tnulls;
+	int			ntokens;
+	ListCell   *lc;
+	int			i = 0;
+
+	actor = taskq_text_arg(fcinfo, 0, "actor", TASKQ_MAX_ACTOR_LEN);
+	ids = taskq_text_array_arg(fcinfo, 1, "ids", TASKQ_MAX_ID_LEN);
+	taskq_require_arg(fcinfo, 2, "tokens");
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), UUIDOID, UUID_LEN, false,
+					  TYPALIGN_CHAR, &tokens, &tnulls, &ntokens);
+	if (ntokens != list_length(ids))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("arrays \"ids\" and \"tokens\" must have the same length"),
+				 errdetail("\"ids\" has %d elements and \"tokens\" %d.",
+						   list_length(ids), ntokens)));
+	for (i = 0; i < ntokens; i++)
+		if (tnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"tokens\" must not contain null elements")));
+	taskq_require_arg(fcinfo, 3, "max_duration");
+	check_duration(PG_GETARG_INTERVAL_P(3), "max_duration");
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	i = 0;
+	foreach(lc, ids)
+	{
+		Datum		values[4];
+		Datum		out[2];
+		bool		outnulls[2] = {false, false};
+
+		values[0] = CStringGetTextDatum(lfirst(lc));
+		values[1] = tokens[i++];
+		values[2] = CStringGetTextDatum(actor);
+		values[3] = PG_GETARG_DATUM(3);
+		taskq_execute(&extend_plan, values, NULL, false, 0);
+		out[0] = values[0];
+		out[1] = BoolGetDatum(SPI_processed == 1);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}

@@ -1,0 +1,403 @@
+/*-------------------------------------------------------------------------
+ *
+ * finish.c
+ *	  return_task and return_tasks, and the engine every path uses to end a
+ *	  task: complete it and signal its successors, or abort it and cascade
+ *	  the abort to every transitive successor.
+ *
+ * Signals are counted on the successor row: num_signals is decremented once
+ * for every predecessor that finishes, completed or aborted, so it always
+ * equals the number of unfinished predecessors.  A successor whose count
+ * reaches zero while pending becomes ready (it enters the ready index); if
+ * it is spontaneous the queue completes it on the spot.
+ *
+ * Locking: the returned task's row is locked first; successors are then
+ * locked one at a time, in id order within each task's successor list, so
+ * that two completions signalling the same joins take their locks in the
+ * same order.  A join row is the only row concurrent completions of its
+ * predecessors contend on.  The walk is iterative (a work list), so a long
+ * chain of spontaneous tasks cannot exhaust the stack.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "taskq.h"
+
+PG_FUNCTION_INFO_V1(taskq_return_task);
+PG_FUNCTION_INFO_V1(taskq_return_tasks);
+
+/* End one task: set its final state and hand back its successors. */
+static TaskqPlan finish_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = $2::taskq.status, status = COALESCE($3, status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	" RETURNING to_signal_after",
+	3, {TEXTOID, TEXTOID, TEXTOID}
+};
+
+/* A predecessor completed: one signal less. */
+static TaskqPlan signal_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) 1"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	" RETURNING num_signals, status_code::text, spontaneous, action",
+	1, {TEXTOID}
+};
+
+/*
+ * A predecessor aborted: one signal less, and the successor is aborted too
+ * unless it already finished.  The self-join hands back the state before the
+ * update, so we know whether this call is the one that aborted it.
+ */
+static TaskqPlan signal_abort_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.-) 1,"
+	"       status_code = CASE WHEN o.unfinished THEN 'aborted'::taskq.status ELSE t.status_code END,"
+	"       status = CASE WHEN o.unfinished THEN $2 ELSE t.status END,"
+	"       finished_at = CASE WHEN o.unfinished THEN pg_catalog.now() ELSE t.finished_at END,"
+	"       action_deadline = CASE WHEN o.unfinished THEN NULL ELSE t.action_deadline END"
+	"  FROM (SELECT p.id, p.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status AS unfinished"
+	"          FROM taskq.tasks AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
+	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
+	" RETURNING o.unfinished, t.to_signal_after",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* The returned task, locked. */
+static TaskqPlan lock_plan = {
+	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+/* Give the task back for another try. */
+static TaskqPlan retry_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = 'pending', status = COALESCE($2, status),"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* Sort a list of C strings bytewise, in place; returns the list. */
+static List *
+sort_ids(List *ids)
+{
+	if (list_length(ids) > 1)
+		list_sort(ids, taskq_compare_strings_lc);
+	return ids;
+}
+
+/*
+ * Set the final state of one task and return its successors, sorted.
+ */
+static List *
+finish_row(const char *id, const char *code, const char *status)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	values[0] = CStringGetTextDatum(id);
+	values[1] = CStringGetTextDatum(code);
+	if (status)
+		values[2] = CStringGetTextDatum(status);
+	else
+		nulls[2] = 'n';
+	taskq_execute(&finish_plan, values, nulls, false, 0);
+	if (SPI_processed != 1)
+		elog(ERROR, "taskq: task \"%s\" vanished while finishing it", id);
+	taskq_note_finished(id);
+	return sort_ids(taskq_get_text_array(0, 1));
+}
+
+/*
+ * Complete a task (its row already locked and checked by the caller) and
+ * signal its successors; spontaneous successors whose last signal arrives
+ * are completed too, and so on.
+ */
+void
+taskq_complete_task(const char *id, const char *status)
+{
+	List	   *work = list_make1(pstrdup(id));
+	bool		first = true;
+
+	while (work != NIL)
+	{
+		char	   *cur = linitial(work);
+		List	   *succs;
+		ListCell   *lc;
+
+		work = list_delete_first(work);
+		succs = finish_row(cur, "completed", first ? status : NULL);
+		first = false;
+
+		foreach(lc, succs)
+		{
+			char	   *succ = lfirst(lc);
+			Datum		arg = CStringGetTextDatum(succ);
+			int32		remaining;
+			char	   *code;
+
+			taskq_execute(&signal_plan, &arg, NULL, false, 0);
+			if (SPI_processed == 0)
+				continue;		/* successor gone (retention): nothing to signal */
+			remaining = taskq_get_int32(0, 1, NULL);
+			code = taskq_get_text(0, 2, NULL);
+			if (remaining != 0 || strcmp(code, "pending") != 0)
+				continue;
+			if (taskq_get_bool(0, 3, NULL))
+				work = lappend(work, succ);		/* spontaneous join */
+			else
+				taskq_note_ready(taskq_get_text(0, 4, NULL));
+		}
+	}
+}
+
+/*
+ * Abort a task (row locked and checked by the caller) and every task that
+ * transitively depends on it.
+ */
+void
+taskq_abort_task(const char *id, const char *status)
+{
+	List	   *work = NIL;
+	ListCell   *lc;
+	List	   *succs = finish_row(id, "aborted", status);
+
+	foreach(lc, succs)
+		work = lappend(work, list_make2(pstrdup(id), lfirst(lc)));
+
+	while (work != NIL)
+	{
+		List	   *edge = linitial(work);
+		char	   *pred = linitial(edge);
+		char	   *succ = lsecond(edge);
+		Datum		values[2];
+		char	   *cause;
+
+		work = list_delete_first(work);
+		cause = psprintf("aborted: predecessor \"%s\" aborted", pred);
+		values[0] = CStringGetTextDatum(succ);
+		values[1] = CStringGetTextDatum(cause);
+		taskq_execute(&signal_abort_plan, values, NULL, false, 0);
+		if (SPI_processed == 0 || !taskq_get_bool(0, 1, NULL))
+			continue;			/* gone, or finished before: no cascade */
+		taskq_note_finished(succ);
+		succs = sort_ids(taskq_get_text_array(0, 2));
+		foreach(lc, succs)
+			work = lappend(work, list_make2(succ, lfirst(lc)));
+	}
+}
+
+/*
+ * Return one owned task; the body of return_task and of each element of
+ * return_tasks.
+ */
+static void
+return_one(const char *id, pg_uuid_t *token, const char *status,
+		   const char *code)
+{
+	Datum		arg = CStringGetTextDatum(id);
+	bool		isnull;
+	char	   *cur;
+	Datum		cur_token;
+
+	if (strcmp(code, "in_progress") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot return task \"%s\" as in_progress", id),
+				 errhint("Return it as completed, aborted or pending.")));
+
+	taskq_execute(&lock_plan, &arg, NULL, false, 0);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" does not exist", id)));
+
+	cur = taskq_get_text(0, 1, NULL);
+	cur_token = taskq_get_datum(0, 2, &isnull);
+	if (isnull ||
+		memcmp(DatumGetUUIDP(cur_token), token, sizeof(pg_uuid_t)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
+				 errmsg("invalid performance token for task \"%s\"", id),
+				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
+				 errhint("A worker holding a stale token must drop the task.")));
+	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("task \"%s\" is already %s", id, cur)));
+
+	/*
+	 * The token matches and the task is unfinished: it is in progress, or
+	 * its lease expired and nobody owned it since (the late owner may still
+	 * return it).
+	 */
+	if (strcmp(code, "completed") == 0)
+		taskq_complete_task(id, status);
+	else if (strcmp(code, "aborted") == 0)
+		taskq_abort_task(id, status);
+	else
+	{
+		bool		max_null;
+		int32		num_tries = taskq_get_int32(0, 4, NULL);
+		int32		max_tries = taskq_get_int32(0, 5, &max_null);
+
+		if (!max_null && num_tries >= max_tries)
+			taskq_abort_task(id, status ? status :
+							 psprintf("aborted: all %d tries used", max_tries));
+		else
+		{
+			Datum		values[2];
+			char		nulls[2] = {' ', ' '};
+
+			values[0] = arg;
+			if (status)
+				values[1] = CStringGetTextDatum(status);
+			else
+				nulls[1] = 'n';
+			taskq_note_ready(taskq_get_text(0, 6, NULL));
+			taskq_execute(&retry_plan, values, nulls, false, 0);
+		}
+	}
+}
+
+/* The status_code argument as a C string (the enum's label). */
+static char *
+status_code_arg(Datum d)
+{
+	return DatumGetCString(DirectFunctionCall1(enum_out, d));
+}
+
+/*
+ * return_task(id text, token uuid, status text, status_code taskq.status)
+ */
+Datum
+taskq_return_task(PG_FUNCTION_ARGS)
+{
+	char	   *id;
+	pg_uuid_t  *token;
+	char	   *status = NULL;
+	char	   *code;
+
+	id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	taskq_require_arg(fcinfo, 1, "token");
+	token = PG_GETARG_UUID_P(1);
+	if (!PG_ARGISNULL(2))
+		status = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	taskq_require_arg(fcinfo, 3, "status_code");
+	code = status_code_arg(PG_GETARG_DATUM(3));
+
+	SPI_connect();
+	return_one(id, token, status, code);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+typedef struct ReturnItem
+{
+	char	   *id;
+	pg_uuid_t  *token;
+	char	   *status;
+	char	   *code;
+} ReturnItem;
+
+static int
+compare_return_items(const void *a, const void *b)
+{
+	return strcmp(((const ReturnItem *) a)->id, ((const ReturnItem *) b)->id);
+}
+
+/*
+ * return_tasks(ids text[], tokens uuid[], statuses text[],
+ *				status_codes taskq.status[]) returns bigint
+ *
+ * All or none; tasks are returned in id order so that concurrent batch
+ * returns lock rows in one order.  statuses may be NULL (no status text).
+ */
+Datum
+taskq_return_tasks(PG_FUNCTION_ARGS)
+{
+	List	   *ids;
+	Datum	   *tokens,
+			   *statuses = NULL,
+			   *codes;
+	bool	   *tnulls,
+			   *snulls = NULL,
+			   *cnulls;
+	int			ntokens,
+				nstatuses = 0,
+				ncodes;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	ReturnItem *items;
+	int			n,
+				i;
+	ListCell   *lc;
+
+	ids = taskq_text_array_arg(fcinfo, 0, "ids", TASKQ_MAX_ID_LEN);
+	taskq_require_arg(fcinfo, 1, "tokens");
+	taskq_require_arg(fcinfo, 3, "status_codes");
+	n = list_length(ids);
+
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), UUIDOID, UUID_LEN, false,
+					  TYPALIGN_CHAR, &tokens, &tnulls, &ntokens);
+	if (!PG_ARGISNULL(2))
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false,
+						  TYPALIGN_INT, &statuses, &snulls, &nstatuses);
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(3);
+
+		get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+						  &codes, &cnulls, &ncodes);
+	}
+	if (ntokens != n || ncodes != n || (statuses && nstatuses != n))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("arrays \"ids\", \"tokens\", \"statuses\" and \"status_codes\" must have the same length"),
+				 errdetail("\"ids\" has %d elements, \"tokens\" %d, \"statuses\" %d, \"status_codes\" %d.",
+						   n, ntokens, statuses ? nstatuses : n, ncodes)));
+
+	items = palloc(sizeof(ReturnItem) * Max(n, 1));
+	i = 0;
+	foreach(lc, ids)
+	{
+		if (tnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"tokens\" must not contain null elements")));
+		if (cnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"status_codes\" must not contain null elements")));
+		items[i].id = lfirst(lc);
+		items[i].token = DatumGetUUIDP(tokens[i]);
+		items[i].status = (statuses && !snulls[i]) ?
+			TextDatumGetCString(statuses[i]) : NULL;
+		items[i].code = status_code_arg(codes[i]);
+		i++;
+	}
+	qsort(items, n, sizeof(ReturnItem), compare_return_items);
+	for (i = 1; i < n; i++)
+		if (strcmp(items[i - 1].id, items[i].id) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("task \"%s\" appears more than once in argument \"ids\"",
+							items[i].id)));
+
+	SPI_connect();
+	for (i = 0; i < n; i++)
+		return_one(items[i].id, items[i].token, items[i].status, items[i].code);
+	SPI_finish();
+	PG_RETURN_INT64(n);
+}

@@ -1,0 +1,561 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert.c
+ *	  insert_tasks and replace_tasks: add a batch of tasks atomically, with
+ *	  their edges to each other and to stored tasks that have not started.
+ *
+ * A batch is checked whole before anything is written: duplicate ids in the
+ * batch, unknown successors, cycles among the batch's own edges.  Rows go in
+ * with one INSERT over unnest() of column arrays (ON CONFLICT DO NOTHING, so
+ * that a stored duplicate is reported by id instead of as a constraint
+ * name).  Edges to stored tasks then add to those tasks' num_signals, taking
+ * their row locks in id order.  Spontaneous tasks with nothing to wait for
+ * complete at once.
+ *
+ * A plain insert cannot close a cycle through stored tasks: no stored task
+ * has an edge into a task that did not exist yet.  replace_tasks can, since
+ * a replacing task keeps the edges into the id it replaces (predecessors
+ * still name it), so it takes the dependency-graph lock first and checks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "taskq.h"
+
+PG_FUNCTION_INFO_V1(taskq_insert_tasks);
+PG_FUNCTION_INFO_V1(taskq_replace_tasks);
+
+static TaskqPlan insert_plan = {
+	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries,"
+	"       num_signals, total_dependencies, to_signal_after, post_result,"
+	"       priority, not_before, spontaneous)"
+	" SELECT u.id, u.action, u.body, u.status, u.max_tries, u.num_signals,"
+	"        u.num_signals, u.succ::text[], u.post_result, u.priority,"
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous"
+	"   FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),"
+	"        pg_catalog.unnest($3::jsonb[]), pg_catalog.unnest($4::text[]),"
+	"        pg_catalog.unnest($5::integer[]), pg_catalog.unnest($6::integer[]),"
+	"        pg_catalog.unnest($7::text[]), pg_catalog.unnest($8::boolean[]),"
+	"        pg_catalog.unnest($9::integer[]), pg_catalog.unnest($10::timestamptz[]),"
+	"        pg_catalog.unnest($11::boolean[]))"
+	"        AS u(id, action, body, status, max_tries, num_signals, succ,"
+	"             post_result, priority, not_before, spontaneous)"
+	" ON CONFLICT (id) DO NOTHING"
+	" RETURNING t.id",
+	11, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
+		INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID,
+		INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID}
+};
+
+/* One more edge into a stored task, which must not have started. */
+static TaskqPlan add_signals_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
+	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND performance_token IS NULL",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan state_plan = {
+	"SELECT status_code::text FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/* The stored tasks a replace batch names, locked in id order. */
+static TaskqPlan lock_replaced_plan = {
+	"SELECT id, status_code::text, num_signals,"
+	"       status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"       AND (action_deadline IS NULL"
+	"            OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now())"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	" ORDER BY id FOR UPDATE",
+	1, {TEXTARRAYOID}
+};
+
+static TaskqPlan delete_plan = {
+	"DELETE FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+typedef struct IdEntry
+{
+	char		id[TASKQ_MAX_ID_LEN + 1];	/* hash key */
+	TaskSpec   *spec;			/* the batch task with this id, or NULL */
+	int32		stored_edges;	/* edges from the batch into a stored task */
+	int32		inherited;		/* replace: live edges into the old task */
+	int			indegree;		/* cycle check (Kahn) */
+} IdEntry;
+
+static HTAB *
+make_id_table(int size)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = TASKQ_MAX_ID_LEN + 1;
+	ctl.entrysize = sizeof(IdEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("taskq batch ids", Max(size, 16), &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+static IdEntry *
+lookup_id(HTAB *ids, const char *id, bool create)
+{
+	bool		found;
+	IdEntry    *e = hash_search(ids, id, create ? HASH_ENTER : HASH_FIND, &found);
+
+	if (create && !found)
+	{
+		e->spec = NULL;
+		e->stored_edges = 0;
+		e->inherited = 0;
+		e->indegree = 0;
+	}
+	return e;
+}
+
+/*
+ * Index the batch by id, refuse duplicates, count incoming edges, and
+ * refuse cycles among the batch's own edges.
+ */
+static HTAB *
+index_batch(List *specs)
+{
+	HTAB	   *ids = make_id_table(list_length(specs) * 2);
+	ListCell   *lc;
+	List	   *queue = NIL;
+	int			visited = 0;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *spec = lfirst(lc);
+		IdEntry    *e = lookup_id(ids, spec->id, true);
+
+		if (e->spec != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("task \"%s\" appears more than once in argument \"tasks\"",
+							spec->id),
+					 errdetail("Tasks %d and %d have the same id.",
+							   e->spec->index, spec->index)));
+		e->spec = spec;
+	}
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *spec = lfirst(lc);
+		ListCell   *sc;
+
+		foreach(sc, spec->successors)
+		{
+			IdEntry    *e = lookup_id(ids, lfirst(sc), true);
+
+			if (e->spec)
+			{
+				e->spec->num_signals++;
+				e->indegree++;
+			}
+			else
+				e->stored_edges++;
+		}
+	}
+
+	/* Kahn's algorithm over batch-internal edges. */
+	foreach(lc, specs)
+	{
+		TaskSpec   *spec = lfirst(lc);
+
+		if (lookup_id(ids, spec->id, false)->indegree == 0)
+			queue = lappend(queue, spec);
+	}
+	while (queue != NIL)
+	{
+		TaskSpec   *spec = linitial(queue);
+		ListCell   *sc;
+
+		queue = list_delete_first(queue);
+		visited++;
+		foreach(sc, spec->successors)
+		{
+			IdEntry    *e = lookup_id(ids, lfirst(sc), false);
+
+			if (e->spec && --e->indegree == 0)
+				queue = lappend(queue, e->spec);
+		}
+	}
+	if (visited < list_length(specs))
+	{
+		foreach(lc, specs)
+		{
+			TaskSpec   *spec = lfirst(lc);
+
+			if (lookup_id(ids, spec->id, false)->indegree > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("dependency cycle through task \"%s\" in argument \"tasks\"",
+								spec->id),
+						 errdetail("Following to_signal_after from task \"%s\" leads back to it.",
+								   spec->id)));
+		}
+	}
+	return ids;
+}
+
+/* A text[] literal, every element quoted: {"a","b\\"c"}. */
+static char *
+array_literal(List *strings)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	foreach(lc, strings)
+	{
+		if (lc != list_head(strings))
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoChar(&buf, '"');
+		for (const char *p = lfirst(lc); *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *p);
+		}
+		appendStringInfoChar(&buf, '"');
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/* Build the column arrays and insert every row in one statement. */
+static void
+insert_rows(List *specs, HTAB *ids)
+{
+	int			n = list_length(specs);
+	Datum	   *cols[11];
+	bool	   *colnulls[11];
+	Oid			elemtypes[11] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+		INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
+	int16		elemlens[11] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1};
+	bool		elembyval[11] = {false, false, false, false, true, true, false,
+		true, true, FLOAT8PASSBYVAL, true};
+	char		elemalign[11] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
+		TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
+		TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR};
+	Datum		values[11];
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	ListCell   *lc;
+	int			i = 0;
+	HTAB	   *inserted;
+
+	for (int c = 0; c < 11; c++)
+	{
+		cols[c] = palloc0(sizeof(Datum) * n);
+		colnulls[c] = palloc0(sizeof(bool) * n);
+	}
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		IdEntry    *e = lookup_id(ids, s->id, false);
+
+		cols[0][i] = CStringGetTextDatum(s->id);
+		cols[1][i] = CStringGetTextDatum(s->action);
+		if (s->body)
+			cols[2][i] = JsonbPGetDatum(s->body);
+		else
+			colnulls[2][i] = true;
+		if (s->status)
+			cols[3][i] = CStringGetTextDatum(s->status);
+		else
+			colnulls[3][i] = true;
+		if (s->has_max_tries)
+			cols[4][i] = Int32GetDatum(s->max_tries);
+		else
+			colnulls[4][i] = true;
+		cols[5][i] = Int32GetDatum(s->num_signals + e->inherited);
+		/* to_signal_after travels as an array literal, one per row */
+		if (s->successors != NIL)
+			cols[6][i] = CStringGetTextDatum(array_literal(s->successors));
+		else
+			colnulls[6][i] = true;
+		cols[7][i] = BoolGetDatum(s->post_result);
+		cols[8][i] = Int32GetDatum(s->priority);
+		if (s->has_not_before)
+			cols[9][i] = TimestampTzGetDatum(s->not_before);
+		else
+			colnulls[9][i] = true;
+		cols[10][i] = BoolGetDatum(s->spontaneous);
+		i++;
+	}
+
+	for (int c = 0; c < 11; c++)
+		values[c] = PointerGetDatum(construct_md_array(cols[c], colnulls[c], 1,
+													   dims, lbs, elemtypes[c],
+													   elemlens[c], elembyval[c],
+													   elemalign[c]));
+
+	taskq_execute(&insert_plan, values, NULL, false, 0);
+	if (SPI_processed == (uint64) n)
+		return;
+
+	/* Some id is stored already: find the first one of the batch. */
+	inserted = make_id_table(n);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		lookup_id(inserted, taskq_get_text(r, 1, NULL), true);
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (lookup_id(inserted, s->id, false) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("task \"%s\" already exists", s->id),
+					 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
+							   s->index),
+					 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+	}
+	elog(ERROR, "taskq: insert lost rows without a duplicate id");
+}
+
+/* Name the first batch task whose to_signal_after names id. */
+static TaskSpec *
+first_predecessor(List *specs, const char *id)
+{
+	ListCell   *lc;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		ListCell   *sc;
+
+		foreach(sc, s->successors)
+			if (strcmp(lfirst(sc), id) == 0)
+				return s;
+	}
+	return NULL;
+}
+
+/*
+ * Add the batch's edges into stored tasks, locking those in id order.  Each
+ * must exist and not have started.
+ */
+static void
+signal_stored_successors(List *specs, HTAB *ids)
+{
+	HASH_SEQ_STATUS seq;
+	IdEntry    *e;
+	List	   *stored = NIL;
+	ListCell   *lc;
+
+	hash_seq_init(&seq, ids);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->spec == NULL && e->stored_edges > 0)
+			stored = lappend(stored, e);
+	if (stored == NIL)
+		return;
+	list_sort(stored, taskq_compare_strings_lc);	/* id is the first field */
+
+	foreach(lc, stored)
+	{
+		Datum		values[2];
+		char	   *code;
+
+		e = lfirst(lc);
+		values[0] = CStringGetTextDatum(e->id);
+		values[1] = Int32GetDatum(e->stored_edges);
+		taskq_execute(&add_signals_plan, values, NULL, false, 0);
+		if (SPI_processed == 1)
+			continue;
+
+		taskq_execute(&state_plan, values, NULL, false, 0);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("task \"%s\" named in to_signal_after of task \"%s\" does not exist",
+							e->id, first_predecessor(specs, e->id)->id)));
+		code = taskq_get_text(0, 1, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("task \"%s\" named in to_signal_after of task \"%s\" has already %s",
+						e->id, first_predecessor(specs, e->id)->id,
+						strcmp(code, "pending") == 0 || strcmp(code, "in_progress") == 0 ?
+						"started" : "finished"),
+				 errdetail("A new dependency can only be added to a task that has not started.")));
+	}
+}
+
+/* Complete the batch's spontaneous tasks that have nothing to wait for. */
+static void
+complete_spontaneous(List *specs, HTAB *ids)
+{
+	ListCell   *lc;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (s->spontaneous &&
+			s->num_signals + lookup_id(ids, s->id, false)->inherited == 0)
+		{
+			Datum		arg = CStringGetTextDatum(s->id);
+
+			/* An earlier one may have completed it through a signal. */
+			taskq_execute(&state_plan, &arg, NULL, false, 0);
+			if (strcmp(taskq_get_text(0, 1, NULL), "pending") == 0)
+				taskq_complete_task(s->id, NULL);
+		}
+	}
+}
+
+/* Note the actions that got ready work, for the wakeups sent at commit. */
+static void
+note_ready(List *specs, HTAB *ids)
+{
+	ListCell   *lc;
+	const char *last = NULL;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (!s->spontaneous &&
+			s->num_signals + lookup_id(ids, s->id, false)->inherited == 0 &&
+			(last == NULL || strcmp(last, s->action) != 0))
+		{
+			taskq_note_ready(s->action);
+			last = s->action;
+		}
+	}
+}
+
+/*
+ * Replace: lock the stored tasks with batch ids, refuse if one is owned,
+ * abort (with the cascade) those unfinished, remember their live incoming
+ * edges, and delete them.  Returns true if some replaced task keeps edges
+ * from stored predecessors.
+ */
+static bool
+remove_replaced(List *specs, HTAB *ids)
+{
+	List	   *idlist = NIL;
+	ListCell   *lc;
+	int			n;
+	char	  **rid;
+	char	  **rcode;
+	bool		inherits = false;
+
+	foreach(lc, specs)
+		idlist = lappend(idlist, ((TaskSpec *) lfirst(lc))->id);
+	{
+		Datum		arg = taskq_text_array_datum(idlist);
+
+		taskq_execute(&lock_replaced_plan, &arg, NULL, false, 0);
+	}
+	n = SPI_processed;
+	rid = palloc(sizeof(char *) * Max(n, 1));
+	rcode = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		IdEntry    *e;
+
+		rid[i] = taskq_get_text(i, 1, NULL);
+		rcode[i] = taskq_get_text(i, 2, NULL);
+		if (taskq_get_bool(i, 4, NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("task \"%s\" is in progress and cannot be replaced", rid[i]),
+					 errdetail("A task can be replaced while nobody owns it: pending, finished, or with an expired lease.")));
+		e = lookup_id(ids, rid[i], false);
+		e->inherited = taskq_get_int32(i, 3, NULL);
+		if (e->inherited > 0)
+			inherits = true;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		arg = CStringGetTextDatum(rid[i]);
+
+		/* An earlier abort in this loop may have cascaded to it. */
+		taskq_execute(&state_plan, &arg, NULL, false, 0);
+		rcode[i] = taskq_get_text(0, 1, NULL);
+		if (strcmp(rcode[i], "pending") == 0 || strcmp(rcode[i], "in_progress") == 0)
+			taskq_abort_task(rid[i], "aborted: replaced");
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Datum		arg = CStringGetTextDatum(rid[i]);
+
+		taskq_execute(&delete_plan, &arg, NULL, false, 0);
+	}
+	return inherits;
+}
+
+static Datum
+insert_or_replace(FunctionCallInfo fcinfo, bool replace)
+{
+	List	   *specs;
+	HTAB	   *ids;
+
+	taskq_require_arg(fcinfo, 0, "tasks");
+	specs = taskq_parse_tasks(PG_GETARG_JSONB_P(0), "tasks");
+	if (specs == NIL)
+		PG_RETURN_INT64(0);
+	ids = index_batch(specs);
+
+	SPI_connect();
+	if (replace)
+		taskq_lock_dependency_graph();	/* before any row lock, as everywhere */
+	if (replace && remove_replaced(specs, ids))
+	{
+		ListCell   *lc;
+
+		insert_rows(specs, ids);
+		signal_stored_successors(specs, ids);
+		foreach(lc, specs)
+		{
+			TaskSpec   *s = lfirst(lc);
+
+			if (lookup_id(ids, s->id, false)->inherited > 0)
+				taskq_check_no_cycle_through(s->id);
+		}
+	}
+	else
+	{
+		insert_rows(specs, ids);
+		signal_stored_successors(specs, ids);
+	}
+	complete_spontaneous(specs, ids);
+	note_ready(specs, ids);
+	SPI_finish();
+
+	PG_RETURN_INT64(list_length(specs));
+}
+
+/* insert_tasks(tasks jsonb) returns bigint */
+Datum
+taskq_insert_tasks(PG_FUNCTION_ARGS)
+{
+	return insert_or_replace(fcinfo, false);
+}
+
+/* replace_tasks(tasks jsonb) returns bigint */
+Datum
+taskq_replace_tasks(PG_FUNCTION_ARGS)
+{
+	return insert_or_replace(fcinfo, true);
+}

@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * taskq.h
+ *	  Declarations shared by the taskq modules: limits, SQLSTATEs, the
+ *	  prepared-plan cache, task input parsing, the finish engine (complete,
+ *	  abort, signal, cascade), the dependency-graph lock and the wakeups
+ *	  sent after commit.
+ *
+ * Every function here that runs SQL expects to be called between
+ * SPI_connect() and SPI_finish() of the calling entry point.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_H
+#define TASKQ_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "nodes/pg_list.h"
+#include "storage/condition_variable.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+/* Documented limits on identifiers (bytes) and bodies. */
+#define TASKQ_MAX_ID_LEN		255
+#define TASKQ_MAX_ACTION_LEN	255
+#define TASKQ_MAX_ACTOR_LEN		255
+#define TASKQ_MAX_BODY_SIZE		(1024 * 1024)
+
+/*
+ * taskq's own SQLSTATEs (class TQ), listed in the README.  Everything else
+ * uses a standard code.
+ */
+#define ERRCODE_TASKQ_INVALID_TOKEN		MAKE_SQLSTATE('T','Q','0','0','1')
+
+/* ----------
+ * spi_util.c: statements prepared once per backend and kept.
+ * ----------
+ */
+#define TASKQ_PLAN_MAX_ARGS 12
+
+typedef struct TaskqPlan
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[TASKQ_PLAN_MAX_ARGS];
+	SPIPlanPtr	plan;			/* NULL until first use */
+} TaskqPlan;
+
+extern int	taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
+						  bool read_only, long tcount);
+extern char *taskq_get_text(int row, int col, bool *isnull);
+extern int32 taskq_get_int32(int row, int col, bool *isnull);
+extern bool taskq_get_bool(int row, int col, bool *isnull);
+extern Datum taskq_get_datum(int row, int col, bool *isnull);
+extern List *taskq_get_text_array(int row, int col);
+extern Datum taskq_text_array_datum(List *strings);
+extern void taskq_check_id(const char *id, const char *argname);
+extern char *taskq_text_arg(FunctionCallInfo fcinfo, int argno,
+							const char *argname, int maxlen);
+extern void taskq_require_arg(FunctionCallInfo fcinfo, int argno,
+							  const char *argname);
+extern List *taskq_text_array_arg(FunctionCallInfo fcinfo, int argno,
+								  const char *argname, int maxlen);
+extern int	taskq_compare_strings(const void *a, const void *b);
+extern int	taskq_compare_strings_lc(const ListCell *a, const ListCell *b);
+
+/* ----------
+ * task_input.c: one task object of insert_tasks / replace_tasks.
+ * ----------
+ */
+typedef struct TaskSpec
+{
+	int			index;			/* 1-based position in the argument */
+	char	   *id;
+	char	   *action;
+	Jsonb	   *body;			/* NULL for no body */
+	char	   *status;			/* initial human-readable status or NULL */
+	List	   *successors;		/* to_signal_after, as char * */
+	bool		has_max_tries;
+	int32		max_tries;
+	int32		priority;
+	bool		has_not_before;
+	TimestampTz not_before;
+	bool		post_result;
+	bool		spontaneous;
+	int32		num_signals;	/* computed: incoming edges */
+} TaskSpec;
+
+extern List *taskq_parse_tasks(Jsonb *tasks, const char *argname);
+
+/* ----------
+ * finish.c: the life-cycle engine shared by every path that ends a task.
+ * ----------
+ */
+extern void taskq_complete_task(const char *id, const char *status);
+extern void taskq_abort_task(const char *id, const char *status);
+extern void taskq_sweep_expired(void);
+
+/* ----------
+ * deps.c: the lock that serialises changes to edges between stored tasks,
+ * and the cycle check run under it.
+ * ----------
+ */
+extern void taskq_lock_dependency_graph(void);
+extern void taskq_check_no_cycle_through(const char *id);
+
+/* ----------
+ * shmem.c / wait.c: shared state and wakeups sent at commit.
+ * ----------
+ */
+extern void taskq_shmem_init_hooks(void);
+extern bool taskq_shmem_available(void);
+extern void taskq_note_finished(const char *id);
+extern void taskq_note_ready(const char *action);
+extern void taskq_register_xact_callbacks(void);
+extern ConditionVariable *taskq_finish_cv(const char *id);
+
+#endif							/* TASKQ_H */
