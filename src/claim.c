@@ -109,16 +109,19 @@ StaticAssertDecl(SWEEP_BATCH == 64, "SWEEP_BATCH is spelt out in the sweep plans
 /*
  * Hand expired leases back: requeue those with tries left, abort (with the
  * cascade) those on their last try.  Cheap when nothing expired: one probe
- * of the head of the lease index.
+ * of the head of the lease index.  Returns how many leases it handled.
  */
-void
+int
 taskq_sweep_expired(void)
 {
+	int			handled;
+
 	taskq_execute(&expired_probe_plan, NULL, NULL, true, 1);
 	if (SPI_processed == 0)
-		return;
+		return 0;
 
 	taskq_execute(&expired_requeue_plan, NULL, NULL, false, 0);
+	handled = SPI_processed;
 	for (uint64 i = 0; i < SPI_processed; i++)
 		taskq_note_ready(taskq_get_text(i, 1, NULL));
 
@@ -138,7 +141,9 @@ taskq_sweep_expired(void)
 			taskq_abort_task(ids[i],
 							 psprintf("aborted: lease expired on the last of %d tries",
 									  tries[i]));
+		handled += n;
 	}
+	return handled;
 }
 
 static TaskqPlan *

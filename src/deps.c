@@ -124,8 +124,13 @@ taskq_check_no_cycle_through(const char *id)
 		first = false;
 		CHECK_FOR_INTERRUPTS();
 
+		/*
+		 * Not read-only: the walk must see the edges this call just wrote
+		 * (a read-only execution keeps the statement's snapshot) and, in
+		 * READ COMMITTED, those committed before we got the graph lock.
+		 */
 		arg = CStringGetTextDatum(cur);
-		taskq_execute(&successors_plan, &arg, NULL, true, 0);
+		taskq_execute(&successors_plan, &arg, NULL, false, 0);
 		if (SPI_processed == 0)
 			continue;
 		succs = taskq_get_text_array(0, 1);

@@ -21,6 +21,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
@@ -83,6 +84,12 @@ static TaskqPlan lock_replaced_plan = {
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR UPDATE",
 	1, {TEXTARRAYOID}
+};
+
+/* A replaced task's live incoming edges, once the batch's aborts are done. */
+static TaskqPlan live_signals_plan = {
+	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
 };
 
 static TaskqPlan delete_plan = {
@@ -435,6 +442,7 @@ note_ready(List *specs, HTAB *ids)
 
 		if (!s->spontaneous &&
 			s->num_signals + lookup_id(ids, s->id, false)->inherited == 0 &&
+			(!s->has_not_before || s->not_before <= GetCurrentTransactionStartTimestamp()) &&
 			(last == NULL || strcmp(last, s->action) != 0))
 		{
 			taskq_note_ready(s->action);
@@ -471,8 +479,6 @@ remove_replaced(List *specs, HTAB *ids)
 	rcode = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
-		IdEntry    *e;
-
 		rid[i] = taskq_get_text(i, 1, NULL);
 		rcode[i] = taskq_get_text(i, 2, NULL);
 		if (taskq_get_bool(i, 4, NULL))
@@ -480,10 +486,6 @@ remove_replaced(List *specs, HTAB *ids)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" is in progress and cannot be replaced", rid[i]),
 					 errdetail("A task can be replaced while nobody owns it: pending, finished, or with an expired lease.")));
-		e = lookup_id(ids, rid[i], false);
-		e->inherited = taskq_get_int32(i, 3, NULL);
-		if (e->inherited > 0)
-			inherits = true;
 	}
 
 	for (int i = 0; i < n; i++)
@@ -495,6 +497,21 @@ remove_replaced(List *specs, HTAB *ids)
 		rcode[i] = taskq_get_text(0, 1, NULL);
 		if (strcmp(rcode[i], "pending") == 0 || strcmp(rcode[i], "in_progress") == 0)
 			taskq_abort_task(rid[i], "aborted: replaced");
+	}
+	/*
+	 * Read the live incoming edges only now: aborting one replaced task
+	 * signals another that it named, and the aborted predecessor is deleted
+	 * with the rest, so that edge is not inherited.
+	 */
+	for (int i = 0; i < n; i++)
+	{
+		Datum		arg = CStringGetTextDatum(rid[i]);
+		IdEntry    *e = lookup_id(ids, rid[i], false);
+
+		taskq_execute(&live_signals_plan, &arg, NULL, false, 0);
+		e->inherited = taskq_get_int32(0, 1, NULL);
+		if (e->inherited > 0)
+			inherits = true;
 	}
 	for (int i = 0; i < n; i++)
 	{

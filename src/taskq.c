@@ -1,12 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * taskq.c
- *	  Module entry: _PG_init.
+ *	  Module entry: _PG_init and the taskq.* settings.
  *
  * Loaded through shared_preload_libraries, taskq sets up its shared memory
- * (wait_for_task's condition variables).  Loaded on demand by a backend, the
- * queue works the same except for wait_for_task, which then refuses with a
- * hint.
+ * (wakeups, database slots), registers the launcher of the background
+ * workers and a utility hook that steps the workers aside for DROP
+ * DATABASE and friends.  Loaded on demand by a backend, the queue works the
+ * same without the workers (own_tasks expires leases itself, workers poll)
+ * except for wait_for_task, which then refuses with a hint.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,16 +24,50 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+static bool taskq_background_worker = true;
+
 void
 _PG_init(void)
 {
 	if (IsBinaryUpgrade)
 		return;
 
+	DefineCustomIntVariable("taskq.notify_interval",
+							"Shortest time between two notifications for the same action.",
+							"The background worker sends NOTIFY taskq, '<action>' at once for new ready work, then at most once per interval per action.",
+							&taskq_notify_interval,
+							5, 0, 60 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("taskq.worker_naptime",
+							"Longest time the background worker sleeps between two looks at the queue.",
+							"It wakes earlier for the next lease deadline, delayed task or notification it knows of, and when a transaction makes work ready.",
+							&taskq_worker_naptime,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("taskq.retention",
+							"How long finished tasks are kept before the background worker deletes them.",
+							"-1 keeps them forever.",
+							&taskq_retention,
+							7 * 24 * 3600, -1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("taskq.background_worker",
+							 "Starts the taskq background workers.",
+							 "Without them, own_tasks still expires leases and workers find work by polling.",
+							 &taskq_background_worker,
+							 true,
+							 PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("taskq");
 
 	if (process_shared_preload_libraries_in_progress)
+	{
 		taskq_shmem_init_hooks();
-
+		if (taskq_background_worker)
+			taskq_register_launcher();
+	}
+	taskq_install_utility_hook();
 	taskq_register_xact_callbacks();
 }

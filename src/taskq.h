@@ -97,7 +97,7 @@ extern List *taskq_parse_tasks(Jsonb *tasks, const char *argname);
  */
 extern void taskq_complete_task(const char *id, const char *status);
 extern void taskq_abort_task(const char *id, const char *status);
-extern void taskq_sweep_expired(void);
+extern int	taskq_sweep_expired(void);
 
 /* ----------
  * deps.c: the lock that serialises changes to edges between stored tasks,
@@ -108,9 +108,18 @@ extern void taskq_lock_dependency_graph(void);
 extern void taskq_check_no_cycle_through(const char *id);
 
 /* ----------
- * shmem.c / wait.c: shared state and wakeups sent at commit.
+ * shmem.c, wakeup.c, notify.c, worker.c, launcher.c: shared state, the
+ * wakeups sent at commit, and the background workers.
  * ----------
  */
+extern int	taskq_notify_interval;
+extern int	taskq_worker_naptime;
+extern int	taskq_retention;
+extern void taskq_register_launcher(void);
+extern void taskq_install_utility_hook(void);
+extern void taskq_notify_mark(const char *action);
+extern void taskq_notify_collect(bool all);
+extern TimestampTz taskq_notify_send_due(void);
 extern void taskq_shmem_init_hooks(void);
 extern bool taskq_shmem_available(void);
 extern void taskq_note_finished(const char *id);

@@ -91,6 +91,14 @@ CREATE INDEX tasks_ready_idx ON taskq.tasks
 -- Leases, earliest deadline first: the expiry sweep reads its head only.
 CREATE INDEX tasks_lease_idx ON taskq.tasks (action_deadline)
     WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status;
+-- Ready-or-delayed tasks by not_before: the worker finds delayed tasks
+-- whose time came, and the next one to come, with a range scan.
+CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.=) 0;
+-- Finished tasks by age, for retention.
+CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
+    WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
 
 SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');

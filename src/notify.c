@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * notify.c
+ *	  The worker's side of announcements: take the actions producers
+ *	  marked in the database's slot, and send at most one
+ *	  NOTIFY taskq, '<action>' per action per taskq.notify_interval.
+ *
+ * Throttling is leading-edge: the first announcement of an action goes out
+ * at once, later ones within the interval are merged into one sent when
+ * the interval ends.  The payload is the action name only.  A missed
+ * notification costs only latency: workers also find work by polling.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "shmem.h"
+#include "taskq.h"
+
+int			taskq_notify_interval = 5;	/* ms */
+
+typedef struct ActionEntry
+{
+	char		name[TASKQ_NOTIFY_NAME_LEN];	/* hash key */
+	TimestampTz last_sent;
+	bool		pending;
+} ActionEntry;
+
+static HTAB *actions = NULL;
+
+/* Every action with ready work: a loose index scan of the ready index. */
+static TaskqPlan ready_actions_plan = {
+	"WITH RECURSIVE a(action) AS ("
+	"  (SELECT t.action FROM taskq.tasks AS t"
+	"    WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"      AND t.num_signals OPERATOR(pg_catalog.=) 0"
+	"    ORDER BY t.action LIMIT 1)"
+	"  UNION ALL"
+	"  SELECT (SELECT t.action FROM taskq.tasks AS t"
+	"           WHERE t.action OPERATOR(pg_catalog.>) a.action"
+	"             AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"             AND t.num_signals OPERATOR(pg_catalog.=) 0"
+	"           ORDER BY t.action LIMIT 1)"
+	"    FROM a WHERE a.action IS NOT NULL)"
+	" SELECT action FROM a WHERE action IS NOT NULL",
+	0, {0}
+};
+
+void
+taskq_notify_mark(const char *action)
+{
+	ActionEntry *e;
+	bool		found;
+
+	if (strlen(action) >= TASKQ_NOTIFY_NAME_LEN)
+		return;
+	if (actions == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = TASKQ_NOTIFY_NAME_LEN;
+		ctl.entrysize = sizeof(ActionEntry);
+		ctl.hcxt = TopMemoryContext;
+		actions = hash_create("taskq announced actions", 64, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	e = hash_search(actions, action, HASH_ENTER, &found);
+	if (!found)
+		e->last_sent = 0;
+	e->pending = true;
+}
+
+/*
+ * Take the actions producers left in this database's slot.  With overflow
+ * (or at start, all = true) announce every action that has ready work.
+ * Runs inside a transaction with SPI connected.
+ */
+void
+taskq_notify_collect(bool all)
+{
+	TaskqDbSlot *slot;
+	char		(*names)[TASKQ_NOTIFY_NAME_LEN];
+	int			n = 0;
+
+	names = palloc(sizeof(*names) * TASKQ_PENDING_ACTIONS);
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		n = slot->npending;
+		memcpy(names, slot->pending, sizeof(*names) * n);
+		if (slot->pending_overflow)
+			all = true;
+		slot->npending = 0;
+		slot->pending_overflow = false;
+	}
+	LWLockRelease(taskq_shared->lock);
+
+	for (int i = 0; i < n; i++)
+		taskq_notify_mark(names[i]);
+	if (all)
+	{
+		taskq_execute(&ready_actions_plan, NULL, NULL, true, 0);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			taskq_notify_mark(taskq_get_text(i, 1, NULL));
+	}
+}
+
+/*
+ * Queue a NOTIFY (sent at commit) for each marked action whose interval
+ * has passed.  Returns when the next deferred one is due, or 0 if none.
+ */
+TimestampTz
+taskq_notify_send_due(void)
+{
+	HASH_SEQ_STATUS seq;
+	ActionEntry *e;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next = 0;
+
+	if (actions == NULL)
+		return 0;
+	hash_seq_init(&seq, actions);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		TimestampTz due;
+
+		if (!e->pending)
+			continue;
+		due = TimestampTzPlusMilliseconds(e->last_sent, taskq_notify_interval);
+		if (e->last_sent == 0 || due <= now)
+		{
+			Async_Notify("taskq", e->name);
+			e->last_sent = now;
+			e->pending = false;
+		}
+		else if (next == 0 || due < next)
+			next = due;
+	}
+	return next;
+}

@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.c
+ *	  What a transaction tells other processes when it commits: which
+ *	  tasks finished (wait_for_task's waiters wake) and which actions got
+ *	  ready work (the database's worker announces them with NOTIFY).
+ *
+ * The hot paths only note these in backend-local memory.  The commit
+ * callback runs after the commit is visible and publishes them: it
+ * broadcasts the condition variables of the finished tasks' slots, merges
+ * the actions into the database's slot and sets the worker's latch (or the
+ * launcher's, if the database has no worker yet).  So producers never
+ * NOTIFY themselves and never queue behind the notification lock.  Nothing
+ * here may fail: an error after commit would be a PANIC, so the local
+ * notes live in fixed arrays and an overflow just widens the announcement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+
+#include "shmem.h"
+#include "taskq.h"
+
+#define LOCAL_READY_ACTIONS 16
+
+/* Notes of the current transaction. */
+static uint64 finished_slots = 0;
+static int	nready = 0;
+static bool ready_overflow = false;
+static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
+
+static int
+finish_slot(const char *id)
+{
+	return hash_bytes((const unsigned char *) id, strlen(id)) % TASKQ_FINISH_SLOTS;
+}
+
+ConditionVariable *
+taskq_finish_cv(const char *id)
+{
+	Assert(taskq_shared != NULL);
+	return &taskq_shared->finish_cv[finish_slot(id)];
+}
+
+/* The current transaction finished this task: wake its waiters at commit. */
+void
+taskq_note_finished(const char *id)
+{
+	finished_slots |= UINT64CONST(1) << finish_slot(id);
+}
+
+/*
+ * The current transaction made work of this action ready; NULL means some
+ * action we did not look up (announce all).
+ */
+void
+taskq_note_ready(const char *action)
+{
+	if (ready_overflow)
+		return;
+	if (action == NULL || strlen(action) >= TASKQ_NOTIFY_NAME_LEN)
+	{
+		ready_overflow = true;
+		return;
+	}
+	for (int i = nready - 1; i >= 0; i--)
+		if (strcmp(ready[i], action) == 0)
+			return;
+	if (nready == LOCAL_READY_ACTIONS)
+	{
+		ready_overflow = true;
+		return;
+	}
+	strlcpy(ready[nready++], action, TASKQ_NOTIFY_NAME_LEN);
+}
+
+/* Merge one action into a slot's pending set; caller holds the lock. */
+static void
+slot_add_pending(TaskqDbSlot *slot, const char *action)
+{
+	if (slot->pending_overflow)
+		return;
+	for (int i = 0; i < slot->npending; i++)
+		if (strcmp(slot->pending[i], action) == 0)
+			return;
+	if (slot->npending == TASKQ_PENDING_ACTIONS)
+		slot->pending_overflow = true;
+	else
+		strlcpy(slot->pending[slot->npending++], action, TASKQ_NOTIFY_NAME_LEN);
+}
+
+static void
+publish_ready(void)
+{
+	TaskqDbSlot *slot;
+	Latch	   *latch = NULL;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		if (ready_overflow)
+			slot->pending_overflow = true;
+		for (int i = 0; i < nready; i++)
+			slot_add_pending(slot, ready[i]);
+		latch = slot->worker_latch;
+		if (latch == NULL)
+			slot->retry_after = 0;	/* taskq is used here: start a worker now */
+	}
+	if (latch == NULL)
+		latch = taskq_shared->launcher_latch;	/* start a worker here */
+	LWLockRelease(taskq_shared->lock);
+
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+static void
+reset_notes(void)
+{
+	finished_slots = 0;
+	nready = 0;
+	ready_overflow = false;
+}
+
+static void
+taskq_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (taskq_shared != NULL)
+			{
+				for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
+					if (finished_slots & (UINT64CONST(1) << i))
+						ConditionVariableBroadcast(&taskq_shared->finish_cv[i]);
+				if (nready > 0 || ready_overflow)
+					publish_ready();
+			}
+			reset_notes();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* a prepared transaction's work is found by polling */
+			reset_notes();
+			break;
+		default:
+			break;
+	}
+}
+
+void
+taskq_register_xact_callbacks(void)
+{
+	RegisterXactCallback(taskq_xact_callback, NULL);
+}

@@ -1,0 +1,317 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The per-database background worker: expires leases, announces
+ *	  delayed tasks whose time came, sends the coalesced NOTIFYs, and
+ *	  deletes finished tasks past taskq.retention.
+ *
+ * Each iteration is one transaction for expiry and announcements and one
+ * for retention, run with synchronous_commit off: losing one in a crash
+ * only means doing it again, since everything the worker acts on is found
+ * from rows (lease deadlines, not_before, finished_at), never from memory.
+ * It then sleeps until the earliest deadline it knows of (a lease, a
+ * not_before, a deferred notification, a retention moment), capped by
+ * taskq.worker_naptime, or until a producer sets its latch.
+ *
+ * Before touching the tables it checks that the extension exists and
+ * locks it against DROP EXTENSION; without it, the worker exits and the
+ * launcher starts it again when the database uses taskq.  It is started
+ * only once recovery finished, so it never runs on a standby.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "shmem.h"
+#include "taskq.h"
+
+int			taskq_worker_naptime = 1000;	/* ms */
+int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
+
+/* Expiry batches per iteration before the worker yields to its sleep. */
+#define MAX_SWEEPS_PER_ITERATION 16
+#define RETENTION_BATCH 500
+#define MIN_SLEEP_MS 1
+#define LOCKED_RETRY_MS 100
+
+PGDLLEXPORT void taskq_worker_main(Datum main_arg);
+
+/* Delayed tasks whose time came since the last look. */
+static TaskqPlan came_due_plan = {
+	"SELECT DISTINCT action FROM taskq.tasks"
+	" WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND num_signals OPERATOR(pg_catalog.=) 0"
+	"   AND not_before OPERATOR(pg_catalog.>) $1"
+	"   AND not_before OPERATOR(pg_catalog.<=) $2",
+	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* The next lease deadline and the next not_before still ahead. */
+static TaskqPlan next_deadlines_plan = {
+	"SELECT (SELECT pg_catalog.min(action_deadline) FROM taskq.tasks"
+	"         WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status),"
+	"       (SELECT pg_catalog.min(not_before) FROM taskq.tasks"
+	"         WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"           AND num_signals OPERATOR(pg_catalog.=) 0"
+	"           AND not_before OPERATOR(pg_catalog.>) $1)",
+	1, {TIMESTAMPTZOID}
+};
+
+/*
+ * Finished tasks past retention that no unfinished predecessor still
+ * names (num_signals = 0), oldest first.
+ */
+static TaskqPlan retention_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.tasks AS f"
+	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
+	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
+	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
+static TaskqPlan oldest_finished_plan = {
+	"SELECT pg_catalog.min(finished_at) FROM taskq.tasks"
+	" WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status",
+	0, {0}
+};
+
+StaticAssertDecl(RETENTION_BATCH == 500, "RETENTION_BATCH is spelt out in retention_plan");
+
+static Oid	worker_dboid = InvalidOid;
+
+static void
+worker_detach(int code, Datum arg)
+{
+	TaskqDbSlot *slot;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot != NULL && slot->worker_pid == MyProcPid)
+	{
+		slot->worker_pid = 0;
+		slot->worker_latch = NULL;
+	}
+	LWLockRelease(taskq_shared->lock);
+}
+
+/* Leave for good (exit 0: not restarted); the launcher may start us again. */
+static void
+worker_exit_quietly(int retry_seconds)
+{
+	TaskqDbSlot *slot;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot != NULL)
+		slot->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														retry_seconds * 1000);
+	LWLockRelease(taskq_shared->lock);
+	proc_exit(0);
+}
+
+static TimestampTz
+earliest(TimestampTz a, TimestampTz b)
+{
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	return Min(a, b);
+}
+
+/*
+ * One iteration; returns the earliest moment the worker has work again
+ * (0: nothing known).
+ */
+static TimestampTz
+worker_iteration(bool first, TimestampTz *last_due_check)
+{
+	Oid			extoid;
+	TimestampTz next = 0;
+	TimestampTz now;
+	Datum		arg;
+	bool		isnull;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	extoid = get_extension_oid("taskq", true);
+	if (!OidIsValid(extoid))
+	{
+		CommitTransactionCommand();
+		worker_exit_quietly(60);
+	}
+	LockDatabaseObject(ExtensionRelationId, extoid, 0, AccessShareLock);
+	if (!OidIsValid(get_extension_oid("taskq", true)))
+	{
+		/* dropped while we waited for the lock */
+		CommitTransactionCommand();
+		worker_exit_quietly(60);
+	}
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	now = GetCurrentTransactionStartTimestamp();
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: expiring leases");
+	for (int i = 0; i < MAX_SWEEPS_PER_ITERATION; i++)
+	{
+		if (taskq_sweep_expired() < 64)
+			break;
+		next = now;				/* more may be waiting: come back soon */
+	}
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
+	{
+		Datum		values[2];
+
+		values[0] = TimestampTzGetDatum(*last_due_check);
+		values[1] = TimestampTzGetDatum(now);
+		taskq_execute(&came_due_plan, values, NULL, true, 0);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			taskq_notify_mark(taskq_get_text(i, 1, NULL));
+		*last_due_check = now;
+	}
+	taskq_notify_collect(first);
+	next = earliest(next, taskq_notify_send_due());
+
+	arg = TimestampTzGetDatum(now);
+	taskq_execute(&next_deadlines_plan, &arg, NULL, true, 0);
+	{
+		Datum		d = taskq_get_datum(0, 1, &isnull);
+
+		/*
+		 * A lease already past its deadline was skipped because its row is
+		 * locked (its owner is returning it): look again shortly, not in a
+		 * tight loop.
+		 */
+		if (!isnull)
+			next = earliest(next, Max(DatumGetTimestampTz(d),
+									  TimestampTzPlusMilliseconds(now, LOCKED_RETRY_MS)));
+		d = taskq_get_datum(0, 2, &isnull);
+		if (!isnull)
+			next = earliest(next, DatumGetTimestampTz(d));
+	}
+
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+
+	if (taskq_retention >= 0)
+	{
+		TimestampTz cutoff;
+
+		pgstat_report_activity(STATE_RUNNING, "taskq: deleting finished tasks past retention");
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+											 -(int64) taskq_retention * 1000);
+		arg = TimestampTzGetDatum(cutoff);
+		taskq_execute(&retention_plan, &arg, NULL, false, 0);
+		if (SPI_processed == RETENTION_BATCH)
+			next = earliest(next, now);
+		else
+		{
+			Datum		d;
+
+			taskq_execute(&oldest_finished_plan, NULL, NULL, true, 0);
+			d = taskq_get_datum(0, 1, &isnull);
+			if (!isnull)
+				next = earliest(next,
+								TimestampTzPlusMilliseconds(DatumGetTimestampTz(d),
+															(int64) taskq_retention * 1000));
+		}
+		PopActiveSnapshot();
+		SPI_finish();
+		CommitTransactionCommand();
+	}
+
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return next;
+}
+
+void
+taskq_worker_main(Datum main_arg)
+{
+	TaskqDbSlot *slot;
+	TimestampTz last_due_check;
+	bool		first = true;
+
+	worker_dboid = DatumGetObjectId(main_arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(worker_dboid, InvalidOid, 0);
+	pgstat_report_appname("taskq worker");
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot == NULL || slot->paused)
+	{
+		LWLockRelease(taskq_shared->lock);
+		proc_exit(0);
+	}
+	slot->worker_pid = MyProcPid;
+	slot->worker_latch = MyLatch;
+	LWLockRelease(taskq_shared->lock);
+	on_shmem_exit(worker_detach, (Datum) 0);
+
+	/* Nothing the worker commits needs to wait for a WAL flush. */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "taskq worker", PGC_USERSET, PGC_S_OVERRIDE);
+
+	/* At start, look back a little for delayed tasks that came due. */
+	last_due_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -60 * 1000);
+
+	for (;;)
+	{
+		TimestampTz next;
+		long		sleep_ms = taskq_worker_naptime;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		next = worker_iteration(first, &last_due_check);
+		first = false;
+
+		if (next != 0)
+		{
+			long		until = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next);
+
+			/* +1: wake just after the deadline, not just before it */
+			sleep_ms = Min(sleep_ms, until + 1);
+		}
+		sleep_ms = Max(sleep_ms, MIN_SLEEP_MS);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
