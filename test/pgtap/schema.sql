@@ -1,0 +1,175 @@
+-- test/pgtap/schema.sql: the objects of the public contract (shared/API.md)
+-- exist with the names, types and signatures clients code against.
+-- taskq.tasks is tested as a relation (table or view): API.md allows the
+-- storage to be split, with taskq.tasks a view.
+BEGIN;
+SELECT plan(96);
+
+-- ------------------------------------------------------------ schema, enum
+SELECT has_schema('taskq', 'schema taskq exists');
+SELECT has_enum('taskq', 'status', 'enum taskq.status exists');
+SELECT enum_has_labels('taskq', 'status',
+    ARRAY['pending', 'in_progress', 'completed', 'aborted'],
+    'taskq.status has exactly pending, in_progress, completed, aborted, in that order');
+
+-- ------------------------------------------------------------ taskq.tasks
+SELECT has_relation('taskq', 'tasks', 'relation taskq.tasks exists');
+
+SELECT has_column('taskq', 'tasks', 'id', 'tasks.id exists');
+SELECT col_type_is('taskq', 'tasks', 'id', 'pg_catalog', 'text', 'tasks.id is text');
+SELECT has_column('taskq', 'tasks', 'action', 'tasks.action exists');
+SELECT col_type_is('taskq', 'tasks', 'action', 'pg_catalog', 'text', 'tasks.action is text');
+SELECT has_column('taskq', 'tasks', 'body', 'tasks.body exists');
+SELECT col_type_is('taskq', 'tasks', 'body', 'pg_catalog', 'jsonb', 'tasks.body is jsonb');
+SELECT has_column('taskq', 'tasks', 'status_code', 'tasks.status_code exists');
+SELECT col_type_is('taskq', 'tasks', 'status_code', 'taskq', 'status', 'tasks.status_code is taskq.status');
+SELECT has_column('taskq', 'tasks', 'status', 'tasks.status exists');
+SELECT col_type_is('taskq', 'tasks', 'status', 'pg_catalog', 'text', 'tasks.status is text');
+SELECT has_column('taskq', 'tasks', 'num_tries', 'tasks.num_tries exists');
+SELECT col_type_is('taskq', 'tasks', 'num_tries', 'pg_catalog', 'integer', 'tasks.num_tries is integer');
+SELECT has_column('taskq', 'tasks', 'max_tries', 'tasks.max_tries exists');
+SELECT col_type_is('taskq', 'tasks', 'max_tries', 'pg_catalog', 'integer', 'tasks.max_tries is integer');
+SELECT has_column('taskq', 'tasks', 'num_signals', 'tasks.num_signals exists');
+SELECT col_type_is('taskq', 'tasks', 'num_signals', 'pg_catalog', 'integer', 'tasks.num_signals is integer');
+SELECT has_column('taskq', 'tasks', 'total_dependencies', 'tasks.total_dependencies exists');
+SELECT col_type_is('taskq', 'tasks', 'total_dependencies', 'pg_catalog', 'integer', 'tasks.total_dependencies is integer');
+SELECT has_column('taskq', 'tasks', 'to_signal_after', 'tasks.to_signal_after exists');
+SELECT col_type_is('taskq', 'tasks', 'to_signal_after', 'pg_catalog', 'text[]', 'tasks.to_signal_after is text[]');
+SELECT has_column('taskq', 'tasks', 'actor_id', 'tasks.actor_id exists');
+SELECT col_type_is('taskq', 'tasks', 'actor_id', 'pg_catalog', 'text', 'tasks.actor_id is text');
+SELECT has_column('taskq', 'tasks', 'action_deadline', 'tasks.action_deadline exists');
+SELECT col_type_is('taskq', 'tasks', 'action_deadline', 'pg_catalog', 'timestamp with time zone', 'tasks.action_deadline is timestamptz');
+SELECT has_column('taskq', 'tasks', 'performance_token', 'tasks.performance_token exists');
+SELECT col_type_is('taskq', 'tasks', 'performance_token', 'pg_catalog', 'uuid', 'tasks.performance_token is uuid');
+SELECT has_column('taskq', 'tasks', 'post_result', 'tasks.post_result exists');
+SELECT col_type_is('taskq', 'tasks', 'post_result', 'pg_catalog', 'boolean', 'tasks.post_result is boolean');
+SELECT has_column('taskq', 'tasks', 'priority', 'tasks.priority exists');
+SELECT col_type_is('taskq', 'tasks', 'priority', 'pg_catalog', 'integer', 'tasks.priority is integer');
+SELECT has_column('taskq', 'tasks', 'not_before', 'tasks.not_before exists');
+SELECT col_type_is('taskq', 'tasks', 'not_before', 'pg_catalog', 'timestamp with time zone', 'tasks.not_before is timestamptz');
+SELECT has_column('taskq', 'tasks', 'created_at', 'tasks.created_at exists');
+SELECT col_type_is('taskq', 'tasks', 'created_at', 'pg_catalog', 'timestamp with time zone', 'tasks.created_at is timestamptz');
+SELECT has_column('taskq', 'tasks', 'finished_at', 'tasks.finished_at exists');
+SELECT col_type_is('taskq', 'tasks', 'finished_at', 'pg_catalog', 'timestamp with time zone', 'tasks.finished_at is timestamptz');
+
+-- id is unique (API.md: "unique, caller-chosen")
+SELECT ok(EXISTS (
+    SELECT 1 FROM pg_catalog.pg_index i
+      JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+     WHERE i.indrelid = 'taskq.tasks'::regclass AND i.indisunique
+       AND i.indnkeyatts = 1 AND a.attname = 'id'),
+    'taskq.tasks.id has a unique index');
+
+-- pg_dump keeps the tasks of the queue
+SELECT ok('taskq.tasks'::regclass = ANY (
+    SELECT pg_catalog.unnest(e.extconfig) FROM pg_catalog.pg_extension e WHERE e.extname = 'taskq'),
+    'taskq.tasks is registered with pg_extension_config_dump');
+
+-- ------------------------------------------------------------ functions
+-- Each: signature, return type, argument names (callers may use named notation).
+
+SELECT has_function('taskq', 'insert_tasks', ARRAY['jsonb'], 'insert_tasks(jsonb) exists');
+SELECT function_returns('taskq', 'insert_tasks', ARRAY['jsonb'], 'bigint', 'insert_tasks returns bigint');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.insert_tasks(jsonb)'::regprocedure),
+    'tasks jsonb', 'insert_tasks argument names');
+
+SELECT has_function('taskq', 'replace_tasks', ARRAY['jsonb'], 'replace_tasks(jsonb) exists');
+SELECT function_returns('taskq', 'replace_tasks', ARRAY['jsonb'], 'bigint', 'replace_tasks returns bigint');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.replace_tasks(jsonb)'::regprocedure),
+    'tasks jsonb', 'replace_tasks argument names');
+
+SELECT has_function('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval'],
+    'own_tasks(text, integer, text[], interval) exists');
+SELECT function_returns('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval'],
+    'setof record', 'own_tasks returns a set');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.own_tasks(text, integer, text[], interval)'::regprocedure),
+    'actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval',
+    'own_tasks argument names, max_duration defaults to NULL');
+SELECT is(pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval)'::regprocedure),
+    'TABLE(id text, token uuid, action text, body jsonb, num_tries integer, action_deadline timestamp with time zone)',
+    'own_tasks result columns');
+
+SELECT has_function('taskq', 'extend_ownership', ARRAY['text', 'text[]', 'uuid[]', 'interval'],
+    'extend_ownership(text, text[], uuid[], interval) exists');
+SELECT function_returns('taskq', 'extend_ownership', ARRAY['text', 'text[]', 'uuid[]', 'interval'],
+    'setof record', 'extend_ownership returns a set');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.extend_ownership(text, text[], uuid[], interval)'::regprocedure),
+    'actor text, ids text[], tokens uuid[], max_duration interval',
+    'extend_ownership argument names');
+SELECT is(pg_catalog.pg_get_function_result('taskq.extend_ownership(text, text[], uuid[], interval)'::regprocedure),
+    'TABLE(id text, owned boolean)',
+    'extend_ownership result columns');
+
+SELECT has_function('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status'],
+    'return_task(text, uuid, text, taskq.status) exists');
+SELECT function_returns('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status'],
+    'void', 'return_task returns void');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.return_task(text, uuid, text, taskq.status)'::regprocedure),
+    'id text, token uuid, status text, status_code taskq.status',
+    'return_task argument names');
+
+SELECT has_function('taskq', 'wait_for_task', ARRAY['text', 'interval'],
+    'wait_for_task(text, interval) exists');
+SELECT function_returns('taskq', 'wait_for_task', ARRAY['text', 'interval'],
+    'taskq.tasks', 'wait_for_task returns a taskq.tasks row');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.wait_for_task(text, interval)'::regprocedure),
+    'id text, timeout interval DEFAULT NULL::interval',
+    'wait_for_task argument names, timeout defaults to NULL');
+
+SELECT has_function('taskq', 'add_dependencies', ARRAY['text[]', 'text[]'],
+    'add_dependencies(text[], text[]) exists');
+SELECT function_returns('taskq', 'add_dependencies', ARRAY['text[]', 'text[]'],
+    'bigint', 'add_dependencies returns bigint');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.add_dependencies(text[], text[])'::regprocedure),
+    'after_ids text[], run_ids text[]',
+    'add_dependencies argument names');
+
+-- Documented additions (docs/semantics.md): batch return and the shapes.
+SELECT has_function('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]'],
+    'return_tasks(text[], uuid[], text[], taskq.status[]) exists');
+SELECT function_returns('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]'],
+    'bigint', 'return_tasks returns bigint');
+SELECT has_function('taskq', 'chain', ARRAY['jsonb', 'text[]'], 'chain(jsonb, text[]) exists');
+SELECT function_returns('taskq', 'chain', ARRAY['jsonb', 'text[]'], 'bigint', 'chain returns bigint');
+SELECT has_function('taskq', 'group', ARRAY['jsonb', 'text[]'], 'group(jsonb, text[]) exists');
+SELECT function_returns('taskq', 'group', ARRAY['jsonb', 'text[]'], 'bigint', 'group returns bigint');
+SELECT has_function('taskq', 'chord', ARRAY['jsonb', 'jsonb', 'text[]'], 'chord(jsonb, jsonb, text[]) exists');
+SELECT function_returns('taskq', 'chord', ARRAY['jsonb', 'jsonb', 'text[]'], 'bigint', 'chord returns bigint');
+
+-- ------------------------------------------------------------ monitoring views
+SELECT has_view('taskq', 'action_stats', 'view taskq.action_stats exists');
+SELECT has_column('taskq', 'action_stats', 'action', 'action_stats.action exists');
+SELECT has_column('taskq', 'action_stats', 'ready', 'action_stats.ready exists');
+SELECT has_column('taskq', 'action_stats', 'blocked', 'action_stats.blocked exists');
+SELECT has_column('taskq', 'action_stats', 'delayed', 'action_stats.delayed exists');
+SELECT has_column('taskq', 'action_stats', 'in_progress', 'action_stats.in_progress exists');
+SELECT has_column('taskq', 'action_stats', 'lease_expired', 'action_stats.lease_expired exists');
+SELECT has_column('taskq', 'action_stats', 'completed', 'action_stats.completed exists');
+SELECT has_column('taskq', 'action_stats', 'aborted', 'action_stats.aborted exists');
+SELECT has_column('taskq', 'action_stats', 'oldest_ready_age', 'action_stats.oldest_ready_age exists');
+SELECT col_type_is('taskq', 'action_stats', 'oldest_ready_age', 'pg_catalog', 'interval',
+    'action_stats.oldest_ready_age is an interval');
+
+SELECT has_view('taskq', 'tasks_in_progress', 'view taskq.tasks_in_progress exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'id', 'tasks_in_progress.id exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'action', 'tasks_in_progress.action exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'actor_id', 'tasks_in_progress.actor_id exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'num_tries', 'tasks_in_progress.num_tries exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'max_tries', 'tasks_in_progress.max_tries exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'action_deadline', 'tasks_in_progress.action_deadline exists');
+SELECT has_column('taskq', 'tasks_in_progress', 'time_left', 'tasks_in_progress.time_left exists');
+SELECT col_type_is('taskq', 'tasks_in_progress', 'time_left', 'pg_catalog', 'interval',
+    'tasks_in_progress.time_left is an interval');
+SELECT has_column('taskq', 'tasks_in_progress', 'lease_expired', 'tasks_in_progress.lease_expired exists');
+
+-- ------------------------------------------------------------ dedicated SQLSTATE
+-- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql
+-- proves when it is raised.  Here: a never-owned task refuses any token with it.
+SELECT lives_ok($$SELECT taskq.insert_tasks('[{"id": "schema-probe", "action": "probe"}]')$$,
+    'a probe task can be inserted');
+SELECT throws_ok($$SELECT taskq.return_task('schema-probe', gen_random_uuid(), NULL, 'completed')$$,
+    'TQ001', 'invalid performance token for task "schema-probe"',
+    'returning a never-owned task raises TQ001 naming the id');
+
+SELECT * FROM finish();
+ROLLBACK;
