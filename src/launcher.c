@@ -48,6 +48,7 @@
 #define LAUNCHER_NAPTIME_MS		10000
 #define WORKER_RESTART_SECONDS	5
 #define PAUSE_WAIT_MS			5000
+#define UNPAUSE_DELAY_MS		2000
 
 PGDLLEXPORT void taskq_launcher_main(Datum main_arg);
 
@@ -165,8 +166,10 @@ launcher_scan(void)
 			pfree(handles[i]);
 			handles[i] = NULL;
 		}
-		if (handles[i] != NULL && slot->paused)
-			TerminateBackgroundWorker(handles[i]);	/* not restarted */
+		/* paused, or the database is gone: stop it, not to be restarted */
+		if (handles[i] != NULL &&
+			(slot->paused || !list_member_oid(dbs, slot->dboid)))
+			TerminateBackgroundWorker(handles[i]);
 		slot->has_worker = handles[i] != NULL;
 		/* Forget databases that are gone once their worker stopped. */
 		if (!list_member_oid(dbs, slot->dboid) && handles[i] == NULL &&
@@ -256,6 +259,7 @@ pause_database(const char *dbname)
 	TaskqDbSlot *slot;
 	Latch	   *launcher;
 	TimestampTz give_up;
+	bool		signalled = false;
 
 	if (!OidIsValid(dboid))
 		return InvalidOid;
@@ -286,6 +290,18 @@ pause_database(const char *dbname)
 		LWLockRelease(taskq_shared->lock);
 		if (pid == 0 || GetCurrentTimestamp() >= give_up)
 			break;
+
+		/*
+		 * A launcher that restarted has no handle of this worker: after a
+		 * second, ask the worker itself.  If the postmaster restarts it, it
+		 * finds its slot paused and leaves for good.
+		 */
+		if (!signalled &&
+			GetCurrentTimestamp() >= TimestampTzPlusMilliseconds(give_up, 1000 - PAUSE_WAIT_MS))
+		{
+			kill(pid, SIGTERM);
+			signalled = true;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -294,22 +310,25 @@ pause_database(const char *dbname)
 	return dboid;
 }
 
+/*
+ * The command is over (it commits after we return): let the launcher start
+ * the worker again at its next scan after a short wait, by which time a
+ * dropped database is gone from pg_database and its slot is freed instead.
+ */
 static void
 unpause_database(Oid dboid)
 {
 	TaskqDbSlot *slot;
-	Latch	   *latch;
 
 	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
 	slot = taskq_find_db_slot(dboid);
 	if (slot != NULL)
 	{
 		slot->paused = false;
+		slot->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														UNPAUSE_DELAY_MS);
 	}
-	latch = taskq_shared->launcher_latch;
 	LWLockRelease(taskq_shared->lock);
-	if (latch)
-		SetLatch(latch);
 }
 
 /* The database a utility statement needs without other connections. */

@@ -264,12 +264,15 @@ taskq_worker_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(worker_dboid, InvalidOid, 0);
-	pgstat_report_appname("taskq worker");
 
+	/*
+	 * Claim the slot before connecting: a worker restarted for a database
+	 * being dropped (or gone) leaves for good instead of failing to connect
+	 * and being restarted again and again.
+	 */
 	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
 	slot = taskq_find_db_slot(worker_dboid);
-	if (slot == NULL || slot->paused)
+	if (slot == NULL || slot->paused || slot->worker_pid != 0)
 	{
 		LWLockRelease(taskq_shared->lock);
 		proc_exit(0);
@@ -278,6 +281,9 @@ taskq_worker_main(Datum main_arg)
 	slot->worker_latch = MyLatch;
 	LWLockRelease(taskq_shared->lock);
 	on_shmem_exit(worker_detach, (Datum) 0);
+
+	BackgroundWorkerInitializeConnectionByOid(worker_dboid, InvalidOid, 0);
+	pgstat_report_appname("taskq worker");
 
 	/* Nothing the worker commits needs to wait for a WAL flush. */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test/bin/demo.sh — `make demo`.
+# Owns: running every examples/*/run.sh against a throwaway cluster with
+# database taskq_demo (CREATE EXTENSION taskq done). Each example runs as the
+# test user from its own directory (in a private copy of the tree) with
+#   PGHOST PGPORT PGDATABASE PGUSER   where to connect (PGHOST = socket dir;
+#                                     the server also listens on 127.0.0.1:$PGPORT)
+#   PGDATA TASKQ_PGLOG                the cluster, e.g. for pg_ctl restart
+#   PATH                              PostgreSQL 15 bin dir first
+# KEEP=1 leaves the cluster running and prints how to connect.
+# TASKQ_DEMO_TIMEOUT: seconds per example (default 600).
+set -euo pipefail
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DEMO_DB=taskq_demo
+DEMO_TIMEOUT=${TASKQ_DEMO_TIMEOUT:-600}
+
+trap 'tq_cleanup' EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+
+bash "$(dirname "${BASH_SOURCE[0]}")/deps.sh"
+tq_ensure_user
+tq_make_work
+tq_build_install
+tq_cluster_start demo
+tq_psql postgres -c "CREATE DATABASE $DEMO_DB"
+tq_psql "$DEMO_DB" -c 'CREATE EXTENSION taskq'
+echo "demo: cluster on port $TQ_PORT, database $DEMO_DB"
+
+ran=0
+failed=()
+for script in "$TQ_WORK"/src/examples/*/run.sh; do
+    [[ -f $script ]] || continue
+    dir=$(dirname "$script")
+    name=examples/$(basename "$dir")
+    echo
+    echo "=== $name"
+    ran=$((ran + 1))
+    t0=$(tq_now)
+    rc=0
+    cd "$dir"
+    tq_run_as_user - env \
+        PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" PGDATABASE="$DEMO_DB" PGUSER="$(tq_user_name)" \
+        PGDATA="$TQ_PGDATA" TASKQ_PGLOG="$TQ_PGLOG" \
+        timeout -k 10 "$DEMO_TIMEOUT" bash ./run.sh || rc=$?
+    cd "$TQ_WORK/src"
+    if [[ $rc -eq 0 ]]; then
+        echo "=== $name: ok ($(($(tq_now) - t0))s)"
+    else
+        echo "=== $name: FAILED (exit $rc, $(($(tq_now) - t0))s)"
+        failed+=("$name")
+    fi
+done
+
+echo
+if [[ $ran -eq 0 ]]; then
+    echo "demo: no examples yet (examples/*/run.sh); the cluster and extension work."
+else
+    echo "demo: $ran example(s) ran, ${#failed[@]} failed${failed[*]:+: ${failed[*]}}"
+fi
+
+if [[ ${KEEP:-0} == 1 ]]; then
+    TQ_KEEP=1
+    u=$(tq_user_name)
+    as_u=""
+    tq_is_root && as_u="runuser -u $u -- "
+    cat <<EOF
+
+KEEP=1: the cluster is still running.
+  connect:  psql -h $TQ_SOCK -p $TQ_PORT -U $u $DEMO_DB
+       or:  psql "host=127.0.0.1 port=$TQ_PORT user=$u dbname=$DEMO_DB"
+  log:      $TQ_PGLOG
+  stop:     ${as_u}$TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop && rm -rf $TQ_WORK
+EOF
+fi
+[[ ${#failed[@]} -eq 0 ]]

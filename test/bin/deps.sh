@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# test/bin/deps.sh — `make deps`; also the first step of test.sh and demo.sh.
+# Owns: installing the Debian 12 packages needed to build taskq and run every
+# suite. Idempotent and quiet: checks dpkg first, calls apt only for what is
+# missing, logs apt to a file and prints the log only when it fails.
+set -euo pipefail
+
+PACKAGES=(
+    postgresql-15                          # server, initdb, pg_ctl, psql
+    postgresql-server-dev-15               # PGXS, pg_regress, isolation tester, PostgreSQL::Test perl lib
+    postgresql-15-pgtap                    # CREATE EXTENSION pgtap
+    libtap-parser-sourcehandler-pgtap-perl # pg_prove
+    libipc-run-perl                        # needed by PostgreSQL::Test::Cluster
+    perl                                   # prove
+    make gcc
+    util-linux                             # runuser
+    passwd                                 # useradd
+    tar coreutils findutils grep sed mawk  # used by the scripts
+    python3 python3-psycopg2               # examples/ (make demo)
+)
+
+# One dpkg-query for all: "name ii " for each installed package.
+installed=" $(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null |
+    awk '$2 == "ii" { printf "%s ", $1 }' || true)"
+missing=()
+for p in "${PACKAGES[@]}"; do
+    [[ $installed == *" $p "* ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "deps: missing packages: ${missing[*]}" >&2
+    echo "deps: run as root (or: apt-get install ${missing[*]})" >&2
+    exit 1
+fi
+
+log=/var/log/taskq-deps.log
+: >"$log" 2>/dev/null || log=$(mktemp /tmp/taskq-deps.XXXXXX.log)
+echo "deps: installing ${missing[*]} (log: $log)"
+
+export DEBIAN_FRONTEND=noninteractive
+apt_get() { apt-get -o Dpkg::Use-Pty=0 -o APT::Color=0 "$@" >>"$log" 2>&1; }
+
+# Only refresh the package lists when a package is unknown or the install fails.
+need_update=0
+for p in "${missing[@]}"; do
+    apt-cache show "$p" >/dev/null 2>&1 || need_update=1
+done
+if [[ $need_update == 1 ]] && ! apt_get update; then
+    cat "$log" >&2
+    echo "deps: apt-get update failed" >&2
+    exit 1
+fi
+if ! apt_get install -y --no-install-recommends "${missing[@]}"; then
+    if [[ $need_update == 0 ]] && apt_get update &&
+        apt_get install -y --no-install-recommends "${missing[@]}"; then
+        :
+    else
+        cat "$log" >&2
+        echo "deps: apt-get install failed" >&2
+        exit 1
+    fi
+fi
+echo "deps: done"

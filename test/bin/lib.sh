@@ -1,0 +1,277 @@
+# shellcheck shell=bash disable=SC2034
+# test/bin/lib.sh — shared by test.sh and demo.sh (sourced, not run).
+# Owns: the test user, the private copy of the tree, build + install as root,
+# and the throwaway PostgreSQL 15 cluster (start, psql, stop, cleanup).
+# Everything lives in one temp dir ($TQ_WORK) that tq_cleanup removes.
+
+TQ_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+TQ_BINDIR=/usr/lib/postgresql/15/bin
+TQ_PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
+TQ_USER=taskq
+TQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TQ_SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+TQ_WORK=""      # temp dir: src/ (tree copy), data/ (cluster), log/, tmp/
+TQ_PGDATA=""
+TQ_SOCK=""      # unix socket directory
+TQ_PORT=""
+TQ_PGLOG=""
+TQ_KEEP=0       # 1: tq_cleanup leaves cluster and temp dir alone
+
+export LC_ALL=C  # deterministic globs and sort in these scripts
+
+tq_warn() { printf '%s\n' "$*" >&2; }
+tq_now() { date +%s; }
+
+tq_is_root() { [[ $(id -u) -eq 0 ]]; }
+
+# The unprivileged user that owns the cluster and runs the suites.
+tq_ensure_user() {
+    tq_is_root || return 0
+    if ! getent passwd "$TQ_USER" >/dev/null; then
+        useradd --system --create-home --shell /bin/bash "$TQ_USER"
+    fi
+}
+
+tq_user_name() { if tq_is_root; then echo "$TQ_USER"; else id -un; fi; }
+
+# Locale for the test user's processes: C.UTF-8 when the system has it.
+tq_lang() {
+    if locale -a 2>/dev/null | grep -qiE '^c\.utf-?8$'; then echo C.UTF-8; else echo C; fi
+}
+
+# tq_as_user cmd args...: run as the test user with a clean, explicit
+# environment (the caller's PATH may point into /root). Use `env VAR=value`
+# as the command to add variables.
+tq_as_user() {
+    tq_user_prefix
+    "${TQ_PREFIX[@]}" "$@"
+}
+
+# tq_run_as_user OUT cmd args...: the same, as a background job with stdout
+# and stderr to file OUT ("-": the script's own), that the script waits for,
+# so that Ctrl-C / TERM reach the script's trap at once and tq_cleanup can end
+# the job (TERM to runuser is passed on to the command). Redirect only here:
+# a trap would inherit a redirection of the caller's.
+TQ_CHILD=""
+tq_run_as_user() {
+    local rc=0 out=$1
+    shift
+    tq_user_prefix
+    if [[ $out == - ]]; then
+        "${TQ_PREFIX[@]}" "$@" &
+    else
+        "${TQ_PREFIX[@]}" "$@" >"$out" 2>&1 &
+    fi
+    TQ_CHILD=$!
+    wait "$TQ_CHILD" || rc=$?
+    TQ_CHILD=""
+    return "$rc"
+}
+
+tq_user_prefix() {
+    TQ_PREFIX=()
+    tq_is_root && TQ_PREFIX=(runuser -u "$TQ_USER" --)
+    TQ_PREFIX+=(env -i
+        "HOME=$(tq_user_home)" "USER=$(tq_user_name)" "LOGNAME=$(tq_user_name)"
+        "PATH=$TQ_BINDIR:$TQ_SYS_PATH" "LANG=$(tq_lang)" "TMPDIR=$TQ_WORK/tmp"
+        "PG_CONFIG=$TQ_PG_CONFIG")
+    [[ -n ${TERM:-} ]] && TQ_PREFIX+=("TERM=$TERM")
+    [[ -n ${CI:-} ]] && TQ_PREFIX+=("CI=$CI")
+    return 0
+}
+
+tq_user_home() {
+    local h
+    h=$(getent passwd "$(tq_user_name)" | cut -d: -f6)
+    if [[ -n $h && -d $h ]]; then echo "$h"; else echo "${TQ_WORK:-/tmp}/tmp"; fi
+}
+
+# Make the temp dir and copy the tree into $TQ_WORK/src: tracked plus
+# untracked-but-not-ignored files (no .git, no build products or test output).
+tq_make_work() {
+    TQ_WORK=$(mktemp -d /tmp/taskq-run.XXXXXX)
+    chmod 755 "$TQ_WORK"
+    mkdir -p "$TQ_WORK/src" "$TQ_WORK/log" "$TQ_WORK/tmp"
+    tq_copy_tree "$TQ_ROOT" "$TQ_WORK/src"
+    if tq_is_root; then chown -R "$TQ_USER:" "$TQ_WORK"; fi
+}
+
+tq_skip_path() {
+    case $1 in
+        .git|.git/*|*/.git/*) return 0 ;;
+        *.o|*.so|*.bc|*.dylib) return 0 ;;
+        results/*|output_iso/*|tmp_check/*|log/*|test/results/*) return 0 ;;
+        regression.diffs|regression.out) return 0 ;;
+    esac
+    return 1
+}
+
+tq_copy_tree() {
+    local from=$1 to=$2 f
+    if command -v git >/dev/null &&
+        git -c safe.directory='*' -C "$from" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git -c safe.directory='*' -C "$from" ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do
+                [[ -e $from/$f || -L $from/$f ]] || continue   # deleted, not yet committed
+                tq_skip_path "$f" && continue
+                printf '%s\0' "$f"
+            done |
+            tar -C "$from" --null --no-recursion -T - -cf - | tar -C "$to" -xf -
+    else
+        tar -C "$from" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+            --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
+            --exclude=./log --exclude=./test/results \
+            --exclude=./regression.diffs --exclude=./regression.out -cf - . |
+            tar -C "$to" -xf -
+    fi
+}
+
+# Build (warnings visible) and install into the system PostgreSQL 15, as root.
+tq_build_install() {
+    local dir=$TQ_WORK/src log=$TQ_WORK/log/build.log
+    [[ -f $dir/Makefile ]] || { tq_warn "no Makefile in $dir"; return 1; }
+    if ! make -C "$dir" -s -j"$(nproc 2>/dev/null || echo 2)" PG_CONFIG="$TQ_PG_CONFIG" 2>&1 | tee "$log"; then
+        tq_warn "build failed (see messages above)"
+        return 1
+    fi
+    if ! make -C "$dir" -s install PG_CONFIG="$TQ_PG_CONFIG" >>"$log" 2>&1; then
+        tail -n 50 "$log" >&2
+        tq_warn "make install failed"
+        return 1
+    fi
+    if tq_is_root; then chown -R "$TQ_USER:" "$dir"; fi
+}
+
+# A value computed by the project's Makefile (with PGXS included), e.g. REGRESS.
+tq_make_var() {
+    local printer=$TQ_WORK/tmp/print-var.mk
+    printf 'print-%%:\n\t@echo $($*)\n' >"$printer"
+    make -C "$TQ_WORK/src" -s --no-print-directory -f Makefile -f "$printer" \
+        PG_CONFIG="$TQ_PG_CONFIG" "print-$1"
+}
+
+# A TCP port nobody listens on (the cluster also listens on 127.0.0.1 so
+# that clients without unix-socket support can connect).
+tq_free_port() {
+    local i p
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + RANDOM % 30000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# tq_cluster_start test|demo: initdb + start a throwaway cluster as the test user.
+tq_cluster_start() {
+    local mode=${1:-test}
+    TQ_PGDATA=$TQ_WORK/data
+    TQ_SOCK=$TQ_WORK
+    TQ_PGLOG=$TQ_WORK/log/postgres.log
+    if ! tq_as_user initdb -D "$TQ_PGDATA" -U "$(tq_user_name)" -A trust --no-locale -E UTF8 \
+        --no-sync --no-instructions >"$TQ_WORK/log/initdb.log" 2>&1; then
+        cat "$TQ_WORK/log/initdb.log" >&2
+        tq_warn "initdb failed"
+        return 1
+    fi
+    {
+        echo "# --- added by test/bin/lib.sh ($mode) ---"
+        echo "listen_addresses = '127.0.0.1'"
+        echo "unix_socket_directories = '$TQ_SOCK'"
+        echo "shared_preload_libraries = 'taskq'"
+        echo "max_worker_processes = 32"
+        echo "max_prepared_transactions = 10"
+        echo "lc_messages = 'C'"
+        echo "log_line_prefix = '%m [%p] %q%a '"
+        if [[ $mode == test ]]; then
+            echo "fsync = off"
+            echo "full_page_writes = off"
+            echo "synchronous_commit = off"
+        fi
+    } >>"$TQ_PGDATA/postgresql.conf"
+    # Optional project hook: extra settings for the throwaway cluster.
+    if [[ -f $TQ_WORK/src/test/postgresql.conf ]]; then
+        cat "$TQ_WORK/src/test/postgresql.conf" >>"$TQ_PGDATA/postgresql.conf"
+    fi
+    for _ in 1 2 3; do   # another process may take the port first
+        TQ_PORT=$(tq_free_port) || { tq_warn "no free port found"; return 1; }
+        echo "port = $TQ_PORT" >>"$TQ_PGDATA/postgresql.conf"   # last one wins
+        if tq_as_user pg_ctl -D "$TQ_PGDATA" -l "$TQ_PGLOG" -w -t 120 -s start \
+            >>"$TQ_WORK/log/pg_ctl.log" 2>&1; then
+            return 0
+        fi
+        grep -q 'could not bind\|already in use' "$TQ_PGLOG" 2>/dev/null || break
+    done
+    tq_warn "could not start the cluster; server log:"
+    tail -n 40 "$TQ_PGLOG" >&2 2>/dev/null || true
+    TQ_PORT=""
+    return 1
+}
+
+tq_cluster_running() {
+    [[ -n $TQ_PGDATA && -f $TQ_PGDATA/postmaster.pid ]]
+}
+
+tq_cluster_stop() {
+    tq_cluster_running || return 0
+    tq_as_user pg_ctl -D "$TQ_PGDATA" -m fast -w -t 60 -s stop >/dev/null 2>&1 && return 0
+    tq_as_user pg_ctl -D "$TQ_PGDATA" -m immediate -w -t 30 -s stop >/dev/null 2>&1 || true
+}
+
+# tq_psql DB [psql args...]: run psql on the throwaway cluster as the test user.
+tq_psql() {
+    local db=$1
+    shift
+    tq_as_user psql -X -q -v ON_ERROR_STOP=1 -h "$TQ_SOCK" -p "$TQ_PORT" -d "$db" "$@"
+}
+
+# End the job of an interrupted tq_run_as_user (TERM, then KILL after 20 s;
+# TAP tests use the time to tear their nodes down).
+tq_kill_child() {
+    local i
+    if [[ -n $TQ_CHILD ]] && kill -0 "$TQ_CHILD" 2>/dev/null; then
+        kill -TERM "$TQ_CHILD" 2>/dev/null || true
+        for ((i = 0; i < 40; i++)); do
+            kill -0 "$TQ_CHILD" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -KILL "$TQ_CHILD" 2>/dev/null || true
+    fi
+    TQ_CHILD=""
+}
+
+# Immediate shutdown of any postmaster still running from a data directory
+# below $TQ_WORK (a TAP test's node that was not torn down), by its pid.
+tq_kill_postmasters() {
+    local i pidfile pid
+    [[ -n $TQ_WORK && -d $TQ_WORK ]] || return 0
+    while IFS= read -r pidfile; do
+        pid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+        [[ $pid =~ ^[0-9]+$ ]] || continue
+        grep -q postgres "/proc/$pid/cmdline" 2>/dev/null || continue
+        kill -QUIT "$pid" 2>/dev/null || true
+        for ((i = 0; i < 20; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    done < <(find "$TQ_WORK" -name postmaster.pid 2>/dev/null)
+}
+
+# Stop everything and remove the temp dir; silent, safe to call twice.
+tq_cleanup() {
+    [[ $TQ_KEEP == 1 ]] && return 0
+    {
+        tq_kill_child
+        tq_cluster_stop
+        tq_kill_postmasters
+    } >/dev/null 2>&1 || true
+    if [[ -n $TQ_WORK && -d $TQ_WORK ]]; then
+        rm -rf "$TQ_WORK" 2>/dev/null || true
+    fi
+    TQ_WORK=""
+    TQ_PGDATA=""
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# test/bin/test.sh — `make test`.
+# Owns: running every test suite on a throwaway cluster and the closing line.
+#   deps -> build + install (root) -> copy of the tree owned by the test user
+#   -> static checks, pg_regress, isolation, pgTAP, Perl TAP -> cleanup.
+# Counting: one per pg_regress test, one per isolation spec, one per pgTAP
+# assertion, one per Perl TAP assertion, one per test/static/*.sh; a suite or
+# file that fails without a failed test of its own counts one failure.
+# The last line printed is always "N passed, N failed"; exit 0 only if N failed is 0.
+#
+# Env knobs: TASKQ_SUITE_TIMEOUT (s, pg_regress/isolation, default 600),
+#            TASKQ_FILE_TIMEOUT (s, each pgTAP/TAP/static file, default 300),
+#            KEEP=1 (keep the temp dir with logs; the cluster is still stopped).
+set -euo pipefail
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SUITE_TIMEOUT=${TASKQ_SUITE_TIMEOUT:-600}
+FILE_TIMEOUT=${TASKQ_FILE_TIMEOUT:-300}
+PASSED=0
+FAILED=0
+SQL_FAILED=0   # failures in suites that use the shared cluster
+DONE=0
+T_START=$(tq_now)
+
+on_exit() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    finish_work
+    if [[ $DONE != 1 ]]; then
+        # Aborted: deps or build failure, a suite that could not run, Ctrl-C, ...
+        [[ $rc -eq 0 ]] && rc=1
+        echo "$PASSED passed, $((FAILED + 1)) failed"
+    fi
+    exit "$rc"
+}
+
+# Stop the cluster; remove the temp dir, or keep it when KEEP=1. Idempotent.
+finish_work() {
+    if [[ ${KEEP:-0} == 1 && -n $TQ_WORK && $TQ_KEEP != 1 ]]; then
+        { tq_kill_child; tq_cluster_stop; tq_kill_postmasters; } >/dev/null 2>&1
+        echo "kept: $TQ_WORK (logs in $TQ_WORK/log)"
+        TQ_KEEP=1
+    fi
+    tq_cleanup
+}
+trap on_exit EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+
+line() { printf '== %-10s %s\n' "$1" "$2"; }
+elapsed() { echo "$(($(tq_now) - $1))s"; }
+count() { grep -cE "$1" "$2" || true; }   # grep -c prints 0 on no match
+
+# Print at most N lines of a file, saying so when cut.
+show() {
+    local file=$1 n=${2:-200} total
+    [[ -s $file ]] || return 0
+    total=$(wc -l <"$file")
+    head -n "$n" "$file"
+    if ((total > n)); then echo "... ($((total - n)) more lines in $(basename "$file"))"; fi
+}
+
+add() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+
+# ---------------------------------------------------------------- setup
+bash "$(dirname "${BASH_SOURCE[0]}")/deps.sh"
+tq_ensure_user
+tq_make_work
+SRC=$TQ_WORK/src
+cd "$SRC"
+
+t0=$(tq_now)
+tq_build_install
+line build "ok ($(elapsed "$t0"))"
+
+# ---------------------------------------------------------------- suites
+
+suite_static() {
+    local f name out rc t0 ok=0 bad=0 any=0
+    t0=$(tq_now)
+    for f in test/static/*.sh; do
+        [[ -f $f && -x $f ]] || continue
+        any=1
+        name=$(basename "$f" .sh)
+        out=$TQ_WORK/log/static-$name.out
+        rc=0
+        tq_run_as_user "$out" env PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" \
+            timeout -k 10 "$FILE_TIMEOUT" "./$f" || rc=$?
+        if [[ $rc -eq 0 ]]; then
+            ok=$((ok + 1))
+        else
+            bad=$((bad + 1))
+            echo "--- $f failed (exit $rc):"
+            show "$out" 100
+        fi
+    done
+    if [[ $any == 0 ]]; then line static "skipped (no executable test/static/*.sh)"; return; fi
+    add "$ok" "$bad"
+    line static "$ok ok, $bad failed ($(elapsed "$t0"))"
+}
+
+# run_pg_regress NAME DRIVER OUTDIR OPTS TESTS: one pg_regress-style suite.
+run_pg_regress() {
+    local name=$1 driver=$2 outdir=$3 opts=$4 tests=$5 out rc=0 ok bad t0
+    local -a optv testv
+    read -ra optv <<<"$opts"
+    read -ra testv <<<"$tests"
+    out=$TQ_WORK/log/$name.out
+    t0=$(tq_now)
+    tq_run_as_user "$out" timeout -k 10 "$SUITE_TIMEOUT" "$driver" \
+        --inputdir=. --outputdir="$outdir" --bindir="$TQ_BINDIR" \
+        --host="$TQ_SOCK" --port="$TQ_PORT" "${optv[@]}" "${testv[@]}" || rc=$?
+    ok=$(count ' \.\.\. (ok|failed \(ignored\))' "$out")
+    bad=$(count ' \.\.\. FAILED' "$out")
+    if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
+    add "$ok" "$bad"
+    SQL_FAILED=$((SQL_FAILED + bad))
+    grep -E ' \.\.\. ' "$out" | sed 's/^/   /' || true
+    line "$name" "$ok ok, $bad failed ($(elapsed "$t0"))"
+    if [[ $bad -gt 0 ]]; then
+        if [[ -s $outdir/regression.diffs ]]; then
+            echo "--- $name: $outdir/regression.diffs"
+            show "$outdir/regression.diffs" 200
+        else
+            echo "--- $name: output (exit $rc)"
+            grep -vxE 'SET|(ALTER|CREATE|DROP) DATABASE' "$out" >"$out.short" || true
+            show "$out.short" 60
+        fi
+    fi
+}
+
+suite_regress() {
+    local tests
+    tests=$(tq_make_var REGRESS)
+    if [[ -z $tests ]]; then line regress "skipped (no sql/*.sql)"; return; fi
+    run_pg_regress regress "$TQ_PGXS_DIR/src/test/regress/pg_regress" . \
+        "$(tq_make_var REGRESS_OPTS)" "$tests"
+}
+
+suite_isolation() {
+    local tests
+    tests=$(tq_make_var ISOLATION)
+    if [[ -z $tests ]]; then line isolation "skipped (no test/specs/*.spec)"; return; fi
+    run_pg_regress isolation "$TQ_PGXS_DIR/src/test/isolation/pg_isolation_regress" output_iso \
+        "$(tq_make_var ISOLATION_OPTS)" "$tests"
+}
+
+# count_tap OUT RC: passed/failed assertions in one TAP file's verbose output.
+# Top-level "ok N" / "not ok N" lines only (subtests are indented); a TODO
+# "not ok" is an expected failure and is not counted. Planned assertions that
+# never ran count as failed, and a file that failed without any of those
+# (died after the last assertion, timeout, ...) counts one failure.
+count_tap() {
+    local out=$1 rc=$2 todo plan ran
+    TAP_OK=$(count '^ok [0-9]+' "$out")
+    TAP_BAD=$(grep -E '^not ok [0-9]+' "$out" | grep -vcE '#[[:space:]]*TODO' || true)
+    todo=$(grep -E '^not ok [0-9]+' "$out" | grep -cE '#[[:space:]]*TODO' || true)
+    plan=$(sed -nE 's/^1\.\.([0-9]+).*/\1/p' "$out" | head -n 1)
+    ran=$((TAP_OK + TAP_BAD + todo))
+    if [[ -n $plan ]] && ((plan > ran)); then TAP_BAD=$((TAP_BAD + plan - ran)); fi
+    if [[ $rc -ne 0 && $TAP_BAD -eq 0 ]]; then TAP_BAD=1; fi
+}
+
+suite_pgtap() {
+    local f out rc t0 ok=0 bad=0 db=taskq_pgtap
+    local -a files=()
+    for f in test/pgtap/*.sql; do [[ -f $f ]] && files+=("$f"); done
+    if [[ ${#files[@]} -eq 0 ]]; then line pgtap "skipped (no test/pgtap/*.sql)"; return; fi
+    t0=$(tq_now)
+    out=$TQ_WORK/log/pgtap-setup.out
+    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
+        tq_psql "$db" -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
+        add 0 1
+        SQL_FAILED=$((SQL_FAILED + 1))
+        line pgtap "0 ok, 1 failed (setup)"
+        show "$out" 40
+        return
+    fi
+    for f in "${files[@]}"; do
+        out=$TQ_WORK/log/pgtap-$(basename "$f" .sql).out
+        rc=0
+        tq_run_as_user "$out" timeout -k 10 "$FILE_TIMEOUT" pg_prove --verbose --nocolor \
+            -h "$TQ_SOCK" -p "$TQ_PORT" -d "$db" "$f" || rc=$?
+        count_tap "$out" "$rc"
+        ok=$((ok + TAP_OK))
+        bad=$((bad + TAP_BAD))
+        printf '   %-40s %s ok, %s failed\n' "$f" "$TAP_OK" "$TAP_BAD"
+        if [[ $TAP_BAD -gt 0 ]]; then
+            echo "--- $f (exit $rc):"
+            show "$out" 150
+        fi
+    done
+    add "$ok" "$bad"
+    SQL_FAILED=$((SQL_FAILED + bad))
+    line pgtap "$ok ok, $bad failed ($(elapsed "$t0"))"
+}
+
+# Mirrors PGXS prove_installcheck (Makefile.global), one prove per file.
+suite_tap() {
+    local f name out rc t0 ok=0 bad=0 tests
+    local -a files prove_flags tap_env
+    tests=$(tq_make_var PROVE_TESTS)
+    mapfile -t files < <(tr -s ' ' '\n' <<<"$tests" | sed '/^$/d' | sort)
+    if [[ ${#files[@]} -eq 0 ]]; then line tap "skipped (no test/t/*.pl)"; return; fi
+    read -ra prove_flags <<<"${PROVE_FLAGS:-}"
+    tap_env=(TESTDIR="$SRC" PATH="$TQ_BINDIR:$SRC:$TQ_SYS_PATH" PGPORT=65432
+        PG_REGRESS="$TQ_PGXS_DIR/src/test/regress/pg_regress")
+    [[ -n ${PG_TEST_EXTRA:-} ]] && tap_env+=(PG_TEST_EXTRA="$PG_TEST_EXTRA")
+    [[ -n ${PG_TEST_TIMEOUT_DEFAULT:-} ]] && tap_env+=(PG_TEST_TIMEOUT_DEFAULT="$PG_TEST_TIMEOUT_DEFAULT")
+    t0=$(tq_now)
+    rm -rf "$SRC/tmp_check"
+    tq_as_user mkdir -p "$SRC/tmp_check"
+    for f in "${files[@]}"; do
+        name=$(basename "$f" .pl)
+        out=$TQ_WORK/log/tap-$name.out
+        rc=0
+        tq_run_as_user "$out" env "${tap_env[@]}" timeout -k 10 "$FILE_TIMEOUT" \
+            prove --verbose --nocolor -I "$TQ_PGXS_DIR/src/test/perl/" -I . \
+            ${prove_flags[@]+"${prove_flags[@]}"} "$f" || rc=$?
+        count_tap "$out" "$rc"
+        ok=$((ok + TAP_OK))
+        bad=$((bad + TAP_BAD))
+        printf '   %-40s %s ok, %s failed\n' "$f" "$TAP_OK" "$TAP_BAD"
+        if [[ $TAP_BAD -gt 0 ]]; then
+            echo "--- $f (exit $rc):"
+            show "$out" 150
+            if [[ -f $SRC/tmp_check/log/regress_log_$name ]]; then
+                echo "--- tail of tmp_check/log/regress_log_$name:"
+                tail -n 60 "$SRC/tmp_check/log/regress_log_$name"
+            fi
+        fi
+    done
+    add "$ok" "$bad"
+    line tap "$ok ok, $bad failed ($(elapsed "$t0"))"
+}
+
+# Server-side trouble (crashes, assertion failures) explains many SQL failures.
+check_server_log() {
+    local pat='terminated by signal|PANIC|TRAP:|server process .* was terminated'
+    [[ -f $TQ_PGLOG ]] || return 0
+    if grep -qE "$pat" "$TQ_PGLOG"; then
+        echo "--- the server log shows a crash:"
+        grep -E -m 20 "$pat" "$TQ_PGLOG"
+    fi
+    if [[ $SQL_FAILED -gt 0 ]]; then
+        echo "--- last 30 lines of the server log:"
+        tail -n 30 "$TQ_PGLOG"
+    fi
+}
+
+t0=$(tq_now)
+tq_cluster_start test
+line cluster "up on port $TQ_PORT ($(elapsed "$t0"))"
+
+suite_static
+suite_regress
+suite_isolation
+suite_pgtap
+check_server_log
+tq_cluster_stop
+suite_tap
+
+# ---------------------------------------------------------------- summary
+line total "$(elapsed "$T_START")"
+finish_work
+DONE=1
+echo "$PASSED passed, $FAILED failed"
+[[ $FAILED -eq 0 ]]
