@@ -62,6 +62,7 @@ else
 fi
 
 if [[ ${KEEP:-0} == 1 ]]; then
+    # shellcheck disable=SC2034  # read by tq_cleanup (lib.sh)
     TQ_KEEP=1
     u=$(tq_user_name)
     as_u=""
