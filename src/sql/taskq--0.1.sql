@@ -344,7 +344,8 @@ SELECT t.action,
        pg_catalog.now() OPERATOR(pg_catalog.-)
            pg_catalog.min(t.not_before) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
                                                   AND t.num_signals OPERATOR(pg_catalog.=) 0
-                                                  AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())
+                                                  AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()
+                                                  AND t.performance_token IS NULL)
            AS oldest_ready_age
   FROM taskq.tasks AS t
  GROUP BY t.action;
