@@ -32,7 +32,7 @@ endif
 
 .DEFAULT_GOAL := all
 
-.PHONY: test demo deps
+.PHONY: test demo deps bench
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:
 	bash test/bin/test.sh
@@ -40,6 +40,10 @@ test:
 # The examples with real concurrent workers on a throwaway cluster.
 demo:
 	bash test/bin/demo.sh
+
+# Throughput and latency against the hand-written queue, same run (bench/).
+bench:
+	bash bench/run.sh
 
 # Install the build and test dependencies (Debian 12, as root).
 deps:
