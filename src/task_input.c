@@ -232,8 +232,15 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 		}
 		else if (strcmp(key, "body") == 0)
 			spec->body = json_body(&val);
-		else if (val.type == jbvNull)
-			continue;			/* any other key: null means the default */
+		else if (val.type == jbvNull &&
+				 (strcmp(key, "to_signal_after") == 0 ||
+				  strcmp(key, "max_tries") == 0 ||
+				  strcmp(key, "priority") == 0 ||
+				  strcmp(key, "not_before") == 0 ||
+				  strcmp(key, "post_result") == 0 ||
+				  strcmp(key, "spontaneous") == 0 ||
+				  strcmp(key, "status") == 0))
+			continue;			/* a known key: null means the default */
 		else if (strcmp(key, "to_signal_after") == 0)
 			spec->successors = json_id_list(key, &val);
 		else if (strcmp(key, "max_tries") == 0)

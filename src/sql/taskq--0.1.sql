@@ -234,7 +234,9 @@ BEGIN
       INTO afters, runs
       FROM pg_catalog.jsonb_array_elements(tasks) AS t(value),
            pg_catalog.unnest(after_ids) AS a(id);
-    RETURN taskq.add_dependencies(afters, runs);
+    -- No tasks: array_agg gave NULLs, and there is nothing to wait.
+    RETURN taskq.add_dependencies(COALESCE(afters, '{}'::text[]),
+                                  COALESCE(runs, '{}'::text[]));
 END
 $$;
 COMMENT ON FUNCTION taskq._wait_for_all(jsonb, text[]) IS
