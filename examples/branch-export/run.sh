@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# examples/branch-export/run.sh — the branch-export story with real concurrent workers.
+#
+# Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
+# PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
+# Starts 2 producers (commits on 3 branches), 4 workers and a monitor; waits
+# until every branch exported its last commit; then checks the end state
+# (export_demo.violations) and exits non-zero on any violation.
+#
+#   WORKERS=4 COMMITS=7 FAIL_RATE=0.15 STALL_RATE=0.005 TIMEOUT=90 bash run.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the tree
+
+WORKERS=${WORKERS:-4}
+COMMITS=${COMMITS:-7}            # per producer; there are 2 producers
+FAIL_RATE=${FAIL_RATE:-0.15}
+STALL_RATE=${STALL_RATE:-0.005}
+TIMEOUT=${TIMEOUT:-90}           # seconds for the exports to finish
+
+die() { echo "branch-export: $*" >&2; exit 1; }
+
+# ---- requirements -----------------------------------------------------------
+command -v psql >/dev/null || die "psql not found (Debian package postgresql-client-15)"
+PYTHON=""
+for py in python3 /usr/bin/python3; do
+    command -v "$py" >/dev/null || continue
+    if "$py" -c 'import psycopg2' 2>/dev/null; then PYTHON=$py; break; fi
+done
+if [[ -z $PYTHON ]]; then
+    command -v python3 >/dev/null || die "python3 not found (Debian package python3)"
+    die "python module psycopg2 not found (Debian package python3-psycopg2)"
+fi
+
+PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+"${PSQL[@]}" -c 'SELECT 1' >/dev/null || die "cannot connect (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} PGDATABASE=${PGDATABASE:-})"
+[[ $("${PSQL[@]}" -At -c "SELECT count(*) FROM pg_extension WHERE extname = 'taskq'") == 1 ]] ||
+    die "extension taskq is not installed in database ${PGDATABASE:-?}: CREATE EXTENSION taskq"
+
+"${PSQL[@]}" -f schema.sql
+
+# ---- processes ----------------------------------------------------------------
+pids=()
+monitor_pid=""
+cleanup() {
+    local p
+    for p in "${pids[@]}" $monitor_pid; do kill -TERM "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [[ -z ${stop_monitor:-} ]] || rm -f "$stop_monitor"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t0=${EPOCHREALTIME/./}
+elapsed() { local d=$(((${EPOCHREALTIME/./} - t0) / 100000)); echo "$((d / 10)).$((d % 10))"; }
+
+stop_monitor=$(mktemp "${TMPDIR:-/tmp}/branch-export.XXXXXX")
+rm -f "$stop_monitor"
+monitor() {
+    while sleep 1; do
+        [[ -e $stop_monitor ]] && break
+        [[ $("${PSQL[@]}" -At -c 'SELECT count(*) FROM export_demo.commits') != 0 ]] || continue
+        echo "--- $(elapsed)s"
+        "${PSQL[@]}" -P footer=off -c "
+            SELECT action, ready, blocked, delayed, in_progress, lease_expired, completed, aborted,
+                   round(extract(epoch FROM oldest_ready_age)::numeric, 1) AS oldest_ready_s
+              FROM taskq.action_stats
+             WHERE action IN ('next-export', 'start-export', 'done-export', 'export-copy',
+                              'export-delete', 'export-success', 'export-manifest')
+             ORDER BY action" \
+            -c "SELECT * FROM export_demo.branches" || true
+    done
+}
+
+workers=()
+echo "branch-export: $WORKERS workers, 2 producers x $COMMITS commits on main, dev, feature"
+for i in $(seq 1 "$WORKERS"); do
+    "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" --stall-rate "$STALL_RATE" &
+    workers+=($!)
+done
+producers=()
+for i in 1 2; do
+    "$PYTHON" -u producer.py --name "p$i" --commits "$COMMITS" &
+    producers+=($!)
+done
+pids=("${workers[@]}" "${producers[@]}")
+monitor &
+monitor_pid=$!
+
+# ---- wait ---------------------------------------------------------------------
+for p in "${producers[@]}"; do
+    wait "$p" || die "producer failed (exit $?)"
+done
+deadline=$(($(date +%s) + TIMEOUT))
+until [[ $("${PSQL[@]}" -At -c "SELECT unfinished_tasks + branches_behind FROM export_demo.work_left") == 0 ]]; do
+    [[ $(date +%s) -lt $deadline ]] || { echo "branch-export: exports not done after ${TIMEOUT}s" >&2; break; }
+    for p in "${workers[@]}"; do
+        kill -0 "$p" 2>/dev/null || die "a worker died (pid $p)"
+    done
+    sleep 0.2
+done
+touch "$stop_monitor"
+wait "$monitor_pid" 2>/dev/null || true
+rm -f "$stop_monitor"
+monitor_pid=""
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+pids=()
+
+# ---- check --------------------------------------------------------------------
+echo "--- done after $(elapsed)s"
+"${PSQL[@]}" -P footer=off -c "SELECT * FROM taskq.action_stats
+     WHERE action IN ('next-export', 'start-export', 'done-export', 'export-copy',
+                      'export-delete', 'export-success', 'export-manifest') ORDER BY action" \
+    -c "SELECT * FROM export_demo.summary"
+violations=$("${PSQL[@]}" -At -c "SELECT violation FROM export_demo.violations")
+if [[ -n $violations ]]; then
+    echo "branch-export: FAILED, $(wc -l <<<"$violations") violation(s):"
+    head -n 50 <<<"$violations"
+    exit 1
+fi
+echo "branch-export: ok: every branch exported its last commit; every object copied once per export;"
+echo "  every _SUCCESS after its objects; one export at a time per branch; no task left unfinished"

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""worker.py: a taskq worker for the branch-export story.
+
+The loop: own one ready task of our actions with a lease (own_tasks), dispatch
+on its action, and return it (return_task) in the same transaction as the
+task's own writes and a row in export_demo.events.  While idle, sleep until a
+NOTIFY on channel "taskq" (or half a second).
+
+  next-export-{branch}    create start-export-{branch} and a fresh, spontaneous
+                          done-export-{branch} that start-export signals
+  start-export-{branch}   list the commit and the bucket, insert one task per
+                          object to copy or delete, one _SUCCESS task per prefix
+                          (after its objects and its sub-prefixes' _SUCCESS),
+                          all leading to done-export-{branch}; and a manifest
+                          task that waits for done-export-{branch}
+  export-copy / -delete   write / remove the object in the "bucket"
+  export-success          write {prefix}_SUCCESS (priority 10: first when ready)
+  export-manifest         write the export's manifest
+  done-export-{branch}    nobody: spontaneous, the queue completes it
+
+done-export-{branch} is created by next-export rather than by start-export (as
+in the seed) so that it exists, pending, from the moment an export is decided:
+a commit arriving between next-export and start-export then waits for it too.
+
+A copy, delete or _SUCCESS whose export was aborted meanwhile (a copy used up
+its tries: the abort cascades to what waits for it, not to the tasks beside it)
+aborts itself instead of writing: see export_is_current.
+
+The bucket is a table, so writing an object and returning its task are one
+transaction: a worker whose lease was taken over (TQ001 on return) writes
+nothing.  With a real S3, make the copy idempotent, as the seed requires.
+
+Faults, to show retries and leases: a copy fails at random (return_task
+'pending': retried, up to COPY_MAX_TRIES tries); now and then a worker stalls
+past its lease without heartbeats, and another worker takes the task over.
+Both only before a task's last try: the demo's faults are transient.
+"""
+
+import argparse
+import os
+import random
+import select
+import signal
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import psycopg2
+from psycopg2.extras import Json
+
+from common import INVALID_TOKEN, connect, done_export_id, log, start_export_id, transaction
+
+ACTIONS = ["next-export", "start-export", "export-copy", "export-delete", "export-success",
+           "export-manifest"]
+LEASE = 2.0                 # seconds of ownership granted by own_tasks / extend_ownership
+COPY_MAX_TRIES = 3
+PRIORITY = {"start-export": 5, "export-success": 10, "export-manifest": 1}
+
+
+class LeaseLost(Exception):
+    """Another worker owns the task now."""
+
+
+class Worker:
+    def __init__(self, name, fail_rate, stall_rate):
+        self.name = name
+        self.actor = f"{name}/{os.getpid()}"
+        self.fail_rate = fail_rate
+        self.stall_rate = stall_rate
+        self.stopping = False
+        self.stats = Counter()
+        self.conn = connect(f"branch-export {name}")
+        with self.conn.cursor() as cur:
+            cur.execute("LISTEN taskq")
+        self.conn.commit()
+
+    # ---- the loop ------------------------------------------------------------
+
+    def run(self):
+        handlers = {
+            "next-export": self.next_export,
+            "start-export": self.start_export,
+            "export-copy": self.copy,
+            "export-delete": self.delete,
+            "export-success": self.success,
+            "export-manifest": self.manifest,
+        }
+        while not self.stopping:
+            task = self.own()
+            if task is None:
+                self.idle(0.5)
+                continue
+            try:
+                handlers[task.action](task)
+            except LeaseLost as e:
+                self.stats["leases lost"] += 1
+                log(self.name, f"lost {task.id}: {e}")
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
+        log(self.name, f"stopped: {summary}")
+
+    def own(self):
+        def claim(cur):
+            cur.execute("SELECT id, token, action, body, num_tries"
+                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
+                        (self.actor, ACTIONS, LEASE))
+            return cur.fetchone()
+        row = transaction(self.conn, claim)
+        if row is None:
+            return None
+        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3],
+                               tries=row[4], heartbeat=time.monotonic())
+
+    def idle(self, seconds):
+        """Sleep until taskq notifies that tasks became ready, or for seconds."""
+        if select.select([self.conn], [], [], seconds)[0]:
+            self.conn.poll()
+            self.conn.notifies.clear()
+
+    def finish(self, task, writes=None, path=None, code="completed", status="done",
+               fence=False):
+        """In one transaction: the task's writes, its event row (when completed)
+        and return_task.  Raises LeaseLost when our token is no longer valid.
+
+        fence: first check that the task's export is still current; if it is
+        not, abort the task instead, without writing."""
+        def txn(cur):
+            if fence and not export_is_current(cur, task.body):
+                cur.execute("SELECT taskq.return_task(%s, %s, %s, 'aborted')",
+                            (task.id, task.token, f"export {task.body['commit']} was abandoned"))
+                return "abandoned"
+            if writes:
+                writes(cur)
+            if code == "completed":
+                cur.execute("INSERT INTO export_demo.events"
+                            " (branch, export_commit, task_id, action, path, actor, tries)"
+                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                            (task.body["branch"], task.body["commit"], task.id, task.action,
+                             path, self.actor, task.tries))
+            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
+                        (task.id, task.token, status, code))
+            return code
+        try:
+            result = transaction(self.conn, txn)
+        except psycopg2.Error as e:
+            if e.pgcode == INVALID_TOKEN:
+                raise LeaseLost(e.diag.message_primary) from None
+            raise
+        self.stats[f"{task.action} {result}"] += 1
+        if result == "abandoned":
+            log(self.name, f"{task.id}: export {task.body['commit']} was abandoned, task aborted")
+
+    def work(self, task, seconds):
+        """Spend seconds on the task, extending the lease as we go (heartbeats)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, LEASE / 4))
+            if end - time.monotonic() > 0 and time.monotonic() - task.heartbeat > LEASE / 3:
+                self.extend(task)
+
+    def extend(self, task):
+        def txn(cur):
+            cur.execute("SELECT owned FROM taskq.extend_ownership(%s, ARRAY[%s], ARRAY[%s]::uuid[],"
+                        " make_interval(secs => %s))", (self.actor, task.id, task.token, LEASE))
+            return cur.fetchone()[0]
+        if not transaction(self.conn, txn):
+            raise LeaseLost("extend_ownership: no longer owned")
+        task.heartbeat = time.monotonic()
+        self.stats["heartbeats"] += 1
+
+    def transient_fault(self, task):
+        """Maybe stall past the lease; True when the try should fail instead."""
+        if task.tries >= COPY_MAX_TRIES:
+            return False
+        if random.random() < self.stall_rate:
+            log(self.name, f"stalls {LEASE + 1:.0f}s on {task.id} (try {task.tries}),"
+                           " without heartbeats")
+            self.stats["stalls"] += 1
+            time.sleep(LEASE + 1)
+        return random.random() < self.fail_rate
+
+    # ---- the story's handlers -------------------------------------------------
+
+    def next_export(self, task):
+        branch, commit = task.body["branch"], task.body["commit"]
+
+        def writes(cur):
+            # start-export-{branch} and done-export-{branch} of the previous export
+            # have finished (this task waited for done-export), so replace them.
+            cur.execute("SELECT taskq.replace_tasks(%s)", (Json([
+                {"id": start_export_id(branch), "action": "start-export",
+                 "body": {"branch": branch, "commit": commit},
+                 "priority": PRIORITY["start-export"],
+                 "to_signal_after": [done_export_id(branch)]},
+                {"id": done_export_id(branch), "action": "done-export",
+                 "body": {"branch": branch, "commit": commit},
+                 "spontaneous": True},
+            ]),))
+        self.finish(task, writes, status=f"export of {commit} started")
+
+    def start_export(self, task):
+        branch, commit = task.body["branch"], task.body["commit"]
+        self.work(task, 0.05)                       # listing the commit takes a moment
+        counts = {}
+
+        def writes(cur):
+            cur.execute("SELECT path, etag, size_mb FROM export_demo.commit_objects"
+                        " WHERE commit_id = %s", (commit,))
+            objects = {p: (e, s) for p, e, s in cur.fetchall()}
+            cur.execute("SELECT path FROM export_demo.s3 WHERE branch = %s", (branch,))
+            in_bucket = {p for (p,) in cur.fetchall()}
+            tasks = plan_export(branch, commit, objects, in_bucket)
+            counts.clear()
+            counts.update(Counter(t["action"] for t in tasks))
+            # The manifest waits for done-export-{branch}, which is still pending:
+            # it waits for this very task.  add_dependencies takes the queue's
+            # dependency-graph lock before the task rows, as the producer's calls
+            # do, so it comes before insert_tasks, which locks done-export's row
+            # (the other order can deadlock with a producer: 40P01).
+            manifest_id = f"manifest@{commit}"
+            cur.execute("SELECT taskq.insert_tasks(%s)", (Json([{
+                "id": manifest_id, "action": "export-manifest",
+                "body": {"branch": branch, "commit": commit},
+                "priority": PRIORITY["export-manifest"]}]),))
+            cur.execute("SELECT taskq.add_dependencies(ARRAY[%s], ARRAY[%s])",
+                        (done_export_id(branch), manifest_id))
+            cur.execute("SELECT taskq.insert_tasks(%s)", (Json(tasks),))
+        self.finish(task, writes, status=f"planned export of {commit}")
+        log(self.name, f"start-export {commit}: {counts.get('export-copy', 0)} copies,"
+                       f" {counts.get('export-delete', 0)} deletes,"
+                       f" {counts.get('export-success', 0)} _SUCCESS")
+
+    def copy(self, task):
+        b = task.body
+        if self.transient_fault(task):
+            self.work(task, 0.01)
+            self.finish(task, code="pending",
+                        status=f"try {task.tries}: simulated S3 error 503 SlowDown")
+            return
+        self.work(task, 0.02 + b["size_mb"] / 200)   # 200 MB/s
+        if b["size_mb"] >= 500:
+            log(self.name, f"copied {b['size_mb']} MB {task.id}, lease kept by heartbeats")
+
+        def writes(cur):
+            cur.execute("INSERT INTO export_demo.s3 (branch, path, etag, export_commit,"
+                        " written_by) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT (branch, path) DO UPDATE SET etag = excluded.etag,"
+                        " export_commit = excluded.export_commit, written_by = excluded.written_by",
+                        (b["branch"], b["path"], b["etag"], b["commit"], self.actor))
+        self.finish(task, writes, path=b["path"], fence=True)
+
+    def delete(self, task):
+        b = task.body
+        self.work(task, 0.01)
+
+        def writes(cur):
+            cur.execute("DELETE FROM export_demo.s3 WHERE branch = %s AND path = %s",
+                        (b["branch"], b["path"]))
+        self.finish(task, writes, path=b["path"], fence=True)
+
+    def success(self, task):
+        b = task.body
+        marker = b["prefix"] + "_SUCCESS"
+
+        def writes(cur):
+            cur.execute("INSERT INTO export_demo.s3 (branch, path, etag, export_commit, written_by)"
+                        " VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT (branch, path) DO UPDATE SET etag = excluded.etag,"
+                        " export_commit = excluded.export_commit, written_by = excluded.written_by",
+                        (b["branch"], marker, b["commit"], b["commit"], self.actor))
+        self.finish(task, writes, path=marker, fence=True)
+
+    def manifest(self, task):
+        b = task.body
+
+        def writes(cur):
+            cur.execute("INSERT INTO export_demo.manifests (branch, commit_id, objects, total_mb)"
+                        " SELECT %s, %s, count(*), coalesce(sum(size_mb), 0)"
+                        "   FROM export_demo.commit_objects WHERE commit_id = %s",
+                        (b["branch"], b["commit"], b["commit"]))
+        self.finish(task, writes)
+        log(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
+
+
+def export_is_current(cur, body):
+    """Whether the export of the task's commit is still running: done-export-{branch}
+    is pending for that commit.  It is not when the export was aborted (a task
+    used up its tries: the cascade aborts done-export but not the tasks beside
+    the failed one) and the next export may have begun.  The share lock keeps
+    done-export as it is until we commit: next-export cannot replace it meanwhile."""
+    cur.execute("SELECT FROM taskq.tasks WHERE id = %s AND body->>'commit' = %s"
+                " AND status_code = 'pending' FOR SHARE",
+                (done_export_id(body["branch"]), body["commit"]))
+    return cur.rowcount == 1
+
+
+def plan_export(branch, commit, objects, in_bucket):
+    """The tasks of one export, for insert_tasks.
+
+    objects: {path: (etag, size_mb)} of the commit; in_bucket: keys now in the
+    bucket.  One copy per object, one delete per key that is no longer in the
+    commit, one _SUCCESS per prefix of the commit ("" is the root).  An object
+    signals the _SUCCESS of its prefix (a deleted key, of its nearest prefix
+    that still exists), a _SUCCESS that of the parent prefix, the root's
+    _SUCCESS signals done-export-{branch}.
+    """
+    prefixes = {""}
+    for path in objects:
+        parts = path.split("/")[:-1]
+        prefixes.update("/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1))
+
+    def parent(prefix):                     # "a/b/" -> "a/" -> ""
+        return prefix[:prefix.rstrip("/").rfind("/") + 1]
+
+    def home(path):                         # deepest existing prefix holding path
+        prefix = path[:path.rfind("/") + 1]
+        while prefix not in prefixes:
+            prefix = parent(prefix)
+        return prefix
+
+    def success_id(prefix):
+        return f"success@{commit}:{prefix}_SUCCESS"
+
+    tasks = []
+    for path in sorted(objects):
+        etag, size = objects[path]
+        tasks.append({"id": f"copy@{commit}:{path}", "action": "export-copy",
+                      "body": {"branch": branch, "commit": commit, "path": path,
+                               "etag": etag, "size_mb": size},
+                      "max_tries": COPY_MAX_TRIES,
+                      "to_signal_after": [success_id(home(path))]})
+    markers = {prefix + "_SUCCESS" for prefix in prefixes}
+    for path in sorted(in_bucket - objects.keys() - markers):
+        tasks.append({"id": f"delete@{commit}:{path}", "action": "export-delete",
+                      "body": {"branch": branch, "commit": commit, "path": path},
+                      "max_tries": COPY_MAX_TRIES,
+                      "to_signal_after": [success_id(home(path))]})
+    for prefix in sorted(prefixes):
+        tasks.append({"id": success_id(prefix), "action": "export-success",
+                      "body": {"branch": branch, "commit": commit, "prefix": prefix},
+                      "priority": PRIORITY["export-success"],
+                      "to_signal_after": [success_id(parent(prefix)) if prefix
+                                          else done_export_id(branch)]})
+    return tasks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", default="worker")
+    ap.add_argument("--fail-rate", type=float, default=0.15,
+                    help="chance that a copy try fails (default 0.15)")
+    ap.add_argument("--stall-rate", type=float, default=0.005,
+                    help="chance that a copy try stalls past its lease (default 0.005)")
+    args = ap.parse_args()
+
+    worker = Worker(args.name, args.fail_rate, args.stall_rate)
+
+    def stop(signum, frame):
+        worker.stopping = True
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    worker.run()
+
+
+if __name__ == "__main__":
+    main()
