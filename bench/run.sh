@@ -32,7 +32,7 @@ tq_cluster_start bench
 gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 
-export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$(tq_user_name) PGDATABASE=bench
+export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 tq_psql postgres -q -c "CREATE DATABASE bench"
 tq_psql bench -q -c "CREATE EXTENSION taskq"
 tq_psql bench -q -f "$here/schema.sql"

@@ -42,7 +42,7 @@ for script in "$TQ_WORK"/src/examples/*/run.sh; do
     rc=0
     cd "$dir"
     tq_run_as_user - env \
-        PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" PGDATABASE="$DEMO_DB" PGUSER="$(tq_user_name)" \
+        PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" PGDATABASE="$DEMO_DB" PGUSER="$TQ_DBUSER" \
         PGDATA="$TQ_PGDATA" TASKQ_PGLOG="$TQ_PGLOG" \
         timeout -k 10 "$DEMO_TIMEOUT" bash ./run.sh || rc=$?
     cd "$TQ_WORK/src"
@@ -64,7 +64,7 @@ fi
 if [[ ${KEEP:-0} == 1 ]]; then
     # shellcheck disable=SC2034  # read by tq_cleanup (lib.sh)
     TQ_KEEP=1
-    u=$(tq_user_name)
+    u=$TQ_DBUSER
     as_u=""
     tq_is_root && as_u="runuser -u $u -- "
     cat <<EOF

@@ -8,6 +8,9 @@ TQ_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 TQ_BINDIR=/usr/lib/postgresql/15/bin
 TQ_PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
 TQ_USER=taskq
+# The cluster's superuser role.  Not the OS user's name: a role named like
+# the extension's schema would put schema taskq on "$user"'s search_path.
+TQ_DBUSER=postgres
 TQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TQ_SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -75,7 +78,7 @@ tq_user_prefix() {
     TQ_PREFIX+=(env -i
         "HOME=$(tq_user_home)" "USER=$(tq_user_name)" "LOGNAME=$(tq_user_name)"
         "PATH=$TQ_BINDIR:$TQ_SYS_PATH" "LANG=$(tq_lang)" "TMPDIR=$TQ_WORK/tmp"
-        "PG_CONFIG=$TQ_PG_CONFIG")
+        "PG_CONFIG=$TQ_PG_CONFIG" "PGUSER=$TQ_DBUSER")
     [[ -n ${TERM:-} ]] && TQ_PREFIX+=("TERM=$TERM")
     [[ -n ${CI:-} ]] && TQ_PREFIX+=("CI=$CI")
     return 0
@@ -171,7 +174,7 @@ tq_cluster_start() {
     TQ_PGDATA=$TQ_WORK/data
     TQ_SOCK=$TQ_WORK
     TQ_PGLOG=$TQ_WORK/log/postgres.log
-    if ! tq_as_user initdb -D "$TQ_PGDATA" -U "$(tq_user_name)" -A trust --no-locale -E UTF8 \
+    if ! tq_as_user initdb -D "$TQ_PGDATA" -U "$TQ_DBUSER" -A trust --no-locale -E UTF8 \
         --no-sync --no-instructions >"$TQ_WORK/log/initdb.log" 2>&1; then
         cat "$TQ_WORK/log/initdb.log" >&2
         tq_warn "initdb failed"
