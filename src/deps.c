@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -22,6 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/snapmgr.h"
 
 #include "taskq.h"
 
@@ -100,6 +102,9 @@ taskq_check_no_cycle_through(const char *id)
 	List	   *stack = list_make1(pstrdup(id));
 	bool		first = true;
 
+	/* Make the edges this call just wrote visible to the walk. */
+	CommandCounterIncrement();
+
 	while (stack != NIL)
 	{
 		char	   *cur = llast(stack);
@@ -125,12 +130,16 @@ taskq_check_no_cycle_through(const char *id)
 		CHECK_FOR_INTERRUPTS();
 
 		/*
-		 * Not read-only: the walk must see the edges this call just wrote
-		 * (a read-only execution keeps the statement's snapshot) and, in
-		 * READ COMMITTED, those committed before we got the graph lock.
+		 * Read with the latest snapshot, not the statement's or the
+		 * transaction's: the walk must see the edges this call just wrote
+		 * and those committed before we got the graph lock, in any
+		 * isolation level (in REPEATABLE READ the transaction snapshot may
+		 * predate another call's edges that close the cycle).
 		 */
 		arg = CStringGetTextDatum(cur);
-		taskq_execute(&successors_plan, &arg, NULL, false, 0);
+		PushActiveSnapshot(GetLatestSnapshot());
+		taskq_execute(&successors_plan, &arg, NULL, true, 0);
+		PopActiveSnapshot();
 		if (SPI_processed == 0)
 			continue;
 		succs = taskq_get_text_array(0, 1);
