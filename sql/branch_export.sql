@@ -182,8 +182,8 @@ COMMIT;
 -- Blocked: nothing to own.
 SELECT * FROM bx.work('w2', '{next-export}');
 -- Commit main-c3, still mid-export: next-export-main (waiting, not owned) is
--- replaced.  The new one keeps the old one's live edge from done-export-main, and
--- add_dependencies adds a second: both are signalled when done-export-main completes.
+-- replaced.  The new one keeps the old one's live edge from done-export-main, so
+-- add_dependencies finds it there and adds nothing (it returns 0).
 -- main-c2 is never exported: the commits are coalesced.
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('commit main'));

@@ -18,7 +18,7 @@ SELECT taskq.add_dependencies('{}', '{}');
 
 -- Edges are appended to the after task's to_signal_after and counted on the
 -- run task; an after task in progress is fine (it has not finished); a pair
--- named twice counts twice; a completed after task is already satisfied
+-- named twice is added once; a completed after task is already satisfied
 -- (not counted).
 SELECT taskq.add_dependencies(ARRAY['a', 'b', 'busy', 'c', 'c', 'done'],
                               ARRAY['run', 'run', 'run', 'a', 'a', 'b']);

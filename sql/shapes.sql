@@ -115,3 +115,13 @@ SELECT expect_error($$SELECT taskq.chord('[{"id": "n1", "action": "n"}]', '{"id"
 SELECT expect_error($$SELECT taskq.chord('[{"id": "n1", "action": "n"}]', '{"id": "n2", "action": "j"}', '{f1}')$$);
 SELECT expect_error($$SELECT taskq.chord('[{"id": "n1", "action": "n"}]', '{"action": "j"}')$$);
 SELECT count(*) = :before AS unchanged FROM taskq.tasks;
+
+-- A spontaneous task of a shape that waits for stored tasks is held by them:
+-- the waits are added before the queue completes spontaneous tasks.
+SELECT taskq.insert_tasks('[{"id": "gate", "action": "g"}]');
+SELECT taskq.chain('[{"id": "sp1", "action": "x", "spontaneous": true}, {"id": "sp2", "action": "x"}]', '{gate}');
+SELECT taskq."group"('[{"id": "sp3", "action": "x", "spontaneous": true}]', '{gate}');
+SELECT id, status_code, num_signals FROM public.tq WHERE id IN ('gate', 'sp1', 'sp2', 'sp3') ORDER BY id;
+SELECT n, id FROM public.own('w', 1, '{g}');
+SELECT ret('gate', 'completed');
+SELECT id, status_code, num_signals FROM public.tq WHERE id IN ('gate', 'sp1', 'sp2', 'sp3') ORDER BY id;

@@ -34,7 +34,7 @@ PG_FUNCTION_INFO_V1(taskq_add_dependencies);
 #define GRAPH_LOCK_KEY2 0x71000000
 
 static TaskqPlan lock_tasks_plan = {
-	"SELECT id, status_code::text, performance_token IS NULL"
+	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR UPDATE",
 	1, {TEXTARRAYOID}
@@ -76,6 +76,7 @@ typedef struct NodeEntry
 	char		id[TASKQ_MAX_ID_LEN + 1];
 	char	   *code;			/* add_dependencies: state of a locked task */
 	bool		unowned;
+	List	   *succs;			/* add_dependencies: its to_signal_after */
 	List	   *new_succs;		/* add_dependencies: edges to add */
 	int32		new_signals;
 } NodeEntry;
@@ -148,19 +149,24 @@ taskq_check_no_cycle_through(const char *id)
 	}
 }
 
-/*
- * add_dependencies(after_ids text[], run_ids text[]) returns bigint
- *
- * Each run_ids[i] waits for after_ids[i].  Every run task must exist and not
- * have started; an after task that completed already satisfies the
- * dependency (nothing is added), one that aborted is refused.  Returns the
- * number of dependencies added.
- */
-Datum
-taskq_add_dependencies(PG_FUNCTION_ARGS)
+static bool
+string_member(List *strings, const char *s)
 {
-	List	   *afters;
-	List	   *runs;
+	ListCell   *lc;
+
+	foreach(lc, strings)
+		if (strcmp(lfirst(lc), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Make each runs[i] wait for afters[i]; the rules of add_dependencies.
+ * Returns the number of dependencies added.  SPI must be connected.
+ */
+int64
+taskq_add_dependency_pairs(List *afters, List *runs)
+{
 	List	   *all;
 	HTAB	   *nodes;
 	ListCell   *la,
@@ -170,23 +176,15 @@ taskq_add_dependencies(PG_FUNCTION_ARGS)
 	NodeEntry  *e;
 	List	   *run_nodes = NIL;
 
-	afters = taskq_text_array_arg(fcinfo, 0, "after_ids", TASKQ_MAX_ID_LEN);
-	runs = taskq_text_array_arg(fcinfo, 1, "run_ids", TASKQ_MAX_ID_LEN);
-	if (list_length(afters) != list_length(runs))
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("arrays \"after_ids\" and \"run_ids\" must have the same length"),
-				 errdetail("\"after_ids\" has %d elements and \"run_ids\" %d.",
-						   list_length(afters), list_length(runs))));
+	Assert(list_length(afters) == list_length(runs));
 	if (afters == NIL)
-		PG_RETURN_INT64(0);
+		return 0;
 	forboth(la, afters, lr, runs)
 		if (strcmp(lfirst(la), lfirst(lr)) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("task \"%s\" cannot wait for itself", (char *) lfirst(la))));
 
-	SPI_connect();
 	taskq_lock_dependency_graph();
 
 	/* Lock every task named, in id order. */
@@ -204,6 +202,7 @@ taskq_add_dependencies(PG_FUNCTION_ARGS)
 		e = hash_search(nodes, taskq_get_text(i, 1, NULL), HASH_ENTER, NULL);
 		e->code = taskq_get_text(i, 2, NULL);
 		e->unowned = taskq_get_bool(i, 3, &isnull);
+		e->succs = taskq_get_text_array(i, 4);
 		e->new_succs = NIL;
 		e->new_signals = 0;
 	}
@@ -235,6 +234,8 @@ taskq_add_dependencies(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" cannot wait for task \"%s\", which was aborted",
 							run, after)));
+		if (string_member(a->succs, run) || string_member(a->new_succs, run))
+			continue;			/* it waits for it already */
 		a->new_succs = lappend(a->new_succs, run);
 		if (r->new_signals++ == 0)
 			run_nodes = lappend(run_nodes, r);
@@ -262,6 +263,38 @@ taskq_add_dependencies(PG_FUNCTION_ARGS)
 	foreach(lr, run_nodes)
 		taskq_check_no_cycle_through(((NodeEntry *) lfirst(lr))->id);
 
+	return added;
+}
+
+/*
+ * add_dependencies(after_ids text[], run_ids text[]) returns bigint
+ *
+ * Each run_ids[i] waits for after_ids[i].  Every run task must exist and not
+ * have started; an after task that completed already satisfies the
+ * dependency (nothing is added), one that aborted is refused.  A dependency
+ * that exists already is not added again.  Returns the number of
+ * dependencies added.
+ */
+Datum
+taskq_add_dependencies(PG_FUNCTION_ARGS)
+{
+	List	   *afters;
+	List	   *runs;
+	int64		added;
+
+	afters = taskq_text_array_arg(fcinfo, 0, "after_ids", TASKQ_MAX_ID_LEN);
+	runs = taskq_text_array_arg(fcinfo, 1, "run_ids", TASKQ_MAX_ID_LEN);
+	if (list_length(afters) != list_length(runs))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("arrays \"after_ids\" and \"run_ids\" must have the same length"),
+				 errdetail("\"after_ids\" has %d elements and \"run_ids\" %d.",
+						   list_length(afters), list_length(runs))));
+	if (afters == NIL)
+		PG_RETURN_INT64(0);
+
+	SPI_connect();
+	added = taskq_add_dependency_pairs(afters, runs);
 	SPI_finish();
 	PG_RETURN_INT64(added);
 }

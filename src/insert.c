@@ -36,6 +36,7 @@
 
 PG_FUNCTION_INFO_V1(taskq_insert_tasks);
 PG_FUNCTION_INFO_V1(taskq_replace_tasks);
+PG_FUNCTION_INFO_V1(taskq_insert_after);
 
 static TaskqPlan insert_plan = {
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries,"
@@ -71,7 +72,7 @@ static TaskqPlan add_signals_plan = {
 };
 
 static TaskqPlan state_plan = {
-	"SELECT status_code::text FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	"SELECT status_code::text, num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -406,26 +407,28 @@ signal_stored_successors(List *specs, HTAB *ids)
 	}
 }
 
-/* Complete the batch's spontaneous tasks that have nothing to wait for. */
+/*
+ * Complete the batch's spontaneous tasks that have nothing to wait for.
+ * The row says: an earlier one may have completed it through a signal, or
+ * dependencies added with the batch may hold it.
+ */
 static void
-complete_spontaneous(List *specs, HTAB *ids)
+complete_spontaneous(List *specs)
 {
 	ListCell   *lc;
 
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
+		Datum		arg;
 
-		if (s->spontaneous &&
-			s->num_signals + lookup_id(ids, s->id, false)->inherited == 0)
-		{
-			Datum		arg = CStringGetTextDatum(s->id);
-
-			/* An earlier one may have completed it through a signal. */
-			taskq_execute(&state_plan, &arg, NULL, false, 0);
-			if (strcmp(taskq_get_text(0, 1, NULL), "pending") == 0)
-				taskq_complete_task(s->id, NULL);
-		}
+		if (!s->spontaneous)
+			continue;
+		arg = CStringGetTextDatum(s->id);
+		taskq_execute(&state_plan, &arg, NULL, false, 0);
+		if (strcmp(taskq_get_text(0, 1, NULL), "pending") == 0 &&
+			taskq_get_int32(0, 2, NULL) == 0)
+			taskq_complete_task(s->id, NULL);
 	}
 }
 
@@ -522,8 +525,30 @@ remove_replaced(List *specs, HTAB *ids)
 	return inherits;
 }
 
+/* Does the batch name stored tasks in to_signal_after? */
+static bool
+has_stored_successors(HTAB *ids)
+{
+	HASH_SEQ_STATUS seq;
+	IdEntry    *e;
+
+	hash_seq_init(&seq, ids);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->spec == NULL && e->stored_edges > 0)
+		{
+			hash_seq_term(&seq);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Insert (or replace) the batch; then make each of waiting wait for each of
+ * afters (stored tasks), before spontaneous tasks are completed.
+ */
 static Datum
-insert_or_replace(FunctionCallInfo fcinfo, bool replace)
+insert_or_replace(FunctionCallInfo fcinfo, bool replace, List *afters,
+				  List *waiting)
 {
 	List	   *specs;
 	HTAB	   *ids;
@@ -534,9 +559,14 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace)
 		PG_RETURN_INT64(0);
 	ids = index_batch(specs);
 
+	/*
+	 * Every change to edges between stored tasks takes the graph lock before
+	 * any row lock, so that they all lock in one order: replace (inherited
+	 * edges), edges into stored tasks, waits added for the shapes.
+	 */
 	SPI_connect();
-	if (replace)
-		taskq_lock_dependency_graph();	/* before any row lock, as everywhere */
+	if (replace || afters != NIL || has_stored_successors(ids))
+		taskq_lock_dependency_graph();
 	if (replace && remove_replaced(specs, ids))
 	{
 		ListCell   *lc;
@@ -556,7 +586,22 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace)
 		insert_rows(specs, ids);
 		signal_stored_successors(specs, ids);
 	}
-	complete_spontaneous(specs, ids);
+	if (afters != NIL && waiting != NIL)
+	{
+		List	   *pair_afters = NIL;
+		List	   *pair_runs = NIL;
+		ListCell   *la,
+				   *lw;
+
+		foreach(lw, waiting)
+			foreach(la, afters)
+			{
+				pair_afters = lappend(pair_afters, lfirst(la));
+				pair_runs = lappend(pair_runs, lfirst(lw));
+			}
+		(void) taskq_add_dependency_pairs(pair_afters, pair_runs);
+	}
+	complete_spontaneous(specs);
 	note_ready(specs, ids);
 	SPI_finish();
 
@@ -567,12 +612,44 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace)
 Datum
 taskq_insert_tasks(PG_FUNCTION_ARGS)
 {
-	return insert_or_replace(fcinfo, false);
+	return insert_or_replace(fcinfo, false, NIL, NIL);
 }
 
 /* replace_tasks(tasks jsonb) returns bigint */
 Datum
 taskq_replace_tasks(PG_FUNCTION_ARGS)
 {
-	return insert_or_replace(fcinfo, true);
+	return insert_or_replace(fcinfo, true, NIL, NIL);
+}
+
+/*
+ * _insert_after(tasks jsonb, after_ids text[], waiting_ids text[])
+ * returns bigint
+ *
+ * insert_tasks for the shapes: each task of waiting_ids (tasks of the
+ * batch) also waits for every stored task of after_ids, added before the
+ * batch's spontaneous tasks are completed.
+ */
+Datum
+taskq_insert_after(PG_FUNCTION_ARGS)
+{
+	List	   *afters = NIL;
+	List	   *waiting = NIL;
+
+	if (!PG_ARGISNULL(1))
+		afters = taskq_text_array_arg(fcinfo, 1, "after_ids", TASKQ_MAX_ID_LEN);
+	if (!PG_ARGISNULL(2))
+	{
+		Datum	   *elems;
+		bool	   *elnulls;
+		int			n;
+
+		/* ids taken from the batch: insert_tasks itself reports bad ones */
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &elnulls, &n);
+		for (int i = 0; i < n; i++)
+			if (!elnulls[i])
+				waiting = lappend(waiting, TextDatumGetCString(elems[i]));
+	}
+	return insert_or_replace(fcinfo, false, afters, waiting);
 }

@@ -106,6 +106,7 @@ extern int	taskq_sweep_expired(void);
  */
 extern void taskq_lock_dependency_graph(void);
 extern void taskq_check_no_cycle_through(const char *id);
+extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
 
 /* ----------
  * shmem.c, wakeup.c, notify.c, worker.c, launcher.c: shared state, the

@@ -217,30 +217,25 @@ $$;
 COMMENT ON FUNCTION taskq._add_successor(jsonb, text) IS
     'internal: the task object with one more successor';
 
--- Make every task of the array wait for every id of after_ids.
-CREATE FUNCTION taskq._wait_for_all(tasks jsonb, after_ids text[])
+-- insert_tasks, where each of waiting_ids also waits for every stored task
+-- of after_ids; the waits are added before spontaneous tasks complete.
+CREATE FUNCTION taskq._insert_after(tasks jsonb, after_ids text[], waiting_ids text[])
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE
+AS 'MODULE_PATHNAME', 'taskq_insert_after'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._insert_after(jsonb, text[], text[]) IS
+    'internal: insert_tasks where some tasks also wait for stored tasks';
+
+-- The ids of a task array, in order (NULL for elements without one).
+CREATE FUNCTION taskq._ids(tasks jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    runs text[];
-    afters text[];
-BEGIN
-    IF after_ids IS NULL OR pg_catalog.cardinality(after_ids) OPERATOR(pg_catalog.=) 0 THEN
-        RETURN 0;
-    END IF;
-    SELECT pg_catalog.array_agg(a.id), pg_catalog.array_agg(t.value OPERATOR(pg_catalog.->>) 'id')
-      INTO afters, runs
-      FROM pg_catalog.jsonb_array_elements(tasks) AS t(value),
-           pg_catalog.unnest(after_ids) AS a(id);
-    -- No tasks: array_agg gave NULLs, and there is nothing to wait.
-    RETURN taskq.add_dependencies(COALESCE(afters, '{}'::text[]),
-                                  COALESCE(runs, '{}'::text[]));
-END
+    SELECT pg_catalog.array_agg(t.value OPERATOR(pg_catalog.->>) 'id' ORDER BY t.ord)
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord)
 $$;
-COMMENT ON FUNCTION taskq._wait_for_all(jsonb, text[]) IS
-    'internal: make every task of the array wait for every id of after_ids';
+COMMENT ON FUNCTION taskq._ids(jsonb) IS 'internal: the ids of a task array';
 
 CREATE FUNCTION taskq.chain(tasks jsonb, after_ids text[] DEFAULT NULL)
 RETURNS bigint
@@ -249,7 +244,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     linked jsonb;
-    n bigint;
 BEGIN
     PERFORM taskq._check_task_array(tasks, 'tasks');
     SELECT COALESCE(pg_catalog.jsonb_agg(
@@ -258,12 +252,8 @@ BEGIN
                ORDER BY t.ord), '[]'::jsonb)
       INTO linked
       FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord);
-    n := taskq.insert_tasks(linked);
-    IF n OPERATOR(pg_catalog.>) 0 THEN
-        PERFORM taskq._wait_for_all(
-            pg_catalog.jsonb_build_array(tasks OPERATOR(pg_catalog.->) 0), after_ids);
-    END IF;
-    RETURN n;
+    RETURN taskq._insert_after(linked, after_ids,
+                               (taskq._ids(tasks))[1:1]);
 END
 $$;
 COMMENT ON FUNCTION taskq.chain(jsonb, text[]) IS
@@ -274,13 +264,9 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    n bigint;
 BEGIN
     PERFORM taskq._check_task_array(tasks, 'tasks');
-    n := taskq.insert_tasks(tasks);
-    PERFORM taskq._wait_for_all(tasks, after_ids);
-    RETURN n;
+    RETURN taskq._insert_after(tasks, after_ids, taskq._ids(tasks));
 END
 $$;
 COMMENT ON FUNCTION taskq."group"(jsonb, text[]) IS
@@ -294,7 +280,6 @@ AS $$
 DECLARE
     join_id text;
     linked jsonb;
-    n bigint;
 BEGIN
     PERFORM taskq._check_task_array(tasks, 'tasks');
     IF "join" IS NULL THEN
@@ -310,9 +295,8 @@ BEGIN
                                          ORDER BY t.ord), '[]'::jsonb)
       INTO linked
       FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord);
-    n := taskq.insert_tasks(linked OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array("join"));
-    PERFORM taskq._wait_for_all(tasks, after_ids);
-    RETURN n;
+    RETURN taskq._insert_after(linked OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array("join"),
+                               after_ids, taskq._ids(tasks));
 END
 $$;
 COMMENT ON FUNCTION taskq.chord(jsonb, jsonb, text[]) IS
