@@ -1,9 +1,14 @@
-# The taskq worker itself is killed.  SIGKILL (the postmaster then
-# reinitialises) while it expires a large batch of leases, and SIGTERM
-# (restarted by the postmaster within about 5 s): it comes back, only one
-# worker per database, and no expiry is applied twice: a requeued task keeps
-# its tries and token and its row is not rewritten again, a task aborted on
-# its last try signals its successors once.
+# The taskq worker itself is killed in the middle of an expiry: SIGKILL
+# (the postmaster then reinitialises) and SIGTERM (the worker is started
+# again within about 5 s).  It comes back, there is one worker per
+# database, and no expiry is applied twice: requeued tasks keep their tries
+# and token and are requeued once, a lease on its last try is aborted once
+# and signals its successors once.
+#
+# To kill the worker inside its expiry transaction, not just near it, a
+# session holds row locks on the successors of leases on their last try:
+# the worker requeues a first batch, then waits for those locks in the
+# abort cascade, still inside the transaction.
 use strict;
 use warnings;
 
@@ -32,43 +37,46 @@ ok(defined $w0, 'the database has a worker');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM taskq.own_tasks('owner', 3000, '{work}', '1 hour')"),
 	'3000', 'an owner holds 3000 leases');
-$node->safe_psql('postgres', 'CREATE TABLE owned AS SELECT id, performance_token, num_tries FROM taskq.tasks WHERE status_code = \'in_progress\'');
-
-# --- SIGKILL while it expires them ------------------------------------
-# Make the worker busy with a big batch, and kill it while it works on it.
-my $log_offset = -s $node->logfile;
 $node->safe_psql('postgres',
-	"UPDATE taskq.tasks SET action_deadline = now() - interval '1 s' WHERE status_code = 'in_progress'");
-my $busy = 0;
-my $t0 = time;
-while (time - $t0 < 5)
+	"CREATE TABLE owned AS SELECT id, performance_token FROM taskq.tasks WHERE status_code = 'in_progress'");
+
+# Block the worker inside its expiry transaction; returns the session
+# holding the locks, or undef if the worker was not seen blocked.
+sub block_worker_in_expiry
 {
-	my $a = $node->safe_psql('postgres',
-		"SELECT query FROM pg_stat_activity WHERE pid = $w0 AND state = 'active'");
-	if ($a =~ /expiring leases/)
-	{
-		$busy = 1;
-		last;
-	}
-	last if $node->safe_psql('postgres',
-		"SELECT count(*) FROM taskq.tasks WHERE status_code = 'in_progress'") eq '0';
+	my ($pattern, $worker) = @_;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe("SELECT count(*) FROM (SELECT 1 FROM taskq.tasks WHERE id LIKE '$pattern' FOR UPDATE) AS l");
+	$node->safe_psql('postgres',
+		"UPDATE taskq.tasks SET action_deadline = now() - interval '1 s' WHERE status_code = 'in_progress'");
+	my $blocked = $node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Lock' AND query = 'taskq: expiring leases' FROM pg_stat_activity WHERE pid = $worker");
+	return ($holder, $blocked);
 }
+
+# --- SIGKILL inside the expiry transaction ---------------------------------
+my ($holder, $blocked) = block_worker_in_expiry('s%', $w0);
+ok($blocked, 'the worker is inside its expiry transaction, waiting in an abort cascade');
+is( $node->safe_psql('postgres', "SELECT count(*) FROM taskq.tasks WHERE status_code = 'in_progress'"),
+	'3000', 'nothing of that expiry is visible yet');
+my $log_offset = -s $node->logfile;
 kill 'KILL', $w0;
-note $busy ? 'killed the worker while it was expiring leases' : 'killed the worker (not caught mid-expiry)';
 ok($node->poll_query_until('postgres', 'SELECT true'), 'the server is back after the SIGKILL of the worker');
 ok($node->log_contains(qr/\(PID $w0\) was terminated by signal 9/, $log_offset),
 	'the postmaster saw the worker die of SIGKILL and reinitialised');
+eval { $holder->quit; };    # its backend was ended by the reinitialisation
 my $w1 = wait_for_worker($node, 'postgres', 30);
 ok(defined $w1 && $w1 != $w0, 'a new worker runs after the reinitialisation');
 
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM taskq.tasks WHERE status_code = 'in_progress'"),
-	'the new worker finishes the expiry');
+	'the new worker does the expiry');
 is( $node->safe_psql('postgres', q{
 SELECT count(*) FROM taskq.tasks t JOIN owned o USING (id)
  WHERE t.id LIKE 'r%' AND t.status_code = 'pending'
    AND t.performance_token = o.performance_token AND t.num_tries = 1 AND t.actor_id = 'owner'}),
-	'2800', 'all 2800 requeued once: pending, token kept, num_tries unchanged by expiry');
+	'2800', 'all 2800 requeued: pending, token kept, num_tries unchanged by expiry');
 is( $node->safe_psql('postgres', q{
 SELECT count(*) FROM taskq.tasks
  WHERE id LIKE 'x%' AND status_code = 'aborted' AND num_tries = 1
@@ -79,30 +87,32 @@ SELECT count(*) FROM taskq.tasks
  WHERE id LIKE 's%' AND status_code = 'aborted' AND num_signals = 1 AND total_dependencies = 2}),
 	'200', 'their successors aborted by the cascade, signalled exactly once');
 
-# Nothing is applied again: the requeued rows are not rewritten by later
-# iterations of the worker.
-my $snap = $node->safe_psql('postgres',
-	"SELECT md5(string_agg(id || ctid::text || xmin::text, ',' ORDER BY id)) FROM taskq.tasks");
-my $naps = $node->safe_psql('postgres', "SELECT setting FROM pg_settings WHERE name = 'taskq.worker_naptime'");
-usleep(3 * $naps * 1000);    # three worker iterations
-is( $node->safe_psql('postgres',
-		"SELECT md5(string_agg(id || ctid::text || xmin::text, ',' ORDER BY id)) FROM taskq.tasks"),
-	$snap, 'later worker iterations leave the requeued and aborted rows untouched');
+# Nothing is applied again: later iterations of the worker leave the rows
+# as they are (same row versions).
+my $versions = "SELECT md5(string_agg(id || ctid::text || xmin::text, ',' ORDER BY id)) FROM taskq.tasks";
+my $snap = $node->safe_psql('postgres', $versions);
+usleep(3_000_000);    # three worker iterations at taskq.worker_naptime = 1s
+is($node->safe_psql('postgres', $versions), $snap,
+	'later worker iterations leave the requeued and aborted rows untouched');
 check_invariants($node, 'after SIGKILL of the worker');
 
-# --- SIGTERM: restarted by the postmaster within ~5 s ---------------------
-# Re-own the requeued tasks so the restarted worker has leases to expire.
+# --- SIGTERM inside the expiry transaction: back within ~5 s ------------------
+$node->safe_psql('postgres', json_insert_sql(
+		(map { { id => "y$_", action => 'last', max_tries => 1, to_signal_after => ["u$_"] } } 1 .. 20),
+		(map { { id => "u$_", action => 'succ2' } } 1 .. 20),
+		(map { { id => "q$_", action => 'never', to_signal_after => ["u$_"] } } 1 .. 20)));
 is( $node->safe_psql('postgres',
-		"SELECT count(*) FROM taskq.own_tasks('owner2', 100, '{work}', '1 hour')"),
-	'100', 'a second owner takes 100 tasks');
+		"SELECT count(*) FROM taskq.own_tasks('owner2', 100, '{work}', '1 hour')"
+		  . " UNION ALL SELECT count(*) FROM taskq.own_tasks('owner2', 20, '{last}', '1 hour')"),
+	"100\n20", 'a second owner takes 100 requeued tasks and 20 on their last try');
+$node->safe_psql('postgres',
+	"CREATE TABLE owned2 AS SELECT id, performance_token FROM taskq.tasks WHERE status_code = 'in_progress'");
 my $w2 = wait_for_worker($node, 'postgres', 30);
+($holder, $blocked) = block_worker_in_expiry('u%', $w2);
+ok($blocked, 'the worker is inside its expiry transaction again');
 $log_offset = -s $node->logfile;
 kill 'TERM', $w2;
-$t0 = time;
-# While it is down, committed work pokes the launcher: it must not start a
-# second worker next to the one the postmaster restarts.
-usleep(300_000);
-$node->safe_psql('postgres', json_insert_sql({ id => 'poke', action => 'poke' }));
+my $t0 = time;
 my $w3;
 while (time - $t0 < 20)
 {
@@ -115,21 +125,34 @@ while (time - $t0 < 20)
 	usleep(50_000);
 }
 my $gap = time - $t0;
-ok(defined $w3, sprintf('the worker is restarted after SIGTERM (%.1f s)', $gap));
+ok(defined $w3, sprintf('the worker is started again after SIGTERM (%.1f s)', $gap));
 cmp_ok($gap, '<', 8, 'within the 5 s restart interval (and a margin)');
 ok(!$node->log_contains(qr/\(PID $w2\) was terminated by signal/, $log_offset),
 	'SIGTERM of the worker does not make the postmaster reinitialise');
+is( $node->safe_psql('postgres', "SELECT count(*) FROM taskq.tasks WHERE status_code = 'in_progress'"),
+	'120', 'the killed transaction left nothing behind');
 
-$node->safe_psql('postgres',
-	"UPDATE taskq.tasks SET action_deadline = now() - interval '1 s' WHERE status_code = 'in_progress'");
+# Let the new worker through.
+$holder->query_safe('COMMIT');
+$holder->quit;
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM taskq.tasks WHERE status_code = 'in_progress'"),
-	'the restarted worker expires leases');
-is( $node->safe_psql('postgres',
-		"SELECT count(*) FROM taskq.tasks WHERE actor_id = 'owner2' AND num_tries = 2 AND status_code = 'pending'"),
-	'100', 'each of those requeued once, num_tries unchanged by expiry');
-# The postmaster restarts a failed worker after 5 s: look after that moment
-# too, so that a second registration would be seen.
+	'the restarted worker does the expiry');
+is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM taskq.tasks t JOIN owned2 o USING (id)
+ WHERE t.id LIKE 'r%' AND t.status_code = 'pending' AND t.num_tries = 2
+   AND t.actor_id = 'owner2' AND t.performance_token = o.performance_token}),
+	'100', 'each requeued once, token kept, num_tries unchanged by expiry');
+is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM taskq.tasks WHERE id LIKE 'y%' AND status_code = 'aborted' AND num_tries = 1}),
+	'20', 'the leases on their last try aborted');
+is( $node->safe_psql('postgres', q{
+SELECT count(*) FROM taskq.tasks
+ WHERE id LIKE 'u%' AND status_code = 'aborted' AND num_signals = 1 AND total_dependencies = 2}),
+	'20', 'their successors aborted, signalled exactly once');
+
+# The postmaster's own restart of the killed worker comes 5 s after its
+# exit: look after that moment too, so that a second worker would be seen.
 my $wait = $t0 + 7 - time;
 usleep(int($wait * 1_000_000)) if $wait > 0;
 is(join(',', worker_pids($node, 'postgres')), $w3,

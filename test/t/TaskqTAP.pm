@@ -23,6 +23,11 @@ our @EXPORT = qw(
   json_tasks json_insert_sql create_held
 );
 
+# Waits here are for moments, not minutes: a failing poll should not eat
+# the whole per-file budget (PG_TEST_TIMEOUT_DEFAULT still overrides).
+$PostgreSQL::Test::Utils::timeout_default = 60
+  unless $ENV{PG_TEST_TIMEOUT_DEFAULT};
+
 # A node with taskq preloaded and created in database postgres.
 #   allows_streaming => 1, conf => "extra lines\n", no_extension => 1
 sub taskq_node
