@@ -30,18 +30,21 @@ $node->safe_psql('postgres', json_insert_sql(
 		{ id => 'after-last', action => 'later' },
 		{ id => 'other-pred', action => 'never', to_signal_after => ['after-last'] }));
 
-# A backend owns t1..t3 with a long lease and is then SIGKILLed.
+# A backend owns t1..t3 with a long lease and is then SIGKILLed.  The
+# claims are made in transaction blocks: a claim alone in its transaction
+# may commit asynchronously (taskq.async_claims) and then not survive the
+# crash, which is allowed but not what this test is about.
 my $victim = $node->background_psql('postgres');
 my $owned = $victim->query_safe(
-	"SELECT string_agg(id || '=' || token, ' ' ORDER BY id) FROM taskq.own_tasks('victim', 3, '{work}', '1 hour')");
+	"BEGIN; SELECT string_agg(id || '=' || token, ' ' ORDER BY id) FROM taskq.own_tasks('victim', 3, '{work}', '1 hour'); COMMIT");
 my %tok = map { split /=/ } split / /, $owned;
 is(join(',', sort keys %tok), 't1,t2,t3', 'the victim owns t1, t2 and t3');
 my $late = $victim->query_safe(
-	"SELECT id || '=' || token FROM taskq.own_tasks('late', 1, '{work}', '1 hour')");
+	"BEGIN; SELECT id || '=' || token FROM taskq.own_tasks('late', 1, '{work}', '1 hour'); COMMIT");
 my ($late_id, $late_tok) = split /=/, $late;
 is($late_id, 't4', 'the late owner owns t4');
 my $last = $victim->query_safe(
-	"SELECT id || '=' || num_tries FROM taskq.own_tasks('victim', 1, '{once}', '1 hour')");
+	"BEGIN; SELECT id || '=' || num_tries FROM taskq.own_tasks('victim', 1, '{once}', '1 hour'); COMMIT");
 is($last, 'last=1', 'the victim owns "last" on its only try');
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 
@@ -114,6 +117,21 @@ is( $node->safe_psql('postgres',
 	'3', 'the rescuer still holds all three');
 
 check_invariants($node, 'after expiry');
+
+# Control: without the background worker nobody requeues an expired lease
+# until a client calls own_tasks, which sweeps it.
+$node->append_conf('postgresql.conf', "taskq.background_worker = off\n");
+$node->restart;
+is(scalar(launcher_pids($node)) + scalar(worker_pids($node)), 0,
+	'with taskq.background_worker = off there is no launcher and no worker');
+$node->safe_psql('postgres',
+	"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 't1'");
+usleep(2_500_000);
+is($node->safe_psql('postgres', "SELECT status_code FROM taskq.tasks WHERE id = 't1'"),
+	'in_progress', 'then an expired lease stays in progress while no client acts');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(id || ':' || num_tries, ',') FROM taskq.own_tasks('poller', 1, '{work}', '1 hour')"),
+	't1:3', 'and own_tasks sweeps and re-owns it itself');
 
 $node->stop;
 done_testing();

@@ -64,14 +64,16 @@ my ($vst, $vout) = sqlstate_of($standby, "SELECT completed FROM taskq.action_sta
 is("$vst|$vout", '|1', 'the monitoring views read on a standby');
 
 # --- load, leases, then the primary dies ---------------------------------
-# Leases that end by themselves shortly after the failover, and long ones.
+# Leases that end by themselves shortly after the failover, and long ones,
+# claimed in transaction blocks so that they commit synchronously (a claim
+# alone in its transaction may commit asynchronously: taskq.async_claims).
 $primary->safe_psql('postgres',
 	json_insert_sql(map { { id => "short-$_", action => 'short' } } 1 .. 50),
 	);
 $primary->safe_psql('postgres',
 	json_insert_sql(map { { id => "long-$_", action => 'long' } } 1 .. 50));
 my $long = $primary->safe_psql('postgres',
-	"SELECT count(*) FROM taskq.own_tasks('holder', 50, '{long}', '1 hour')");
+	"BEGIN; SELECT count(*) FROM taskq.own_tasks('holder', 50, '{long}', '1 hour'); COMMIT");
 is($long, '50', 'a holder owns 50 tasks with a 1 hour lease');
 
 my %acks;
@@ -79,7 +81,7 @@ my $load = start_load($primary, 'fo', statements => 4000);
 usleep(1_500_000);
 is($standby->safe_psql('postgres', $taskq_procs), '0', 'still no taskq process on the standby under load');
 my $short = $primary->safe_psql('postgres',
-	"SELECT count(*) FROM taskq.own_tasks('holder', 50, '{short}', '4 s')");
+	"BEGIN; SELECT count(*) FROM taskq.own_tasks('holder', 50, '{short}', '4 s'); COMMIT");
 is($short, '50', 'a holder owns 50 tasks with a 4 s lease');
 my $short_t0 = time;
 usleep(1_000_000);

@@ -79,6 +79,25 @@ ok($node->poll_query_until('d2', "SELECT status_code = 'pending' FROM taskq.task
 ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE d2');
 is($ret, 0, 'then DROP DATABASE d2 succeeds') or diag $err;
 
+# CREATE DATABASE ... TEMPLATE and ALTER DATABASE ... RENAME need the
+# database to themselves too: the worker steps aside, then comes back.
+$node->safe_psql('postgres', 'CREATE DATABASE d4');
+$node->safe_psql('d4', 'CREATE EXTENSION taskq');
+$node->safe_psql('d4', json_insert_sql({ id => 't', action => 'd4work' }));
+ok(defined wait_for_worker($node, 'd4', 30), 'd4 has a worker');
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE d5 TEMPLATE d4');
+is($ret, 0, 'CREATE DATABASE ... TEMPLATE of a database with a running worker succeeds') or diag $err;
+ok(defined wait_for_worker($node, 'd4', 30), 'the template database gets its worker back');
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE d4 RENAME TO d4b');
+is($ret, 0, 'ALTER DATABASE ... RENAME of a database with a running worker succeeds') or diag $err;
+ok(defined wait_for_worker($node, 'd4b', 30), 'the renamed database gets its worker back');
+is($node->safe_psql('d5', "SELECT string_agg(id, ',') FROM taskq.tasks"), 't',
+	'the copy has the tasks of its template');
+$node->safe_psql('d5', json_insert_sql({ id => 't2', action => 'd5work' }));
+ok(defined wait_for_worker($node, 'd5', 30), 'and gets a worker once it has new work');
+$node->safe_psql('postgres', 'DROP DATABASE d5');
+$node->safe_psql('postgres', 'DROP DATABASE d4b');
+
 # DROP EXTENSION: the worker steps aside and the launcher leaves it be.
 $node->safe_psql('postgres', 'CREATE DATABASE d3');
 $node->safe_psql('d3', 'CREATE EXTENSION taskq');

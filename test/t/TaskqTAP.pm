@@ -425,13 +425,23 @@ sub check_acks
 			  if !$r || ($r->[0] eq 'in_progress' && $r->[1] eq $tok);
 		}
 	}
+	# A claim made alone in its transaction may commit asynchronously
+	# (taskq.async_claims): a crash may lose it, which only hands the task
+	# out again.  Then lost claims are counted, not failed.
+	my $async = $node->safe_psql($db,
+		"SELECT coalesce(current_setting('taskq.async_claims', true), 'off')") eq 'on';
+	my $lost_claims = 0;
 	for my $id (sort keys %{ $acks->{own} })
 	{
 		my $r = $row{$id};
+		next if $r && $r->[2] >= $acks->{own}{$id};
+		$lost_claims++;
 		push @bad, "acknowledged own of $id (try $acks->{own}{$id}) lost: num_tries "
 		  . ($r ? $r->[2] : 'no row')
-		  unless $r && $r->[2] >= $acks->{own}{$id};
+		  unless $async && $r;
 	}
+	note "$label: $lost_claims acknowledged asynchronous claims were lost (allowed)"
+	  if $lost_claims && $async;
 	diag($_) for @bad[ 0 .. ($#bad < 9 ? $#bad : 9) ];
 	is(scalar @bad, 0,
 		"$label: every acknowledged operation is present ("
