@@ -17,9 +17,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
+WORKLOADS=${WORKLOADS:-enqueue drain latency}   # a subset, for quick looks
 TASKS=${TASKS:-20000}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
-OUT=${OUT:-$here/results.txt}
+OUT=${OUT:-$here/results.md}
 
 trap 'tq_cleanup' EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
@@ -84,16 +85,22 @@ row() {   # row KEY LABEL ARGS... : measure taskq, baseline, floor
 }
 
 echo "bench: $RUNS runs of $TASKS tasks per figure, durable commits, $(nproc) cores" >&2
-row enq1 enqueue --clients 4 --batch 1
-row enq1000 enqueue --clients 4 --batch 1000
-for w in 1 4 16; do
-    for k in 1 50; do
-        row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
+want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+if want enqueue; then
+    row enq1 enqueue --clients 4 --batch 1
+    row enq1000 enqueue --clients 4 --batch 1000
+fi
+if want drain; then
+    for w in 1 4 16; do
+        for k in 1 50; do
+            row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
+        done
     done
-done
+fi
 
 lat=()
-for ((r = 1; r <= RUNS; r++)); do
+want latency || RUNS_LAT=0
+for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
     reset_tables
     line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat --prefix "l$r")
     echo "  latency run $r: $line" >&2
@@ -105,7 +112,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 {
     echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor |"
     echo "|---|---:|---:|---:|---:|---:|"
-    line() { echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") |"; }
+    line() { [[ -n ${R[$2.taskq]:-} ]] || return 0; echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") |"; }
     line "enqueue, 1 per transaction, 4 clients" enq1
     line "enqueue, batches of 1,000, 4 clients" enq1000
     for w in 1 4 16; do
@@ -114,7 +121,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         done
     done
     echo
-    echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
+    [[ ${#lat[@]} -eq 0 ]] || echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
     echo
     echo "Median of $RUNS runs of $TASKS tasks; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"

@@ -24,13 +24,16 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "acl.h"
 #include "taskq.h"
 
 PG_FUNCTION_INFO_V1(taskq_own_tasks);
@@ -216,6 +219,24 @@ check_duration(Interval *d, const char *argname)
 															   IntervalPGetDatum(d))))));
 }
 
+/*
+ * A claim alone in its transaction (autocommit) need not wait for the WAL
+ * flush: if the server crashes before the flush, the claim is lost, the task
+ * is pending again and will be handed out again, and the lost claim's token
+ * is refused — what an expired lease means anyway, and at-least-once
+ * delivery allows it.  What the worker does next is durable: a return
+ * commits synchronously, and a commit's flush covers every earlier commit
+ * record, the claim's included.  Inside an explicit transaction block we
+ * cannot know what else the transaction writes, so it keeps its setting.
+ */
+static void
+commit_claim_asynchronously(void)
+{
+	(void) set_config_option("synchronous_commit", "off",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+							 true, 0, false);
+}
+
 typedef struct ClaimedRow
 {
 	int32		priority;
@@ -255,6 +276,7 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	ClaimedRow *rows;
 	uint64		n;
 	bool		isnull;
+	bool		limited;
 
 	actor = taskq_text_arg(fcinfo, 0, "actor", TASKQ_MAX_ACTOR_LEN);
 	taskq_require_arg(fcinfo, 1, "max_tasks");
@@ -269,6 +291,9 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 		actions = taskq_text_array_arg(fcinfo, 2, "actions", TASKQ_MAX_ACTION_LEN);
 		kind = list_length(actions) == 1 ? CLAIM_ONE_ACTION : CLAIM_ACTIONS;
 	}
+	/* A worker limited to some actions claims only those (acl.c). */
+	if ((limited = taskq_acl_limit_actions(&actions, PG_ARGISNULL(2))))
+		kind = list_length(actions) == 1 ? CLAIM_ONE_ACTION : CLAIM_ACTIONS;
 	if (!PG_ARGISNULL(3))
 		check_duration(PG_GETARG_INTERVAL_P(3), "max_duration");
 
@@ -289,11 +314,13 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	if (kind == CLAIM_ONE_ACTION)
 		values[2] = CStringGetTextDatum(linitial(actions));
 	else if (kind == CLAIM_ACTIONS)
-		values[2] = PG_GETARG_DATUM(2);
+		values[2] = limited ? taskq_text_array_datum(actions) : PG_GETARG_DATUM(2);
 
 	taskq_execute(claim_plan(kind, max_tasks), values, nulls, false, 0);
 
 	n = SPI_processed;
+	if (n > 0 && taskq_async_claims && !IsTransactionBlock())
+		commit_claim_asynchronously();
 	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -350,6 +377,7 @@ taskq_extend_ownership(PG_FUNCTION_ARGS)
 					 errmsg("argument \"tokens\" must not contain null elements")));
 	taskq_require_arg(fcinfo, 3, "max_duration");
 	check_duration(PG_GETARG_INTERVAL_P(3), "max_duration");
+	taskq_acl_mask_tokens(ids, tokens);	/* acl.c: tasks of other actions */
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();

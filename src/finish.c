@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "acl.h"
 #include "taskq.h"
 
 PG_FUNCTION_INFO_V1(taskq_return_task);
@@ -69,6 +70,35 @@ static TaskqPlan signal_abort_plan = {
 	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
 	" RETURNING o.unfinished, t.to_signal_after",
 	2, {TEXTOID, TEXTOID}
+};
+
+/* Complete a task still held with this token (see complete_if_held). */
+static TaskqPlan complete_held_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = 'completed', status = COALESCE($3, status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND performance_token OPERATOR(pg_catalog.=) $2"
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	" RETURNING to_signal_after",
+	3, {TEXTOID, UUIDOID, TEXTOID}
+};
+
+/*
+ * The same for a batch, in the order of the arrays (sorted by id, so rows
+ * are locked in id order by the nested loop over them).
+ */
+static TaskqPlan complete_held_batch_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                  pg_catalog.unnest($3::text[])) AS r(id, token, status)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	" RETURNING t.id, t.to_signal_after",
+	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
 /* The returned task, locked. */
@@ -119,6 +149,48 @@ finish_row(const char *id, const char *code, const char *status)
 }
 
 /*
+ * Signal the successors of a task that completed: one signal less each; a
+ * pending successor whose last signal arrived is ready, or, if spontaneous,
+ * goes on the work list to be completed by the queue.
+ */
+static void
+signal_completed(List *succs, List **work)
+{
+	ListCell   *lc;
+
+	foreach(lc, succs)
+	{
+		char	   *succ = lfirst(lc);
+		Datum		arg = CStringGetTextDatum(succ);
+		char	   *code;
+
+		taskq_execute(&signal_plan, &arg, NULL, false, 0);
+		if (SPI_processed == 0)
+			continue;			/* successor gone (retention): nothing to signal */
+		code = taskq_get_text(0, 2, NULL);
+		if (taskq_get_int32(0, 1, NULL) != 0 || strcmp(code, "pending") != 0)
+			continue;
+		if (taskq_get_bool(0, 3, NULL))
+			*work = lappend(*work, succ);	/* spontaneous join */
+		else
+			taskq_note_ready(taskq_get_text(0, 4, NULL));
+	}
+}
+
+/* Complete the spontaneous tasks of the work list, and theirs, and so on. */
+static void
+complete_spontaneous(List *work)
+{
+	while (work != NIL)
+	{
+		char	   *cur = linitial(work);
+
+		work = list_delete_first(work);
+		signal_completed(finish_row(cur, "completed", NULL), &work);
+	}
+}
+
+/*
  * Complete a task (its row already locked and checked by the caller) and
  * signal its successors; spontaneous successors whose last signal arrives
  * are completed too, and so on.
@@ -126,39 +198,37 @@ finish_row(const char *id, const char *code, const char *status)
 void
 taskq_complete_task(const char *id, const char *status)
 {
-	List	   *work = list_make1(pstrdup(id));
-	bool		first = true;
+	List	   *work = NIL;
 
-	while (work != NIL)
-	{
-		char	   *cur = linitial(work);
-		List	   *succs;
-		ListCell   *lc;
+	signal_completed(finish_row(id, "completed", status), &work);
+	complete_spontaneous(work);
+}
 
-		work = list_delete_first(work);
-		succs = finish_row(cur, "completed", first ? status : NULL);
-		first = false;
+/*
+ * The common case of return_task: complete a task still held with this
+ * token, in one statement.  False if it is not (unknown id, other token,
+ * finished): the caller then finds out which, and says so.
+ */
+static bool
+complete_if_held(const char *id, pg_uuid_t *token, const char *status)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	List	   *work = NIL;
 
-		foreach(lc, succs)
-		{
-			char	   *succ = lfirst(lc);
-			Datum		arg = CStringGetTextDatum(succ);
-			int32		remaining;
-			char	   *code;
-
-			taskq_execute(&signal_plan, &arg, NULL, false, 0);
-			if (SPI_processed == 0)
-				continue;		/* successor gone (retention): nothing to signal */
-			remaining = taskq_get_int32(0, 1, NULL);
-			code = taskq_get_text(0, 2, NULL);
-			if (remaining != 0 || strcmp(code, "pending") != 0)
-				continue;
-			if (taskq_get_bool(0, 3, NULL))
-				work = lappend(work, succ);		/* spontaneous join */
-			else
-				taskq_note_ready(taskq_get_text(0, 4, NULL));
-		}
-	}
+	values[0] = CStringGetTextDatum(id);
+	values[1] = UUIDPGetDatum(token);
+	if (status)
+		values[2] = CStringGetTextDatum(status);
+	else
+		nulls[2] = 'n';
+	taskq_execute(&complete_held_plan, values, nulls, false, 0);
+	if (SPI_processed == 0)
+		return false;
+	taskq_note_finished(id);
+	signal_completed(sort_ids(taskq_get_text_array(0, 1)), &work);
+	complete_spontaneous(work);
+	return true;
 }
 
 /*
@@ -215,6 +285,8 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot return task \"%s\" as in_progress", id),
 				 errhint("Return it as completed, aborted or pending.")));
+	if (strcmp(code, "completed") == 0 && complete_if_held(id, token, status))
+		return;
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
 	if (SPI_processed == 0)
@@ -296,6 +368,7 @@ taskq_return_task(PG_FUNCTION_ARGS)
 	taskq_require_arg(fcinfo, 3, "status_code");
 	code = status_code_arg(PG_GETARG_DATUM(3));
 
+	taskq_acl_check_return(list_make1(id));	/* acl.c: limited workers */
 	SPI_connect();
 	return_one(id, token, status, code);
 	SPI_finish();
@@ -314,6 +387,84 @@ static int
 compare_return_items(const void *a, const void *b)
 {
 	return strcmp(((const ReturnItem *) a)->id, ((const ReturnItem *) b)->id);
+}
+
+/*
+ * Complete, in one statement, the items (sorted by id) returned as
+ * completed and still held with their tokens; mark them done (code NULL).
+ * If one is not held, return_one on it says why (and the call fails).
+ */
+static void
+complete_held_batch(ReturnItem *items, int n)
+{
+	List	   *ids = NIL;
+	Datum	   *tokens = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *statuses = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *snulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			m = 0;
+	Datum		values[3];
+	uint64		done;
+	List	   *work = NIL;
+	List	  **succs;
+	char	  **done_ids;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (strcmp(items[i].code, "completed") != 0)
+			continue;
+		ids = lappend(ids, items[i].id);
+		tokens[m] = UUIDPGetDatum(items[i].token);
+		snulls[m] = items[i].status == NULL;
+		statuses[m] = snulls[m] ? (Datum) 0 : CStringGetTextDatum(items[i].status);
+		m++;
+	}
+	if (m < 2)
+		return;					/* return_one's own fast path will do */
+
+	dims[0] = m;
+	values[0] = taskq_text_array_datum(ids);
+	values[1] = PointerGetDatum(construct_array(tokens, m, UUIDOID, UUID_LEN,
+												false, TYPALIGN_CHAR));
+	values[2] = PointerGetDatum(construct_md_array(statuses, snulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+
+	done = SPI_processed;
+	done_ids = palloc(sizeof(char *) * Max(done, 1));
+	succs = palloc(sizeof(List *) * Max(done, 1));
+	for (uint64 r = 0; r < done; r++)
+	{
+		done_ids[r] = taskq_get_text(r, 1, NULL);
+		succs[r] = sort_ids(taskq_get_text_array(r, 2));
+	}
+	if (done < (uint64) m)
+	{
+		/* Find the first one not completed, in id order, and say why. */
+		for (int i = 0; i < n; i++)
+		{
+			bool		found = false;
+
+			if (strcmp(items[i].code, "completed") != 0)
+				continue;
+			for (uint64 r = 0; r < done && !found; r++)
+				found = strcmp(done_ids[r], items[i].id) == 0;
+			if (!found)
+				return_one(items[i].id, items[i].token, items[i].status, items[i].code);
+		}
+		elog(ERROR, "taskq: batch completion lost a task without a reason");
+	}
+
+	for (uint64 r = 0; r < done; r++)
+	{
+		taskq_note_finished(done_ids[r]);
+		signal_completed(succs[r], &work);
+	}
+	complete_spontaneous(work);
+	for (int i = 0; i < n; i++)
+		if (strcmp(items[i].code, "completed") == 0)
+			items[i].code = NULL;
 }
 
 /*
@@ -395,9 +546,12 @@ taskq_return_tasks(PG_FUNCTION_ARGS)
 					 errmsg("task \"%s\" appears more than once in argument \"ids\"",
 							items[i].id)));
 
+	taskq_acl_check_return(ids);	/* acl.c: limited workers */
 	SPI_connect();
+	complete_held_batch(items, n);
 	for (i = 0; i < n; i++)
-		return_one(items[i].id, items[i].token, items[i].status, items[i].code);
+		if (items[i].code != NULL)
+			return_one(items[i].id, items[i].token, items[i].status, items[i].code);
 	SPI_finish();
 	PG_RETURN_INT64(n);
 }

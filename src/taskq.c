@@ -18,6 +18,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "acl.h"
 #include "taskq.h"
 
 PG_MODULE_MAGIC;
@@ -25,6 +26,7 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 static bool taskq_background_worker = true;
+bool		taskq_async_claims = true;
 
 void
 _PG_init(void)
@@ -60,6 +62,14 @@ _PG_init(void)
 							 true,
 							 PGC_POSTMASTER, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("taskq.async_claims",
+							 "Lets own_tasks called in its own transaction commit without waiting for the WAL flush.",
+							 "A claim lost in a server crash only means the task is handed out again; returns stay durable.",
+							 &taskq_async_claims,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	taskq_acl_define_settings();	/* taskq.worker_role */
 	MarkGUCPrefixReserved("taskq");
 
 	if (process_shared_preload_libraries_in_progress)
