@@ -378,12 +378,22 @@ taskq_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 									params, queryEnv, dest, qc);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		if (OidIsValid(paused))
 			unpause_database(paused);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+
+	/*
+	 * A dropped database's slot stays paused until the launcher forgets it:
+	 * a worker the postmaster restarts meanwhile (one we stopped with
+	 * SIGTERM because the launcher had no handle of it) then leaves at once
+	 * instead of failing to connect to the vanished database.
+	 */
+	if (OidIsValid(paused) && !IsA(pstmt->utilityStmt, DropdbStmt))
+		unpause_database(paused);
 }
 
 void

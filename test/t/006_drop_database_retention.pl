@@ -87,9 +87,13 @@ $node->safe_psql('d4', json_insert_sql({ id => 't', action => 'd4work' }));
 ok(defined wait_for_worker($node, 'd4', 30), 'd4 has a worker');
 ($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE d5 TEMPLATE d4');
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE of a database with a running worker succeeds') or diag $err;
+# (New work asks the launcher for the worker at once; without it, the
+# launcher's next scan brings it back, as after the failed DROP above.)
+$node->safe_psql('d4', json_insert_sql({ id => 't-poke', action => 'd4work' }));
 ok(defined wait_for_worker($node, 'd4', 30), 'the template database gets its worker back');
 ($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE d4 RENAME TO d4b');
 is($ret, 0, 'ALTER DATABASE ... RENAME of a database with a running worker succeeds') or diag $err;
+$node->safe_psql('d4b', json_insert_sql({ id => 't-poke2', action => 'd4work' }));
 ok(defined wait_for_worker($node, 'd4b', 30), 'the renamed database gets its worker back');
 is($node->safe_psql('d5', "SELECT string_agg(id, ',') FROM taskq.tasks"), 't',
 	'the copy has the tasks of its template');
@@ -97,6 +101,40 @@ $node->safe_psql('d5', json_insert_sql({ id => 't2', action => 'd5work' }));
 ok(defined wait_for_worker($node, 'd5', 30), 'and gets a worker once it has new work');
 $node->safe_psql('postgres', 'DROP DATABASE d5');
 $node->safe_psql('postgres', 'DROP DATABASE d4b');
+
+# A launcher that restarted has no handle of the running workers: it does
+# not start second ones, and DROP DATABASE still gets the worker out.
+$node->safe_psql('postgres', 'CREATE DATABASE d6');
+$node->safe_psql('d6', 'CREATE EXTENSION taskq');
+$node->safe_psql('d6', json_insert_sql({ id => 'v', action => 'd6work' }));
+my $w6 = wait_for_worker($node, 'd6', 30);
+ok(defined $w6, 'd6 has a worker');
+my ($l0) = launcher_pids($node);
+kill 'TERM', $l0;
+my $l1;
+$t0 = time;
+while (time - $t0 < 20)
+{
+	($l1) = launcher_pids($node);
+	last if defined $l1 && $l1 != $l0;
+	usleep(100_000);
+}
+ok(defined $l1 && $l1 != $l0, sprintf('the launcher is restarted after SIGTERM (%.1f s)', time - $t0));
+$node->safe_psql('d6', json_insert_sql({ id => 'v2', action => 'd6work' }));    # wakes the launcher
+usleep(500_000);
+is(join(',', worker_pids($node, 'd6')), $w6, 'the new launcher leaves the running worker alone');
+$log_offset = -s $node->logfile;
+$t0 = time;
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE d6');
+$drop_s = time - $t0;
+is($ret, 0, sprintf('DROP DATABASE succeeds though the launcher has no handle of its worker (%.1f s)', $drop_s))
+  or diag $err;
+my $d6_oid_re = qr/database \d+ does not exist|database "d6" does not exist/;
+usleep(7_000_000);    # past the postmaster's 5 s restart of the stopped worker
+ok(!$node->log_contains($d6_oid_re, $log_offset), 'no worker tried to connect to the dropped database');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'taskq worker' AND datname IS NULL"),
+	'0', 'no worker without a database');
 
 # DROP EXTENSION: the worker steps aside and the launcher leaves it be.
 $node->safe_psql('postgres', 'CREATE DATABASE d3');
