@@ -90,6 +90,8 @@ kill9_and_wait($primary);
 my $ops = stop_load($load, \%acks);
 cmp_ok($ops, '>', 50, "the clients got $ops operations acknowledged before the primary died");
 is($standby->safe_psql('postgres', $taskq_procs), '0', 'no taskq process on the standby before promotion');
+ok(!$standby->log_contains(qr/background worker "taskq/),
+	'no taskq background worker started or failed on the standby');
 
 my $p0 = time;
 $standby->promote;
