@@ -130,20 +130,50 @@ tq_copy_tree() {
     fi
 }
 
-# Build (warnings visible) and install into the system PostgreSQL 15, as root.
+# Build (warnings visible) and install, as root: into the system PostgreSQL
+# 15, or with TASKQ_PRIVATE_INSTALL=1 into a private copy of it (see
+# tq_private_root).  Extra make variables in TQ_MAKE_FLAGS (an array), e.g.
+# TASKQ_ASSERT=1.
+TQ_MAKE_FLAGS=()
 tq_build_install() {
     local dir=$TQ_WORK/src log=$TQ_WORK/log/build.log
+    local -a dest=()
     [[ -f $dir/Makefile ]] || { tq_warn "no Makefile in $dir"; return 1; }
-    if ! make -C "$dir" -s -j"$(nproc 2>/dev/null || echo 2)" PG_CONFIG="$TQ_PG_CONFIG" 2>&1 | tee "$log"; then
+    if ! make -C "$dir" -s -j"$(nproc 2>/dev/null || echo 2)" PG_CONFIG="$TQ_PG_CONFIG" \
+        ${TQ_MAKE_FLAGS[@]+"${TQ_MAKE_FLAGS[@]}"} 2>&1 | tee "$log"; then
         tq_warn "build failed (see messages above)"
         return 1
     fi
-    if ! make -C "$dir" -s install PG_CONFIG="$TQ_PG_CONFIG" >>"$log" 2>&1; then
+    if [[ ${TASKQ_PRIVATE_INSTALL:-0} == 1 ]]; then
+        tq_private_root || return 1
+        dest=(DESTDIR="$TQ_WORK/pg")
+    fi
+    if ! make -C "$dir" -s install PG_CONFIG="$TQ_PG_CONFIG" ${dest[@]+"${dest[@]}"} \
+        ${TQ_MAKE_FLAGS[@]+"${TQ_MAKE_FLAGS[@]}"} >>"$log" 2>&1; then
         tail -n 50 "$log" >&2
         tq_warn "make install failed"
         return 1
     fi
     if tq_is_root; then chown -R "$TQ_USER:" "$dir"; fi
+}
+
+# A private copy of the PostgreSQL 15 installation in $TQ_WORK/pg, without
+# the system's taskq: PostgreSQL finds its lib and share directories
+# relative to its binaries, so a server started from the copy loads the
+# copy's taskq.so and scripts.  Several trees can then be tested at once
+# without overwriting each other's installed files.  Sets TQ_BINDIR.
+tq_private_root() {
+    local root=$TQ_WORK/pg
+    if [[ ! -d $root/usr/lib/postgresql/15 ]]; then
+        mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" || return 1
+        cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/" || return 1
+        cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/" || return 1
+        rm -f "$root/usr/lib/postgresql/15/lib/taskq.so" \
+            "$root"/usr/share/postgresql/15/extension/taskq[.-]*
+        rm -rf "$root/usr/lib/postgresql/15/lib/bitcode/taskq"*
+        chmod -R a+rX "$root"
+    fi
+    TQ_BINDIR=$root/usr/lib/postgresql/15/bin
 }
 
 # A value computed by the project's Makefile (with PGXS included), e.g. REGRESS.
