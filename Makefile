@@ -8,9 +8,21 @@ EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" taskq.control
 MODULE_big   = taskq
 OBJS         = src/taskq.o src/shmem.o src/wakeup.o src/notify.o src/worker.o \
                src/launcher.o src/spi_util.o src/task_input.o src/insert.o \
-               src/claim.o src/finish.o src/deps.o src/wait.o src/acl.o
+               src/claim.o src/finish.o src/deps.o src/wait.o src/control.o src/acl.o
 DATA         = $(wildcard src/sql/taskq--*.sql)
 PG_CPPFLAGS  = -I$(srcdir)/src
+
+# TASKQ_ASSERT=1: Assert() checks in taskq's own code even against a server
+# built without them (Assert is a macro); make test builds so.
+ifeq ($(TASKQ_ASSERT),1)
+PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
+endif
+# TASKQ_SANITIZE=1: AddressSanitizer and UndefinedBehaviorSanitizer in
+# taskq.so (make check-asan; the server preloads libasan).
+ifeq ($(TASKQ_SANITIZE),1)
+PG_CFLAGS   += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SHLIB_LINK  += -fsanitize=address,undefined
+endif
 
 REGRESS      = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=taskq
@@ -32,10 +44,16 @@ endif
 
 .DEFAULT_GOAL := all
 
-.PHONY: test demo deps bench
+.PHONY: test check-asan demo deps bench
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:
 	bash test/bin/test.sh
+
+# The same suites with taskq.so built with AddressSanitizer and UBSan, in a
+# private copy of PostgreSQL; any sanitizer report fails the run.  Run it
+# once per change to the C code.
+check-asan:
+	TASKQ_SANITIZE=1 bash test/bin/test.sh
 
 # The examples with real concurrent workers on a throwaway cluster.
 demo:

@@ -82,16 +82,17 @@ static TaskqPlan expired_requeue_plan = {
 	"    WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
 	"      AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"      AND (e.max_tries IS NULL OR e.num_tries OPERATOR(pg_catalog.<) e.max_tries)"
+	"      AND NOT e.cancelled"
 	"    ORDER BY e.action_deadline LIMIT 64 FOR UPDATE SKIP LOCKED))"
 	" RETURNING t.action",
 	0, {0}
 };
 
 static TaskqPlan expired_exhausted_plan = {
-	"SELECT e.id, e.num_tries FROM taskq.tasks AS e"
+	"SELECT e.id, e.num_tries, e.cancelled FROM taskq.tasks AS e"
 	" WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
 	"   AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
-	"   AND e.num_tries OPERATOR(pg_catalog.>=) e.max_tries"
+	"   AND (e.num_tries OPERATOR(pg_catalog.>=) e.max_tries OR e.cancelled)"
 	" ORDER BY e.action_deadline LIMIT 64 FOR UPDATE SKIP LOCKED",
 	0, {0}
 };
@@ -103,7 +104,8 @@ static TaskqPlan extend_plan = {
 	" WHERE id OPERATOR(pg_catalog.=) $1"
 	"   AND performance_token OPERATOR(pg_catalog.=) $2"
 	"   AND actor_id OPERATOR(pg_catalog.=) $3"
-	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status",
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT cancelled",
 	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
 };
 
@@ -133,17 +135,17 @@ taskq_sweep_expired(void)
 	{
 		uint64		n = SPI_processed;
 		char	  **ids = palloc(sizeof(char *) * n);
-		int32	   *tries = palloc(sizeof(int32) * n);
+		char	  **why = palloc(sizeof(char *) * n);
 
 		for (uint64 i = 0; i < n; i++)
 		{
 			ids[i] = taskq_get_text(i, 1, NULL);
-			tries[i] = taskq_get_int32(i, 2, NULL);
+			why[i] = taskq_get_bool(i, 3, NULL) ? "cancelled" :
+				psprintf("aborted: lease expired on the last of %d tries",
+						 taskq_get_int32(i, 2, NULL));
 		}
 		for (uint64 i = 0; i < n; i++)
-			taskq_abort_task(ids[i],
-							 psprintf("aborted: lease expired on the last of %d tries",
-									  tries[i]));
+			taskq_abort_task(ids[i], why[i]);
 		handled += n;
 	}
 	return handled;

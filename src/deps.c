@@ -149,17 +149,6 @@ taskq_check_no_cycle_through(const char *id)
 	}
 }
 
-static bool
-string_member(List *strings, const char *s)
-{
-	ListCell   *lc;
-
-	foreach(lc, strings)
-		if (strcmp(lfirst(lc), s) == 0)
-			return true;
-	return false;
-}
-
 /*
  * Make each runs[i] wait for afters[i]; the rules of add_dependencies.
  * Returns the number of dependencies added.  SPI must be connected.
@@ -234,7 +223,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" cannot wait for task \"%s\", which was aborted",
 							run, after)));
-		if (string_member(a->succs, run) || string_member(a->new_succs, run))
+		if (taskq_string_member(a->succs, run) || taskq_string_member(a->new_succs, run))
 			continue;			/* it waits for it already */
 		a->new_succs = lappend(a->new_succs, run);
 		if (r->new_signals++ == 0)

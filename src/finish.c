@@ -80,6 +80,7 @@ static TaskqPlan complete_held_plan = {
 	" WHERE id OPERATOR(pg_catalog.=) $1"
 	"   AND performance_token OPERATOR(pg_catalog.=) $2"
 	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT cancelled"
 	" RETURNING to_signal_after",
 	3, {TEXTOID, UUIDOID, TEXTOID}
 };
@@ -97,24 +98,35 @@ static TaskqPlan complete_held_batch_plan = {
 	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled"
 	" RETURNING t.id, t.to_signal_after",
 	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
 /* The returned task, locked. */
 static TaskqPlan lock_plan = {
-	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action"
+	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action,"
+	"       cancelled"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 	1, {TEXTOID}
 };
 
-/* Give the task back for another try. */
+/*
+ * Give the task back for another try, after the given delay or the one its
+ * retry policy (or its action's) sets for the tries it used.
+ */
 static TaskqPlan retry_plan = {
-	"UPDATE taskq.tasks"
-	"   SET status_code = 'pending', status = COALESCE($2, status),"
-	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
-	2, {TEXTOID, TEXTOID}
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'pending', status = COALESCE($2, t.status),"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
+	"       not_before = pg_catalog.now() OPERATOR(pg_catalog.+) COALESCE($3,"
+	"           taskq._backoff(COALESCE(t.retry,"
+	"                                   (SELECT p.retry FROM taskq.action_policies AS p"
+	"                                     WHERE p.action OPERATOR(pg_catalog.=) t.action)),"
+	"                          t.num_tries))"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()",
+	3, {TEXTOID, TEXTOID, INTERVALOID}
 };
 
 /* Sort a list of C strings bytewise, in place; returns the list. */
@@ -273,7 +285,7 @@ taskq_abort_task(const char *id, const char *status)
  */
 static void
 return_one(const char *id, pg_uuid_t *token, const char *status,
-		   const char *code)
+		   const char *code, Interval *retry_delay)
 {
 	Datum		arg = CStringGetTextDatum(id);
 	bool		isnull;
@@ -308,6 +320,13 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("task \"%s\" is already %s", id, cur)));
 
+	/* Cancelled while owned: whatever the worker says, it ends here. */
+	if (taskq_get_bool(0, 7, NULL))
+	{
+		taskq_abort_task(id, "cancelled");
+		return;
+	}
+
 	/*
 	 * The token matches and the task is unfinished: it is in progress, or
 	 * its lease expired and nobody owned it since (the late owner may still
@@ -328,16 +347,22 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 							 psprintf("aborted: all %d tries used", max_tries));
 		else
 		{
-			Datum		values[2];
-			char		nulls[2] = {' ', ' '};
+			Datum		values[3];
+			char		nulls[3] = {' ', ' ', ' '};
+			char	   *action = taskq_get_text(0, 6, NULL);
 
 			values[0] = arg;
 			if (status)
 				values[1] = CStringGetTextDatum(status);
 			else
 				nulls[1] = 'n';
-			taskq_note_ready(taskq_get_text(0, 6, NULL));
+			if (retry_delay)
+				values[2] = IntervalPGetDatum(retry_delay);
+			else
+				nulls[2] = 'n';
 			taskq_execute(&retry_plan, values, nulls, false, 0);
+			if (taskq_get_bool(0, 1, NULL))
+				taskq_note_ready(action);	/* no delay: ready now */
 		}
 	}
 }
@@ -350,7 +375,8 @@ status_code_arg(Datum d)
 }
 
 /*
- * return_task(id text, token uuid, status text, status_code taskq.status)
+ * return_task(id text, token uuid, status text, status_code taskq.status,
+ *			   retry_delay interval DEFAULT NULL)
  */
 Datum
 taskq_return_task(PG_FUNCTION_ARGS)
@@ -359,6 +385,7 @@ taskq_return_task(PG_FUNCTION_ARGS)
 	pg_uuid_t  *token;
 	char	   *status = NULL;
 	char	   *code;
+	Interval   *retry_delay = NULL;
 
 	id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
 	taskq_require_arg(fcinfo, 1, "token");
@@ -369,8 +396,25 @@ taskq_return_task(PG_FUNCTION_ARGS)
 	code = status_code_arg(PG_GETARG_DATUM(3));
 
 	taskq_acl_check_return(list_make1(id));	/* acl.c: limited workers */
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		Interval	zero = {0};
+
+		retry_delay = PG_GETARG_INTERVAL_P(4);
+		if (strcmp(code, "pending") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"retry_delay\" applies only to a task returned as pending"),
+					 errdetail("Task \"%s\" is returned as %s.", id, code)));
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(retry_delay),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"retry_delay\" must not be negative")));
+	}
+
 	SPI_connect();
-	return_one(id, token, status, code);
+	return_one(id, token, status, code, retry_delay);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -451,7 +495,7 @@ complete_held_batch(ReturnItem *items, int n)
 			for (uint64 r = 0; r < done && !found; r++)
 				found = strcmp(done_ids[r], items[i].id) == 0;
 			if (!found)
-				return_one(items[i].id, items[i].token, items[i].status, items[i].code);
+				return_one(items[i].id, items[i].token, items[i].status, items[i].code, NULL);
 		}
 		elog(ERROR, "taskq: batch completion lost a task without a reason");
 	}
@@ -551,7 +595,7 @@ taskq_return_tasks(PG_FUNCTION_ARGS)
 	complete_held_batch(items, n);
 	for (i = 0; i < n; i++)
 		if (items[i].code != NULL)
-			return_one(items[i].id, items[i].token, items[i].status, items[i].code);
+			return_one(items[i].id, items[i].token, items[i].status, items[i].code, NULL);
 	SPI_finish();
 	PG_RETURN_INT64(n);
 }

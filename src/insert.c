@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -37,27 +38,46 @@
 PG_FUNCTION_INFO_V1(taskq_insert_tasks);
 PG_FUNCTION_INFO_V1(taskq_replace_tasks);
 PG_FUNCTION_INFO_V1(taskq_insert_after);
+PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
 
 static TaskqPlan insert_plan = {
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries,"
 	"       num_signals, total_dependencies, to_signal_after, post_result,"
-	"       priority, not_before, spontaneous)"
-	" SELECT u.id, u.action, u.body, u.status, u.max_tries, u.num_signals,"
-	"        u.num_signals, u.succ::text[], u.post_result, u.priority,"
-	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous"
+	"       priority, not_before, spontaneous, retry, workflow)"
+	" SELECT u.id, u.action, u.body, u.status,"
+	"        COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
+	"                                WHERE p.action OPERATOR(pg_catalog.=) u.action)),"
+	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority,"
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow"
 	"   FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),"
 	"        pg_catalog.unnest($3::jsonb[]), pg_catalog.unnest($4::text[]),"
 	"        pg_catalog.unnest($5::integer[]), pg_catalog.unnest($6::integer[]),"
 	"        pg_catalog.unnest($7::text[]), pg_catalog.unnest($8::boolean[]),"
 	"        pg_catalog.unnest($9::integer[]), pg_catalog.unnest($10::timestamptz[]),"
-	"        pg_catalog.unnest($11::boolean[]))"
+	"        pg_catalog.unnest($11::boolean[]), pg_catalog.unnest($12::jsonb[]),"
+	"        pg_catalog.unnest($13::text[]))"
 	"        AS u(id, action, body, status, max_tries, num_signals, succ,"
-	"             post_result, priority, not_before, spontaneous)"
+	"             post_result, priority, not_before, spontaneous, retry, workflow)"
 	" ON CONFLICT (id) DO NOTHING"
 	" RETURNING t.id",
-	11, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
+	13, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
 		INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID,
-		INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID}
+		INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID,
+		TEXTARRAYOID}
+};
+
+/* Which of the batch's workflows were cancelled. */
+static TaskqPlan cancelled_workflows_plan = {
+	"SELECT workflow FROM taskq.cancelled_workflows"
+	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+/* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
+static TaskqPlan existing_plan = {
+	"SELECT id FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	" ORDER BY id FOR KEY SHARE",
+	1, {TEXTARRAYOID}
 };
 
 /* One more edge into a stored task, which must not have started. */
@@ -249,28 +269,31 @@ array_literal(List *strings)
 }
 
 /* Build the column arrays and insert every row in one statement. */
+#define NCOLS 13
+
 static void
-insert_rows(List *specs, HTAB *ids)
+insert_rows(List *specs, HTAB *ids, bool if_absent)
 {
 	int			n = list_length(specs);
-	Datum	   *cols[11];
-	bool	   *colnulls[11];
-	Oid			elemtypes[11] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
-		INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
-	int16		elemlens[11] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1};
-	bool		elembyval[11] = {false, false, false, false, true, true, false,
-		true, true, FLOAT8PASSBYVAL, true};
-	char		elemalign[11] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
+	Datum	   *cols[NCOLS];
+	bool	   *colnulls[NCOLS];
+	Oid			elemtypes[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+		INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID,
+	TEXTOID};
+	int16		elemlens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
+	bool		elembyval[NCOLS] = {false, false, false, false, true, true, false,
+		true, true, FLOAT8PASSBYVAL, true, false, false};
+	char		elemalign[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
 		TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
-		TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR};
-	Datum		values[11];
+		TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
+	Datum		values[NCOLS];
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	ListCell   *lc;
 	int			i = 0;
 	HTAB	   *inserted;
 
-	for (int c = 0; c < 11; c++)
+	for (int c = 0; c < NCOLS; c++)
 	{
 		cols[c] = palloc0(sizeof(Datum) * n);
 		colnulls[c] = palloc0(sizeof(bool) * n);
@@ -308,10 +331,18 @@ insert_rows(List *specs, HTAB *ids)
 		else
 			colnulls[9][i] = true;
 		cols[10][i] = BoolGetDatum(s->spontaneous);
+		if (s->retry)
+			cols[11][i] = JsonbPGetDatum(s->retry);
+		else
+			colnulls[11][i] = true;
+		if (s->workflow)
+			cols[12][i] = CStringGetTextDatum(s->workflow);
+		else
+			colnulls[12][i] = true;
 		i++;
 	}
 
-	for (int c = 0; c < 11; c++)
+	for (int c = 0; c < NCOLS; c++)
 		values[c] = PointerGetDatum(construct_md_array(cols[c], colnulls[c], 1,
 													   dims, lbs, elemtypes[c],
 													   elemlens[c], elembyval[c],
@@ -320,6 +351,11 @@ insert_rows(List *specs, HTAB *ids)
 	taskq_execute(&insert_plan, values, NULL, false, 0);
 	if (SPI_processed == (uint64) n)
 		return;
+	if (if_absent)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
+				 errhint("Retry the call.")));
 
 	/* Some id is stored already: find the first one of the batch. */
 	inserted = make_id_table(n);
@@ -542,36 +578,94 @@ has_stored_successors(HTAB *ids)
 	return false;
 }
 
+typedef enum InsertMode
+{
+	INSERT_PLAIN,
+	INSERT_REPLACE,
+	INSERT_IF_ABSENT
+} InsertMode;
+
+/*
+ * Take the workflow locks of the batch (shared, in name order, before any
+ * row lock) and return the batch's workflows that were cancelled.  Under
+ * these locks cancel_workflow, which takes them exclusively, either sees
+ * the tasks we insert or we see its cancellation: a task of a cancelled
+ * workflow never runs, however the two race.
+ */
+static List *
+lock_workflows(List *specs)
+{
+	List	   *names = NIL;
+	List	   *cancelled = NIL;
+	ListCell   *lc;
+	Datum		arg;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (s->workflow && !taskq_string_member(names, s->workflow))
+			names = lappend(names, s->workflow);
+	}
+	if (names == NIL)
+		return NIL;
+	list_sort(names, taskq_compare_strings_lc);
+	foreach(lc, names)
+		taskq_lock_workflow(lfirst(lc), false);
+
+	arg = taskq_text_array_datum(names);
+	taskq_execute(&cancelled_workflows_plan, &arg, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
+	return cancelled;
+}
+
+/* Abort at once the batch's tasks whose workflow was cancelled. */
+static void
+abort_cancelled(List *specs, List *cancelled)
+{
+	ListCell   *lc;
+
+	if (cancelled == NIL)
+		return;
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		Datum		arg;
+
+		if (s->workflow == NULL || !taskq_string_member(cancelled, s->workflow))
+			continue;
+		arg = CStringGetTextDatum(s->id);
+		taskq_execute(&state_plan, &arg, NULL, false, 0);
+		if (strcmp(taskq_get_text(0, 1, NULL), "pending") == 0)
+			taskq_abort_task(s->id, psprintf("cancelled: workflow \"%s\" was cancelled",
+											 s->workflow));
+	}
+}
+
 /*
  * Insert (or replace) the batch; then make each of waiting wait for each of
- * afters (stored tasks), before spontaneous tasks are completed.
+ * afters (stored tasks), before spontaneous tasks are completed.  SPI is
+ * connected by the caller.
  */
-static Datum
-insert_or_replace(FunctionCallInfo fcinfo, bool replace, List *afters,
-				  List *waiting)
+static void
+insert_batch(List *specs, HTAB *ids, InsertMode mode, List *afters,
+			 List *waiting)
 {
-	List	   *specs;
-	HTAB	   *ids;
-
-	taskq_require_arg(fcinfo, 0, "tasks");
-	specs = taskq_parse_tasks(PG_GETARG_JSONB_P(0), "tasks");
-	if (specs == NIL)
-		PG_RETURN_INT64(0);
-	ids = index_batch(specs);
+	List	   *cancelled = lock_workflows(specs);
 
 	/*
 	 * Every change to edges between stored tasks takes the graph lock before
 	 * any row lock, so that they all lock in one order: replace (inherited
 	 * edges), edges into stored tasks, waits added for the shapes.
 	 */
-	SPI_connect();
-	if (replace || afters != NIL || has_stored_successors(ids))
+	if (mode == INSERT_REPLACE || afters != NIL || has_stored_successors(ids))
 		taskq_lock_dependency_graph();
-	if (replace && remove_replaced(specs, ids))
+	if (mode == INSERT_REPLACE && remove_replaced(specs, ids))
 	{
 		ListCell   *lc;
 
-		insert_rows(specs, ids);
+		insert_rows(specs, ids, false);
 		signal_stored_successors(specs, ids);
 		foreach(lc, specs)
 		{
@@ -583,7 +677,7 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace, List *afters,
 	}
 	else
 	{
-		insert_rows(specs, ids);
+		insert_rows(specs, ids, mode == INSERT_IF_ABSENT);
 		signal_stored_successors(specs, ids);
 	}
 	if (afters != NIL && waiting != NIL)
@@ -601,8 +695,26 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace, List *afters,
 			}
 		(void) taskq_add_dependency_pairs(pair_afters, pair_runs);
 	}
+	abort_cancelled(specs, cancelled);
 	complete_spontaneous(specs);
 	note_ready(specs, ids);
+}
+
+static Datum
+insert_or_replace(FunctionCallInfo fcinfo, InsertMode mode, List *afters,
+				  List *waiting)
+{
+	List	   *specs;
+	HTAB	   *ids;
+
+	taskq_require_arg(fcinfo, 0, "tasks");
+	specs = taskq_parse_tasks(PG_GETARG_JSONB_P(0), "tasks");
+	if (specs == NIL)
+		PG_RETURN_INT64(0);
+	ids = index_batch(specs);
+
+	SPI_connect();
+	insert_batch(specs, ids, mode, afters, waiting);
 	SPI_finish();
 
 	PG_RETURN_INT64(list_length(specs));
@@ -612,14 +724,14 @@ insert_or_replace(FunctionCallInfo fcinfo, bool replace, List *afters,
 Datum
 taskq_insert_tasks(PG_FUNCTION_ARGS)
 {
-	return insert_or_replace(fcinfo, false, NIL, NIL);
+	return insert_or_replace(fcinfo, INSERT_PLAIN, NIL, NIL);
 }
 
 /* replace_tasks(tasks jsonb) returns bigint */
 Datum
 taskq_replace_tasks(PG_FUNCTION_ARGS)
 {
-	return insert_or_replace(fcinfo, true, NIL, NIL);
+	return insert_or_replace(fcinfo, INSERT_REPLACE, NIL, NIL);
 }
 
 /*
@@ -651,5 +763,66 @@ taskq_insert_after(PG_FUNCTION_ARGS)
 			if (!elnulls[i])
 				waiting = lappend(waiting, TextDatumGetCString(elems[i]));
 	}
-	return insert_or_replace(fcinfo, false, afters, waiting);
+	return insert_or_replace(fcinfo, INSERT_PLAIN, afters, waiting);
+}
+
+/*
+ * insert_tasks_if_absent(tasks jsonb) returns table (id text, inserted boolean)
+ *
+ * The idempotent enqueue: tasks whose id is stored already are left as they
+ * are (and reported with inserted = false); the others are inserted as by
+ * insert_tasks, all or none.  Edges of the batch into a skipped task follow
+ * the rules for stored successors.  Rows come back in argument order.
+ */
+Datum
+taskq_insert_tasks_if_absent(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *specs;
+	List	   *fresh = NIL;
+	List	   *idlist = NIL;
+	HTAB	   *existing;
+	ListCell   *lc;
+	Datum		arg;
+
+	taskq_require_arg(fcinfo, 0, "tasks");
+	specs = taskq_parse_tasks(PG_GETARG_JSONB_P(0), "tasks");
+	InitMaterializedSRF(fcinfo, 0);
+	if (specs == NIL)
+		return (Datum) 0;
+	(void) index_batch(specs);	/* duplicates and cycles in the batch */
+
+	SPI_connect();
+	foreach(lc, specs)
+		idlist = lappend(idlist, ((TaskSpec *) lfirst(lc))->id);
+	arg = taskq_text_array_datum(idlist);
+	taskq_execute(&existing_plan, &arg, NULL, false, 0);
+	existing = make_id_table(SPI_processed);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		lookup_id(existing, taskq_get_text(i, 1, NULL), true);
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (lookup_id(existing, s->id, false) == NULL)
+		{
+			s->num_signals = 0; /* counted again without the skipped ones */
+			fresh = lappend(fresh, s);
+		}
+	}
+	if (fresh != NIL)
+		insert_batch(fresh, index_batch(fresh), INSERT_IF_ABSENT, NIL, NIL);
+	SPI_finish();
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = CStringGetTextDatum(s->id);
+		values[1] = BoolGetDatum(lookup_id(existing, s->id, false) == NULL);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

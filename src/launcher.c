@@ -42,6 +42,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "acl.h"
 #include "shmem.h"
 #include "taskq.h"
 
@@ -86,9 +87,13 @@ launcher_detach(int code, Datum arg)
 	LWLockRelease(taskq_shared->lock);
 }
 
-/* The connectable, non-template databases. */
+/*
+ * The connectable, non-template databases that the workers' role may
+ * connect to; *role is that role (acl.c).  None when taskq.worker_role
+ * names a role that cannot be used.
+ */
 static List *
-list_databases(void)
+list_databases(Oid *role)
 {
 	List	   *result = NIL;
 	Relation	rel;
@@ -98,13 +103,19 @@ list_databases(void)
 
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
+	if (!taskq_worker_role_lookup(role))
+	{
+		CommitTransactionCommand();
+		return NIL;
+	}
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
 		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
 
-		if (db->datallowconn && !db->datistemplate)
+		if (db->datallowconn && !db->datistemplate &&
+			taskq_worker_role_may_connect(*role, db->oid))
 		{
 			MemoryContext old = MemoryContextSwitchTo(outer);
 
@@ -119,7 +130,7 @@ list_databases(void)
 }
 
 static BackgroundWorkerHandle *
-start_worker(Oid dboid)
+start_worker(Oid dboid, Oid role)
 {
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *h;
@@ -133,6 +144,7 @@ start_worker(Oid dboid)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "taskq worker for database %u", dboid);
 	strlcpy(worker.bgw_type, "taskq worker", BGW_MAXLEN);
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(worker.bgw_extra, &role, sizeof(Oid));	/* taskq.worker_role */
 	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &h))
@@ -147,7 +159,8 @@ start_worker(Oid dboid)
 static void
 launcher_scan(void)
 {
-	List	   *dbs = list_databases();
+	Oid			role;
+	List	   *dbs = list_databases(&role);
 	TimestampTz now = GetCurrentTimestamp();
 	static bool warned = false;
 	ListCell   *lc;
@@ -197,7 +210,7 @@ launcher_scan(void)
 			continue;
 
 		/* registering only talks to the postmaster: fine under the lock */
-		handles[i] = start_worker(dboid);
+		handles[i] = start_worker(dboid, role);
 		slot->has_worker = handles[i] != NULL;
 		if (handles[i] == NULL)
 		{

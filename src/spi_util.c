@@ -138,6 +138,18 @@ taskq_compare_strings_lc(const ListCell *a, const ListCell *b)
 	return strcmp((const char *) lfirst(a), (const char *) lfirst(b));
 }
 
+/* Is s one of the C strings of the list? */
+bool
+taskq_string_member(List *strings, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, strings)
+		if (strcmp(lfirst(lc), s) == 0)
+			return true;
+	return false;
+}
+
 /*
  * Check a task id given by the caller: not empty, not longer than the
  * documented limit.

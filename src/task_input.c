@@ -15,7 +15,9 @@
 
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/numeric.h"
+#include "utils/timestamp.h"
 
 #include "taskq.h"
 
@@ -263,6 +265,15 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 			spec->post_result = json_bool(key, &val);
 		else if (strcmp(key, "spontaneous") == 0)
 			spec->spontaneous = json_bool(key, &val);
+		else if (strcmp(key, "retry") == 0)
+		{
+			if (val.type != jbvBinary || !JsonContainerIsObject(val.val.binary.data))
+				wrong_type(key, "an object", &val);
+			spec->retry = JsonbValueToJsonb(&val);
+			taskq_check_retry_policy(spec->retry, "retry");
+		}
+		else if (strcmp(key, "workflow") == 0)
+			spec->workflow = json_identifier(key, &val, TASKQ_MAX_ID_LEN);
 		else if (strcmp(key, "status") == 0)
 		{
 			if (val.type != jbvString)
@@ -273,7 +284,7 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized key \"%s\"", key),
-					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous and status.")));
+					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow and status.")));
 	}
 
 	if (spec->action == NULL)
@@ -329,4 +340,114 @@ taskq_parse_tasks(Jsonb *tasks, const char *argname)
 
 	error_context_stack = errcb.previous;
 	return result;
+}
+
+/* An interval given as a JSON string, not negative. */
+static Interval *
+policy_interval(const char *argname, const char *key, JsonbValue *v)
+{
+	Interval   *i;
+	Interval	zero = {0};
+
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"%s\" of \"%s\" must be an interval string, not %s",
+						key, argname, json_type_name(v))));
+	i = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+											  CStringGetDatum(json_string(v)),
+											  ObjectIdGetDatum(InvalidOid),
+											  Int32GetDatum(-1)));
+	if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(i),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"%s\" of \"%s\" must not be negative", key, argname)));
+	return i;
+}
+
+static double
+policy_number(const char *argname, const char *key, JsonbValue *v,
+			  double min, double max)
+{
+	double		d;
+
+	if (v->type != jbvNumeric)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"%s\" of \"%s\" must be a number, not %s",
+						key, argname, json_type_name(v))));
+	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+										   NumericGetDatum(v->val.numeric)));
+	if (d < min || d > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"%s\" of \"%s\" must be between %g and %g", key,
+						argname, min, max)));
+	return d;
+}
+
+/*
+ * Check a retry policy: an object with "delay" (required), "factor" (1 to
+ * 100), "max_delay" (not below delay) and "jitter" (0 to 1).
+ */
+void
+taskq_check_retry_policy(Jsonb *policy, const char *argname)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	Interval   *delay = NULL;
+	Interval   *max_delay = NULL;
+
+	if (!JB_ROOT_IS_OBJECT(policy))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" must be a JSON object", argname)));
+	it = JsonbIteratorInit(&policy->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *key;
+		JsonbValue	val;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = json_string(&v);
+		(void) JsonbIteratorNext(&it, &val, true);
+		if (strcmp(key, "delay") == 0)
+			delay = policy_interval(argname, key, &val);
+		else if (strcmp(key, "max_delay") == 0)
+			max_delay = policy_interval(argname, key, &val);
+		else if (strcmp(key, "factor") == 0)
+			(void) policy_number(argname, key, &val, 1, 100);
+		else if (strcmp(key, "jitter") == 0)
+			(void) policy_number(argname, key, &val, 0, 1);
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized key \"%s\" in \"%s\"", key, argname),
+					 errhint("A retry policy has the keys delay, factor, max_delay and jitter.")));
+	}
+	if (delay == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"delay\" of \"%s\" is required", argname)));
+	if (max_delay != NULL &&
+		DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(max_delay),
+										 IntervalPGetDatum(delay))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("key \"max_delay\" of \"%s\" must not be less than \"delay\"",
+						argname)));
+}
+
+PG_FUNCTION_INFO_V1(taskq_check_retry);
+
+/* _check_retry(retry jsonb) returns void: for set_action_policy. */
+Datum
+taskq_check_retry(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(0))
+		taskq_check_retry_policy(PG_GETARG_JSONB_P(0), "retry");
+	PG_RETURN_VOID();
 }

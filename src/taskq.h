@@ -39,7 +39,7 @@
  * spi_util.c: statements prepared once per backend and kept.
  * ----------
  */
-#define TASKQ_PLAN_MAX_ARGS 12
+#define TASKQ_PLAN_MAX_ARGS 16
 
 typedef struct TaskqPlan
 {
@@ -66,6 +66,7 @@ extern List *taskq_text_array_arg(FunctionCallInfo fcinfo, int argno,
 								  const char *argname, int maxlen);
 extern int	taskq_compare_strings(const void *a, const void *b);
 extern int	taskq_compare_strings_lc(const ListCell *a, const ListCell *b);
+extern bool taskq_string_member(List *strings, const char *s);
 
 /* ----------
  * task_input.c: one task object of insert_tasks / replace_tasks.
@@ -86,10 +87,13 @@ typedef struct TaskSpec
 	TimestampTz not_before;
 	bool		post_result;
 	bool		spontaneous;
+	Jsonb	   *retry;			/* retry policy or NULL */
+	char	   *workflow;		/* workflow key or NULL */
 	int32		num_signals;	/* computed: incoming edges */
 } TaskSpec;
 
 extern List *taskq_parse_tasks(Jsonb *tasks, const char *argname);
+extern void taskq_check_retry_policy(Jsonb *policy, const char *argname);
 
 /* ----------
  * finish.c: the life-cycle engine shared by every path that ends a task.
@@ -105,6 +109,7 @@ extern int	taskq_sweep_expired(void);
  * ----------
  */
 extern void taskq_lock_dependency_graph(void);
+extern void taskq_lock_workflow(const char *workflow, bool exclusive);
 extern void taskq_check_no_cycle_through(const char *id);
 extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
 

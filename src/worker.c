@@ -259,6 +259,7 @@ taskq_worker_main(Datum main_arg)
 	TaskqDbSlot *slot;
 	TimestampTz last_due_check;
 	bool		first = true;
+	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -282,8 +283,17 @@ taskq_worker_main(Datum main_arg)
 	LWLockRelease(taskq_shared->lock);
 	on_shmem_exit(worker_detach, (Datum) 0);
 
-	BackgroundWorkerInitializeConnectionByOid(worker_dboid, InvalidOid, 0);
+	/* As taskq.worker_role, resolved by the launcher (InvalidOid: bootstrap superuser). */
+	memcpy(&role, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	BackgroundWorkerInitializeConnectionByOid(worker_dboid, role, 0);
 	pgstat_report_appname("taskq worker");
+
+	/*
+	 * Every name in our SQL is schema-qualified, but type names in casts
+	 * still go through search_path: pin it, whatever ALTER ROLE or ALTER
+	 * DATABASE set.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
 	/* Nothing the worker commits needs to wait for a WAL flush. */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);

@@ -7,10 +7,61 @@
  *
  * Rules for this script (PostgreSQL's rules for extension scripts): no
  * CREATE OR REPLACE and no IF NOT EXISTS, every reference schema-qualified,
- * pg_catalog operators spelled out in views and defaults.
+ * pg_catalog operators spelled out in views and defaults
+ * (test/static/install_scripts.sh checks them).
+ *
+ * The control file names schema pg_catalog and this script creates schema
+ * taskq itself: CREATE SCHEMA fails if a schema of that name exists, so the
+ * extension never adopts a schema somebody else prepared, and the schema is
+ * a member of the extension (DROP EXTENSION drops it).
+ *
+ * Privileges: nothing is granted to PUBLIC.  Four roles get what their job
+ * needs (section "Roles and privileges" at the end); the public functions
+ * are SECURITY DEFINER with a pinned search_path, so producers and workers
+ * have no privileges on the tables and reach them only through the API.
  */
 
 \echo Use "CREATE EXTENSION taskq" to load this file. \quit
+
+CREATE SCHEMA taskq;
+COMMENT ON SCHEMA taskq IS 'the taskq task queue: tasks, their functions and monitoring views';
+
+/*
+ * Roles are cluster-wide: they outlive DROP EXTENSION and are shared by
+ * every database that installs taskq.  A missing one is created (NOLOGIN)
+ * and marked with a comment starting "taskq role: ".  An existing one is
+ * used only if it carries that mark, which only superusers and roles with
+ * CREATEROLE can set; any other role of the same name makes CREATE
+ * EXTENSION fail, so that it is never granted privileges it did not have.
+ */
+DO $roles$
+DECLARE
+    r record;
+    note text;
+BEGIN
+    FOR r IN SELECT v.name, v.job
+               FROM (VALUES ('taskq_producer', 'enqueue tasks, add dependencies, wait for tasks'),
+                            ('taskq_worker', 'claim tasks, extend leases, return tasks'),
+                            ('taskq_admin', 'everything: every function, the tables, per-action limits, settings'),
+                            ('taskq_monitor', 'read the monitoring views')) AS v(name, job)
+    LOOP
+        SELECT pg_catalog.shobj_description(a.oid, 'pg_authid') INTO note
+          FROM pg_catalog.pg_roles AS a
+         WHERE a.rolname OPERATOR(pg_catalog.=) r.name;
+        IF NOT FOUND THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r.name);
+            EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', r.name,
+                                      'taskq role: ' OPERATOR(pg_catalog.||) r.job);
+        ELSIF note IS NULL OR NOT pg_catalog.starts_with(note, 'taskq role: ') THEN
+            RAISE EXCEPTION 'role "%" already exists and is not a taskq role', r.name
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'CREATE EXTENSION taskq grants privileges to roles taskq_producer, taskq_worker, taskq_admin and taskq_monitor, and uses an existing one only if its comment starts with "taskq role: ".',
+                      HINT = pg_catalog.format('Drop or rename role %I, or, if it is meant for taskq, mark it: COMMENT ON ROLE %I IS %L.',
+                                               r.name, r.name, 'taskq role: ' OPERATOR(pg_catalog.||) r.job);
+        END IF;
+    END LOOP;
+END
+$roles$;
 
 CREATE TYPE taskq.status AS ENUM ('pending', 'in_progress', 'completed', 'aborted');
 COMMENT ON TYPE taskq.status IS 'life of a task: pending, in_progress, then completed or aborted';
@@ -49,6 +100,9 @@ CREATE TABLE taskq.tasks (
     finished_at         timestamptz,
     seq                 bigint NOT NULL DEFAULT pg_catalog.nextval('taskq.task_seq'::pg_catalog.regclass),
     spontaneous         boolean NOT NULL DEFAULT false,
+    retry               jsonb,
+    workflow            text COLLATE "C",
+    cancelled           boolean NOT NULL DEFAULT false,
     CONSTRAINT tasks_pkey PRIMARY KEY (id),
     CONSTRAINT tasks_num_tries_check CHECK (num_tries OPERATOR(pg_catalog.>=) 0),
     CONSTRAINT tasks_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0),
@@ -73,6 +127,9 @@ COMMENT ON COLUMN taskq.tasks.priority IS 'higher runs first';
 COMMENT ON COLUMN taskq.tasks.not_before IS 'the task is not owned before this time';
 COMMENT ON COLUMN taskq.tasks.seq IS 'insertion order';
 COMMENT ON COLUMN taskq.tasks.spontaneous IS 'completed by the queue itself when its last signal arrives';
+COMMENT ON COLUMN taskq.tasks.retry IS 'backoff between tries: {"delay", "factor", "max_delay", "jitter"} (NULL: the action''s policy)';
+COMMENT ON COLUMN taskq.tasks.workflow IS 'key of the workflow or group the task belongs to, for cancel_workflow';
+COMMENT ON COLUMN taskq.tasks.cancelled IS 'cancelled while in progress: it ends aborted whatever its worker returns';
 
 /*
  * The ready set, in claim order.  Partial: a row is in it only while it is
@@ -100,24 +157,56 @@ CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
 CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
     WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
 
+-- Unfinished tasks of a workflow, for cancel_workflow.
+CREATE INDEX tasks_workflow_idx ON taskq.tasks (workflow)
+    WHERE workflow IS NOT NULL
+      AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status;
+
 SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');
 
+-- Defaults per action: max_tries and the retry backoff of tasks that give none.
+CREATE TABLE taskq.action_policies (
+    action      text COLLATE "C" NOT NULL,
+    max_tries   integer,
+    retry       jsonb,
+    CONSTRAINT action_policies_pkey PRIMARY KEY (action),
+    CONSTRAINT action_policies_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0)
+);
+COMMENT ON TABLE taskq.action_policies IS
+    'per action: default max_tries and retry backoff for tasks that give none (set with taskq.set_action_policy)';
+SELECT pg_catalog.pg_extension_config_dump('taskq.action_policies', '');
+
+-- Workflows cancelled: their tasks never run again, even ones inserted later.
+CREATE TABLE taskq.cancelled_workflows (
+    workflow        text COLLATE "C" NOT NULL,
+    cancelled_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT cancelled_workflows_pkey PRIMARY KEY (workflow)
+);
+COMMENT ON TABLE taskq.cancelled_workflows IS
+    'workflow keys cancelled with taskq.cancel_workflow: tasks inserted with them are aborted at once';
+SELECT pg_catalog.pg_extension_config_dump('taskq.cancelled_workflows', '');
+
 /* ---------------------------------------------------------------------
- * Core functions (C)
+ * Core functions (C).  SECURITY DEFINER: they run as the extension's owner,
+ * so callers need EXECUTE on them and nothing on the tables.  The C code's
+ * SQL is schema-qualified throughout; search_path is pinned anyway because
+ * type names in casts still go through it.
  * --------------------------------------------------------------------- */
 
 CREATE FUNCTION taskq.insert_tasks(tasks jsonb)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_insert_tasks'
-LANGUAGE C VOLATILE;
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.insert_tasks(jsonb) IS
     'atomically add the tasks of a JSON array; a duplicate id fails the whole call';
 
 CREATE FUNCTION taskq.replace_tasks(tasks jsonb)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_replace_tasks'
-LANGUAGE C VOLATILE;
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.replace_tasks(jsonb) IS
     'as insert_tasks, replacing (as though aborted) stored tasks with the same id that nobody owns';
 
@@ -126,7 +215,8 @@ CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
 RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
                action_deadline timestamptz)
 AS 'MODULE_PATHNAME', 'taskq_own_tasks'
-LANGUAGE C VOLATILE ROWS 10;
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval) IS
     'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor';
 
@@ -134,36 +224,42 @@ CREATE FUNCTION taskq.extend_ownership(actor text, ids text[], tokens uuid[],
                                        max_duration interval)
 RETURNS TABLE (id text, owned boolean)
 AS 'MODULE_PATHNAME', 'taskq_extend_ownership'
-LANGUAGE C VOLATILE ROWS 10;
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) IS
     'extend the leases still held by actor with these tokens; one row per task';
 
-CREATE FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status)
+CREATE FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status,
+                                  retry_delay interval DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'taskq_return_task'
-LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status) IS
-    'return an owned task as completed, aborted or pending (retry)';
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) IS
+    'return an owned task as completed, aborted or pending (retry, after retry_delay or its backoff)';
 
 CREATE FUNCTION taskq.return_tasks(ids text[], tokens uuid[], statuses text[],
                                    status_codes taskq.status[])
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_return_tasks'
-LANGUAGE C VOLATILE;
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) IS
     'return many owned tasks in one call, all or none';
 
 CREATE FUNCTION taskq.add_dependencies(after_ids text[], run_ids text[])
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_add_dependencies'
-LANGUAGE C VOLATILE;
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.add_dependencies(text[], text[]) IS
     'atomically make each run_ids[i] wait for after_ids[i]';
 
 CREATE FUNCTION taskq.wait_for_task(id text, timeout interval DEFAULT NULL)
 RETURNS taskq.tasks
 AS 'MODULE_PATHNAME', 'taskq_wait_for_task'
-LANGUAGE C VOLATILE;
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.wait_for_task(text, interval) IS
     'wait until the task is completed or aborted and return it; NULL after timeout';
 
@@ -240,7 +336,7 @@ COMMENT ON FUNCTION taskq._ids(jsonb) IS 'internal: the ids of a task array';
 CREATE FUNCTION taskq.chain(tasks jsonb, after_ids text[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     linked jsonb;
@@ -262,7 +358,7 @@ COMMENT ON FUNCTION taskq.chain(jsonb, text[]) IS
 CREATE FUNCTION taskq."group"(tasks jsonb, after_ids text[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM taskq._check_task_array(tasks, 'tasks');
@@ -275,7 +371,7 @@ COMMENT ON FUNCTION taskq."group"(jsonb, text[]) IS
 CREATE FUNCTION taskq.chord(tasks jsonb, "join" jsonb, after_ids text[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     join_id text;
@@ -347,3 +443,236 @@ SELECT t.id, t.action, t.actor_id, t.num_tries, t.max_tries, t.action_deadline,
  ORDER BY t.action_deadline NULLS LAST, t.id;
 COMMENT ON VIEW taskq.tasks_in_progress IS
     'tasks owned by a worker, with actor, deadline and time left (negative: lease expired)';
+
+/* ---------------------------------------------------------------------
+ * Per-action limits: a role with rows here (or any role it belongs to) may
+ * own, extend and return only tasks of these actions.  Superusers and
+ * members of taskq_admin are never limited.  See src/acl.c.
+ * --------------------------------------------------------------------- */
+
+CREATE TABLE taskq.action_grants (
+    role    regrole NOT NULL,
+    action  text COLLATE "C" NOT NULL,
+    CONSTRAINT action_grants_pkey PRIMARY KEY (role, action),
+    CONSTRAINT action_grants_action_check
+        CHECK (pg_catalog.octet_length(action) OPERATOR(pg_catalog.>=) 1
+               AND pg_catalog.octet_length(action) OPERATOR(pg_catalog.<=) 255)
+);
+COMMENT ON TABLE taskq.action_grants IS
+    'per-action limits: a worker role with rows here handles only tasks of these actions';
+COMMENT ON COLUMN taskq.action_grants.role IS
+    'the limited role; members of it are limited too';
+COMMENT ON COLUMN taskq.action_grants.action IS 'an action the role may own, extend and return';
+SELECT pg_catalog.pg_extension_config_dump('taskq.action_grants', '');
+
+-- Every backend caches the limits of its session user; a change here
+-- clears the caches when it commits.
+CREATE FUNCTION taskq._action_grants_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_action_grants_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq._action_grants_changed() IS
+    'internal: drop the cached per-action limits of every backend';
+
+CREATE TRIGGER action_grants_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON taskq.action_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq._action_grants_changed();
+
+/* ---------------------------------------------------------------------
+ * Administration
+ * --------------------------------------------------------------------- */
+
+-- What the background worker's retention does, on demand: finished tasks
+-- no unfinished predecessor still names (num_signals = 0), so that no edge
+-- can point at a deleted id.  SECURITY INVOKER: the caller needs DELETE on
+-- taskq.tasks (taskq_admin has it).
+CREATE FUNCTION taskq.purge_finished(older_than interval DEFAULT '0 s')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    IF older_than IS NULL THEN
+        RAISE EXCEPTION 'argument "older_than" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF older_than OPERATOR(pg_catalog.<) '0 s'::interval THEN
+        RAISE EXCEPTION 'argument "older_than" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM taskq.tasks AS t
+     WHERE t.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status
+       AND t.finished_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than)
+       AND t.num_signals OPERATOR(pg_catalog.=) 0;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION taskq.purge_finished(interval) IS
+    'delete finished tasks older than older_than that no unfinished task still names; returns how many';
+
+/* ---------------------------------------------------------------------
+ * Job control: deduplicating enqueue, retry policies, cancellation, dead
+ * letters (src/insert.c, src/control.c).
+ * --------------------------------------------------------------------- */
+
+CREATE FUNCTION taskq.insert_tasks_if_absent(tasks jsonb)
+RETURNS TABLE (id text, inserted boolean)
+AS 'MODULE_PATHNAME', 'taskq_insert_tasks_if_absent'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.insert_tasks_if_absent(jsonb) IS
+    'idempotent enqueue: insert the tasks whose id is not stored yet; one row per task says which';
+
+CREATE FUNCTION taskq.cancel_tasks(ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_cancel_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.cancel_tasks(text[]) IS
+    'cancel tasks: abort (with the cascade) those nobody owns, mark those owned so that they end aborted';
+
+CREATE FUNCTION taskq.cancel_workflow(workflow text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_cancel_workflow'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.cancel_workflow(text) IS
+    'cancel every unfinished task of the workflow, and every task inserted with its key from now on';
+
+CREATE FUNCTION taskq.redrive_tasks(ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_redrive_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.redrive_tasks(text[]) IS
+    'give aborted tasks another life: pending again, no tries used';
+
+CREATE FUNCTION taskq._check_retry(retry jsonb)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_check_retry'
+LANGUAGE C IMMUTABLE;
+COMMENT ON FUNCTION taskq._check_retry(jsonb) IS
+    'internal: raise the error for a malformed retry policy';
+
+-- The wait before try number tries + 1: delay * factor^(tries - 1), at most
+-- max_delay, spread by +-jitter.  No policy: no wait.  (OPERATOR() syntax
+-- gives every operator the same precedence: hence every parenthesis.)
+CREATE FUNCTION taskq._backoff(policy jsonb, tries integer)
+RETURNS interval
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN policy IS NULL THEN '0 s'::interval ELSE
+        pg_catalog.make_interval(secs => capped OPERATOR(pg_catalog.*) spread)
+    END
+      FROM (SELECT LEAST(COALESCE(pg_catalog.date_part('epoch', (policy OPERATOR(pg_catalog.->>) 'max_delay')::interval),
+                                  86400 * 365),
+                         pg_catalog.date_part('epoch', (policy OPERATOR(pg_catalog.->>) 'delay')::interval)
+                         OPERATOR(pg_catalog.*)
+                         pg_catalog.power(COALESCE((policy OPERATOR(pg_catalog.->>) 'factor')::float8, 2),
+                                          LEAST(GREATEST(tries OPERATOR(pg_catalog.-) 1, 0), 60))) AS capped,
+                   1 OPERATOR(pg_catalog.+)
+                   (COALESCE((policy OPERATOR(pg_catalog.->>) 'jitter')::float8, 0)
+                    OPERATOR(pg_catalog.*)
+                    ((2 OPERATOR(pg_catalog.*) pg_catalog.random()) OPERATOR(pg_catalog.-) 1)) AS spread) AS b
+$$;
+COMMENT ON FUNCTION taskq._backoff(jsonb, integer) IS
+    'internal: the wait before the next try under a retry policy';
+
+CREATE FUNCTION taskq.set_action_policy(action text, max_tries integer DEFAULT NULL,
+                                        retry jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF max_tries OPERATOR(pg_catalog.<) 1 THEN
+        RAISE EXCEPTION 'argument "max_tries" must be at least 1, or null for unlimited tries'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM taskq._check_retry(retry);
+    IF max_tries IS NULL AND retry IS NULL THEN
+        DELETE FROM taskq.action_policies AS p WHERE p.action OPERATOR(pg_catalog.=) set_action_policy.action;
+    ELSE
+        INSERT INTO taskq.action_policies AS p (action, max_tries, retry)
+             VALUES (set_action_policy.action, set_action_policy.max_tries, set_action_policy.retry)
+        ON CONFLICT ON CONSTRAINT action_policies_pkey
+           DO UPDATE SET max_tries = EXCLUDED.max_tries, retry = EXCLUDED.retry;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb) IS
+    'set (or, with both null, clear) the default max_tries and retry backoff of an action''s tasks';
+
+CREATE VIEW taskq.dead_letters AS
+SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancelled,
+       t.finished_at
+  FROM taskq.tasks AS t
+ WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status
+ ORDER BY t.finished_at DESC, t.id;
+COMMENT ON VIEW taskq.dead_letters IS
+    'aborted tasks with their last status and tries; re-drive them with taskq.redrive_tasks';
+
+/* ---------------------------------------------------------------------
+ * Roles and privileges.  Nothing for PUBLIC (functions are executable by
+ * PUBLIC unless revoked).  Producers and workers get EXECUTE on their
+ * functions only; monitors SELECT on the views only (views read the table
+ * with their owner's rights); admins every function and DML on the tables.
+ * Nobody but the owner gets TRIGGER or REFERENCES: a trigger on
+ * taskq.tasks would run inside the SECURITY DEFINER functions as the owner.
+ * The internal helpers (taskq._*) are for the owner alone.
+ * --------------------------------------------------------------------- */
+
+REVOKE ALL ON SCHEMA taskq FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA taskq FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA taskq FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA taskq FROM PUBLIC;
+
+GRANT USAGE ON SCHEMA taskq TO taskq_producer, taskq_worker, taskq_admin, taskq_monitor;
+
+GRANT EXECUTE ON FUNCTION
+    taskq.insert_tasks(jsonb),
+    taskq.replace_tasks(jsonb),
+    taskq.add_dependencies(text[], text[]),
+    taskq.wait_for_task(text, interval),
+    taskq.chain(jsonb, text[]),
+    taskq."group"(jsonb, text[]),
+    taskq.chord(jsonb, jsonb, text[]),
+    taskq.insert_tasks_if_absent(jsonb),
+    taskq.cancel_tasks(text[]),
+    taskq.cancel_workflow(text)
+    TO taskq_producer, taskq_admin;
+
+GRANT EXECUTE ON FUNCTION
+    taskq.own_tasks(text, integer, text[], interval),
+    taskq.extend_ownership(text, text[], uuid[], interval),
+    taskq.return_task(text, uuid, text, taskq.status, interval),
+    taskq.return_tasks(text[], uuid[], text[], taskq.status[])
+    TO taskq_worker, taskq_admin;
+
+GRANT EXECUTE ON FUNCTION
+    taskq.purge_finished(interval),
+    taskq.redrive_tasks(text[]),
+    taskq.set_action_policy(text, integer, jsonb)
+    TO taskq_admin;
+
+GRANT SELECT ON taskq.action_stats, taskq.tasks_in_progress, taskq.dead_letters
+    TO taskq_monitor, taskq_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE
+    ON taskq.tasks, taskq.action_grants, taskq.action_policies, taskq.cancelled_workflows
+    TO taskq_admin;
+GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.task_seq TO taskq_admin;
+
+-- Settings are cluster-wide, like the roles: admins may ALTER SYSTEM the
+-- settings that tune the queue (applied at the next reload).  Not
+-- taskq.worker_role or taskq.background_worker: those stay superuser's.
+GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, taskq.retention
+    TO taskq_admin;

@@ -100,12 +100,14 @@ SELECT is(pg_catalog.pg_get_function_result('taskq.extend_ownership(text, text[]
     'TABLE(id text, owned boolean)',
     'extend_ownership result columns');
 
-SELECT has_function('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status'],
-    'return_task(text, uuid, text, taskq.status) exists');
-SELECT function_returns('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status'],
+-- The contract's four arguments, plus an optional retry_delay (an addition
+-- with a default, so a four-argument call still resolves to it).
+SELECT has_function('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval'],
+    'return_task(text, uuid, text, taskq.status, interval) exists');
+SELECT function_returns('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval'],
     'void', 'return_task returns void');
-SELECT is(pg_catalog.pg_get_function_arguments('taskq.return_task(text, uuid, text, taskq.status)'::regprocedure),
-    'id text, token uuid, status text, status_code taskq.status',
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.return_task(text, uuid, text, taskq.status, interval)'::regprocedure),
+    'id text, token uuid, status text, status_code taskq.status, retry_delay interval DEFAULT NULL::interval',
     'return_task argument names');
 
 SELECT has_function('taskq', 'wait_for_task', ARRAY['text', 'interval'],
