@@ -23,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
@@ -30,6 +31,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "taskq.h"
 
@@ -41,10 +43,7 @@ PG_FUNCTION_INFO_V1(taskq_redrive_tasks);
 #define WORKFLOW_LOCK_KEY1 0x7461736B
 
 static TaskqPlan lock_for_cancel_plan = {
-	"SELECT id, status_code::text,"
-	"       status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
-	"       AND (action_deadline IS NULL"
-	"            OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now())"
+	"SELECT id, status_code::text, " TASKQ_SQL_OWNED
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR UPDATE",
 	1, {TEXTARRAYOID}
@@ -197,6 +196,24 @@ taskq_cancel_workflow(PG_FUNCTION_ARGS)
 	taskq_execute(&workflow_tasks_plan, &arg, NULL, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ids = lappend(ids, taskq_get_text(i, 1, NULL));
+
+	/*
+	 * In REPEATABLE READ the transaction's snapshot may predate tasks of the
+	 * workflow inserted (or re-driven) before we got its lock: cancelling
+	 * without them would let them run, so fail as PostgreSQL does.
+	 */
+	if (IsolationUsesXactSnapshot())
+	{
+		PushActiveSnapshot(GetLatestSnapshot());
+		taskq_execute(&workflow_tasks_plan, &arg, NULL, true, 0);
+		PopActiveSnapshot();
+		for (uint64 i = 0; i < SPI_processed; i++)
+			if (!taskq_string_member(ids, taskq_get_text(i, 1, NULL)))
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent insert into workflow \"%s\"",
+								workflow)));
+	}
 	if (ids != NIL)
 		list_sort(ids, taskq_compare_strings_lc);
 	count = cancel_ids(ids, psprintf("cancelled: workflow \"%s\" was cancelled", workflow));

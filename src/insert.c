@@ -32,6 +32,7 @@
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "taskq.h"
 
@@ -98,10 +99,7 @@ static TaskqPlan state_plan = {
 
 /* The stored tasks a replace batch names, locked in id order. */
 static TaskqPlan lock_replaced_plan = {
-	"SELECT id, status_code::text, num_signals,"
-	"       status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
-	"       AND (action_deadline IS NULL"
-	"            OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now())"
+	"SELECT id, status_code::text, num_signals, " TASKQ_SQL_OWNED
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR UPDATE",
 	1, {TEXTARRAYOID}
@@ -613,8 +611,14 @@ lock_workflows(List *specs)
 	foreach(lc, names)
 		taskq_lock_workflow(lfirst(lc), false);
 
+	/*
+	 * Read with the latest snapshot: in REPEATABLE READ the transaction's
+	 * may predate a cancellation that committed before we got the locks.
+	 */
 	arg = taskq_text_array_datum(names);
-	taskq_execute(&cancelled_workflows_plan, &arg, NULL, false, 0);
+	PushActiveSnapshot(GetLatestSnapshot());
+	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
+	PopActiveSnapshot();
 	for (uint64 i = 0; i < SPI_processed; i++)
 		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
 	return cancelled;

@@ -49,7 +49,6 @@
 #define LAUNCHER_NAPTIME_MS		10000
 #define WORKER_RESTART_SECONDS	5
 #define PAUSE_WAIT_MS			5000
-#define UNPAUSE_DELAY_MS		2000
 
 PGDLLEXPORT void taskq_launcher_main(Datum main_arg);
 
@@ -58,20 +57,27 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 /* The launcher's handles of the workers it registered, by slot. */
 static BackgroundWorkerHandle *handles[TASKQ_MAX_DATABASES];
 
+/* A background worker of ours: function and type, restarted after a crash. */
+static void
+init_worker(BackgroundWorker *worker, const char *function, const char *type)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = WORKER_RESTART_SECONDS;
+	strlcpy(worker->bgw_library_name, "taskq", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_name, type, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, type, BGW_MAXLEN);
+}
+
 /* Register the launcher; called from _PG_init at preload. */
 void
 taskq_register_launcher(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = WORKER_RESTART_SECONDS;
-	strlcpy(worker.bgw_library_name, "taskq", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "taskq_launcher_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "taskq launcher", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "taskq launcher", BGW_MAXLEN);
+	init_worker(&worker, "taskq_launcher_main", "taskq launcher");
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -135,14 +141,8 @@ start_worker(Oid dboid, Oid role)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *h;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = WORKER_RESTART_SECONDS;
-	strlcpy(worker.bgw_library_name, "taskq", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "taskq_worker_main", BGW_MAXLEN);
+	init_worker(&worker, "taskq_worker_main", "taskq worker");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "taskq worker for database %u", dboid);
-	strlcpy(worker.bgw_type, "taskq worker", BGW_MAXLEN);
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
 	memcpy(worker.bgw_extra, &role, sizeof(Oid));	/* taskq.worker_role */
 	worker.bgw_notify_pid = MyProcPid;
@@ -324,24 +324,23 @@ pause_database(const char *dbname)
 }
 
 /*
- * The command is over (it commits after we return): let the launcher start
- * the worker again at its next scan after a short wait, by which time a
- * dropped database is gone from pg_database and its slot is freed instead.
+ * The database is still there (the command failed, or renamed or copied
+ * it): let the launcher start its worker again now.
  */
 static void
 unpause_database(Oid dboid)
 {
 	TaskqDbSlot *slot;
+	Latch	   *launcher;
 
 	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
 	slot = taskq_find_db_slot(dboid);
 	if (slot != NULL)
-	{
 		slot->paused = false;
-		slot->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														UNPAUSE_DELAY_MS);
-	}
+	launcher = taskq_shared->launcher_latch;
 	LWLockRelease(taskq_shared->lock);
+	if (launcher)
+		SetLatch(launcher);
 }
 
 /* The database a utility statement needs without other connections. */

@@ -35,6 +35,16 @@
  */
 #define ERRCODE_TASKQ_INVALID_TOKEN		MAKE_SQLSTATE('T','Q','0','0','1')
 
+/*
+ * SQL: the task is owned under a live lease (in progress, deadline not
+ * passed).  An expired lease is not owned: anyone may claim, replace or
+ * cancel the task.
+ */
+#define TASKQ_SQL_OWNED \
+	"(status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status" \
+	" AND (action_deadline IS NULL" \
+	"      OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now()))"
+
 /* ----------
  * spi_util.c: statements prepared once per backend and kept.
  * ----------
