@@ -154,3 +154,60 @@ SELECT n, id, num_tries FROM public.own('w', 1, '{p}');
 SELECT ret('p', 'completed');
 SELECT n, id FROM public.own('w', 1, '{s}');
 SELECT id, status_code, num_signals FROM taskq.tasks ORDER BY id;
+
+-- Jobs (the job-progress seed): create-job -> one process-item per row ->
+-- job-completed, with item counts and progress from several workers.
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+DELETE FROM taskq.jobs;
+SELECT taskq.create_job('import-1', '[{"id": "import-1/create", "action": "create-job", "body": {"file": "rows.csv"}}]');
+SELECT id, state, item_count, item_progress FROM taskq.job_states;
+SELECT id, action, workflow FROM taskq.tasks ORDER BY id;
+SELECT expect_error($$SELECT taskq.create_job('import-1')$$);
+SELECT expect_error($$SELECT taskq.create_job('j2', '[{"id": "x", "action": "a", "workflow": "other"}]')$$);
+SELECT expect_error($$SELECT taskq.create_job('', '[]')$$);
+SELECT expect_error($$SELECT taskq.create_job('j2', '[]', -1)$$);
+SELECT count(*) AS jobs FROM taskq.jobs;
+-- The create-job worker learns the fan-out, sets the count and inserts one
+-- task per row plus the job-completed join, in one transaction.
+SELECT n, id FROM public.own('w', 1, '{create-job}');
+SELECT id, state FROM taskq.job_states;
+BEGIN;
+SELECT taskq.set_job_item_count('import-1/create', (SELECT token FROM public.tokens WHERE id = 'import-1/create'), 3);
+SELECT taskq.chord('[{"id": "import-1/row-1", "action": "process-item", "workflow": "import-1"},
+                     {"id": "import-1/row-2", "action": "process-item", "workflow": "import-1"},
+                     {"id": "import-1/row-3", "action": "process-item", "workflow": "import-1"}]',
+                   '{"id": "import-1/done", "action": "job-completed", "workflow": "import-1"}');
+SELECT ret('import-1/create', 'completed');
+COMMIT;
+SELECT id, state, item_count, item_progress FROM taskq.job_states;
+-- Workers process rows and report progress for the task they own.
+SELECT n, id FROM public.own('w1', 1, '{process-item}');
+SELECT n, id FROM public.own('w2', 1, '{process-item}');
+SELECT taskq.report_progress('import-1/row-1', (SELECT token FROM public.tokens WHERE id = 'import-1/row-1'));
+SELECT taskq.report_progress('import-1/row-2', (SELECT token FROM public.tokens WHERE id = 'import-1/row-2'), 1);
+SELECT ret('import-1/row-1', 'completed');
+SELECT ret('import-1/row-2', 'completed');
+SELECT id, state, item_count, item_progress FROM taskq.job_states;
+-- Only the owner, with its token, for a task of a job.
+SELECT expect_error($$SELECT taskq.report_progress('import-1/row-1', (SELECT token FROM public.tokens WHERE id = 'import-1/row-1'))$$);
+SELECT expect_error($$SELECT taskq.report_progress('import-1/row-3', gen_random_uuid())$$);
+SELECT expect_error($$SELECT taskq.report_progress('ghost', gen_random_uuid())$$);
+SELECT expect_error($$SELECT taskq.report_progress('import-1/row-3', gen_random_uuid(), -1)$$);
+SELECT taskq.insert_tasks('[{"id": "lonely", "action": "l"}]');
+SELECT n, id FROM public.own('w', 1, '{l}');
+SELECT expect_error($$SELECT taskq.report_progress('lonely', (SELECT token FROM public.tokens WHERE id = 'lonely'))$$);
+SELECT n, id FROM public.own('w3', 1, '{process-item}');
+SELECT taskq.report_progress('import-1/row-3', (SELECT token FROM public.tokens WHERE id = 'import-1/row-3'));
+SELECT ret('import-1/row-3', 'completed');
+SELECT n, id FROM public.own('w', 1, '{job-completed}');
+SELECT id, state, item_count, item_progress FROM taskq.job_states;
+SELECT ret('import-1/done', 'completed');
+SELECT id, state, item_count, item_progress FROM taskq.job_states;
+-- A job with an aborted task is aborted; so is a cancelled one.
+SELECT taskq.create_job('import-2', '[{"id": "import-2/create", "action": "create-job", "max_tries": 1}]');
+SELECT taskq.create_job('import-3', '[{"id": "import-3/create", "action": "create-job"}]');
+SELECT n, id FROM public.own('w', 1, '{create-job}');
+SELECT ret('import-2/create', 'pending', 'bad file');
+SELECT taskq.cancel_workflow('import-3');
+SELECT id, state FROM taskq.job_states ORDER BY id;

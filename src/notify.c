@@ -3,7 +3,8 @@
  * notify.c
  *	  The worker's side of announcements: take the actions producers
  *	  marked in the database's slot, and send at most one
- *	  NOTIFY taskq, '<action>' per action per taskq.notify_interval.
+ *	  NOTIFY taskq, '<action>' per action per taskq.notify_interval (and
+ *	  likewise NOTIFY taskq_progress, '<job>' per job that reported progress).
  *
  * Throttling is leading-edge: the first announcement of an action goes out
  * at once, later ones within the interval are merged into one sent when
@@ -28,7 +29,7 @@ int			taskq_notify_interval = 5;	/* ms */
 
 typedef struct ActionEntry
 {
-	char		name[TASKQ_NOTIFY_NAME_LEN];	/* hash key */
+	char		name[TASKQ_NOTIFY_NAME_LEN];	/* hash key: kind byte + name */
 	TimestampTz last_sent;
 	bool		pending;
 } ActionEntry;
@@ -53,13 +54,14 @@ static TaskqPlan ready_actions_plan = {
 	0, {0}
 };
 
-void
-taskq_notify_mark(const char *action)
+/* Mark an announcement, "<kind><name>" (see shmem.h), to be sent. */
+static void
+mark_entry(const char *entry)
 {
 	ActionEntry *e;
 	bool		found;
 
-	if (strlen(action) >= TASKQ_NOTIFY_NAME_LEN)
+	if (strlen(entry) >= TASKQ_NOTIFY_NAME_LEN)
 		return;
 	if (actions == NULL)
 	{
@@ -71,10 +73,23 @@ taskq_notify_mark(const char *action)
 		actions = hash_create("taskq announced actions", 64, &ctl,
 							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	}
-	e = hash_search(actions, action, HASH_ENTER, &found);
+	e = hash_search(actions, entry, HASH_ENTER, &found);
 	if (!found)
 		e->last_sent = 0;
 	e->pending = true;
+}
+
+/* An action has new ready work: NOTIFY taskq, '<action>'. */
+void
+taskq_notify_mark(const char *action)
+{
+	char		entry[TASKQ_NOTIFY_NAME_LEN];
+
+	if (strlen(action) + 2 > TASKQ_NOTIFY_NAME_LEN)
+		return;
+	entry[0] = 'a';
+	strlcpy(entry + 1, action, TASKQ_NOTIFY_NAME_LEN - 1);
+	mark_entry(entry);
 }
 
 /*
@@ -104,7 +119,7 @@ taskq_notify_collect(bool all)
 	LWLockRelease(taskq_shared->lock);
 
 	for (int i = 0; i < n; i++)
-		taskq_notify_mark(names[i]);
+		mark_entry(names[i]);
 	if (all)
 	{
 		taskq_execute(&ready_actions_plan, NULL, NULL, true, 0);
@@ -137,7 +152,7 @@ taskq_notify_send_due(void)
 		due = TimestampTzPlusMilliseconds(e->last_sent, taskq_notify_interval);
 		if (e->last_sent == 0 || due <= now)
 		{
-			Async_Notify("taskq", e->name);
+			Async_Notify(e->name[0] == 'j' ? "taskq_progress" : "taskq", e->name + 1);
 			e->last_sent = now;
 			e->pending = false;
 		}

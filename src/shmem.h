@@ -21,7 +21,7 @@
 #define TASKQ_FINISH_SLOTS		64	/* wait_for_task condition variables */
 #define TASKQ_MAX_DATABASES		64	/* databases with a worker */
 #define TASKQ_PENDING_ACTIONS	32	/* distinct actions awaiting NOTIFY */
-#define TASKQ_NOTIFY_NAME_LEN	256 /* action names, NUL included */
+#define TASKQ_NOTIFY_NAME_LEN	258 /* kind byte + a name of up to 255 bytes + NUL */
 
 typedef struct TaskqDbSlot
 {
@@ -31,7 +31,11 @@ typedef struct TaskqDbSlot
 	Latch	   *worker_latch;	/* likewise */
 	bool		paused;			/* DROP/RENAME DATABASE in progress */
 	TimestampTz retry_after;	/* no extension here: don't start before */
-	/* actions with new ready work, not yet announced */
+	/*
+	 * Announcements not yet sent, each a kind byte and a name: 'a' + action
+	 * (new ready work, channel taskq), 'j' + job (progress, channel
+	 * taskq_progress).
+	 */
 	int			npending;
 	bool		pending_overflow;	/* too many: announce every ready action */
 	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];

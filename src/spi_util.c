@@ -47,11 +47,14 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 	return rc;
 }
 
+/* A column's datum; isnull may be NULL for a column that cannot be null. */
 Datum
 taskq_get_datum(int row, int col, bool *isnull)
 {
+	bool		dummy;
+
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-						 col, isnull);
+						 col, isnull ? isnull : &dummy);
 }
 
 /* A text column as a palloc'd C string in the caller's context, or NULL. */

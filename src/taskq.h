@@ -141,6 +141,7 @@ extern void taskq_shmem_init_hooks(void);
 extern bool taskq_shmem_available(void);
 extern void taskq_note_finished(const char *id);
 extern void taskq_note_ready(const char *action);
+extern void taskq_note_progress(const char *job);
 extern void taskq_register_xact_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 

@@ -53,6 +53,32 @@ taskq_note_finished(const char *id)
 	finished_slots |= UINT64CONST(1) << finish_slot(id);
 }
 
+/* Remember one announcement ("<kind><name>") for the commit. */
+static void
+note_announcement(char kind, const char *name)
+{
+	char		entry[TASKQ_NOTIFY_NAME_LEN];
+
+	if (ready_overflow)
+		return;
+	if (name == NULL || strlen(name) + 2 > TASKQ_NOTIFY_NAME_LEN)
+	{
+		ready_overflow = true;
+		return;
+	}
+	entry[0] = kind;
+	strlcpy(entry + 1, name, TASKQ_NOTIFY_NAME_LEN - 1);
+	for (int i = nready - 1; i >= 0; i--)
+		if (strcmp(ready[i], entry) == 0)
+			return;
+	if (nready == LOCAL_READY_ACTIONS)
+	{
+		ready_overflow = true;
+		return;
+	}
+	strlcpy(ready[nready++], entry, TASKQ_NOTIFY_NAME_LEN);
+}
+
 /*
  * The current transaction made work of this action ready; NULL means some
  * action we did not look up (announce all).
@@ -60,22 +86,18 @@ taskq_note_finished(const char *id)
 void
 taskq_note_ready(const char *action)
 {
-	if (ready_overflow)
-		return;
-	if (action == NULL || strlen(action) >= TASKQ_NOTIFY_NAME_LEN)
-	{
-		ready_overflow = true;
-		return;
-	}
-	for (int i = nready - 1; i >= 0; i--)
-		if (strcmp(ready[i], action) == 0)
-			return;
-	if (nready == LOCAL_READY_ACTIONS)
-	{
-		ready_overflow = true;
-		return;
-	}
-	strlcpy(ready[nready++], action, TASKQ_NOTIFY_NAME_LEN);
+	note_announcement('a', action);
+}
+
+/*
+ * The current transaction reported progress of this job.  (On overflow the
+ * worker announces every action with ready work, but no progress: progress
+ * announcements are a convenience; the job's row is the truth.)
+ */
+void
+taskq_note_progress(const char *job)
+{
+	note_announcement('j', job);
 }
 
 /* Merge one action into a slot's pending set; caller holds the lock. */

@@ -157,10 +157,9 @@ CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
 CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
     WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
 
--- Unfinished tasks of a workflow, for cancel_workflow.
-CREATE INDEX tasks_workflow_idx ON taskq.tasks (workflow)
-    WHERE workflow IS NOT NULL
-      AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status;
+-- Tasks of a workflow by state: cancel_workflow, and a job's state.
+CREATE INDEX tasks_workflow_idx ON taskq.tasks (workflow, status_code)
+    WHERE workflow IS NOT NULL;
 
 SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');
@@ -612,6 +611,116 @@ $$;
 COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb) IS
     'set (or, with both null, clear) the default max_tries and retry backoff of an action''s tasks';
 
+/*
+ * Jobs (the job-progress seed): a job is the workflow of its tasks (their
+ * workflow key is the job's id) plus item counters that workers move.  Its
+ * state is derived from its tasks, so finishing a task never writes the job
+ * row; only progress reports do.
+ */
+CREATE TABLE taskq.jobs (
+    id              text COLLATE "C" NOT NULL,
+    item_count      integer,
+    item_progress   bigint NOT NULL DEFAULT 0,
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT jobs_pkey PRIMARY KEY (id),
+    CONSTRAINT jobs_item_count_check CHECK (item_count OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT jobs_item_progress_check CHECK (item_progress OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE taskq.jobs IS
+    'jobs: a workflow of tasks with item counters; see taskq.job_states for their state';
+SELECT pg_catalog.pg_extension_config_dump('taskq.jobs', '');
+
+CREATE VIEW taskq.job_states AS
+SELECT j.id,
+       CASE WHEN EXISTS (SELECT 1 FROM taskq.cancelled_workflows AS w
+                          WHERE w.workflow OPERATOR(pg_catalog.=) j.id)
+              OR EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                            AND t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status)
+            THEN 'aborted'
+            WHEN EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id)
+             AND NOT EXISTS (SELECT 1 FROM taskq.tasks AS t
+                              WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                                AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status)
+            THEN 'completed'
+            WHEN j.item_progress OPERATOR(pg_catalog.>) 0
+              OR EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                            AND t.status_code OPERATOR(pg_catalog.>=) 'in_progress'::taskq.status)
+            THEN 'running'
+            ELSE 'waiting'
+       END AS state,
+       j.item_count, j.item_progress, j.created_at, j.updated_at
+  FROM taskq.jobs AS j;
+COMMENT ON VIEW taskq.job_states IS
+    'each job''s state (waiting, running, completed, aborted) and item counters, for a page to poll';
+
+CREATE FUNCTION taskq.create_job(id text, tasks jsonb DEFAULT '[]', item_count integer DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    keyed jsonb;
+BEGIN
+    IF id IS NULL OR id OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "id" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(id) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "id" is too long'
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    IF item_count OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'argument "item_count" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM taskq._check_task_array(tasks, 'tasks');
+    IF EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(tasks) AS t(v)
+                WHERE pg_catalog.jsonb_typeof(t.v) OPERATOR(pg_catalog.=) 'object'
+                  AND t.v OPERATOR(pg_catalog.?) 'workflow'
+                  AND (t.v OPERATOR(pg_catalog.->>) 'workflow') IS DISTINCT FROM create_job.id) THEN
+        RAISE EXCEPTION 'a task of job "%" has another workflow key', create_job.id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'The tasks of a job take the job''s id as their workflow key.';
+    END IF;
+    BEGIN
+        INSERT INTO taskq.jobs AS j (id, item_count) VALUES (create_job.id, create_job.item_count);
+    EXCEPTION WHEN unique_violation THEN
+        RAISE EXCEPTION 'job "%" already exists', create_job.id
+            USING ERRCODE = 'unique_violation';
+    END;
+    SELECT COALESCE(pg_catalog.jsonb_agg(
+               CASE WHEN pg_catalog.jsonb_typeof(t.v) OPERATOR(pg_catalog.=) 'object'
+                    THEN t.v OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('workflow', create_job.id)
+                    ELSE t.v END ORDER BY t.ord), '[]'::jsonb)
+      INTO keyed
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(v, ord);
+    RETURN taskq.insert_tasks(keyed);
+END
+$$;
+COMMENT ON FUNCTION taskq.create_job(text, jsonb, integer) IS
+    'create a job and insert its first tasks (their workflow key is the job''s id); returns the tasks inserted';
+
+CREATE FUNCTION taskq.report_progress(id text, token uuid, items bigint DEFAULT 1)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_report_progress'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.report_progress(text, uuid, bigint) IS
+    'add items done to the job of a task the caller owns (token-checked); returns the job''s progress';
+
+CREATE FUNCTION taskq.set_job_item_count(id text, token uuid, item_count integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_set_job_item_count'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.set_job_item_count(text, uuid, integer) IS
+    'set the item count of the job of a task the caller owns (token-checked), once the fan-out is known';
+
 CREATE VIEW taskq.dead_letters AS
 SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancelled,
        t.finished_at
@@ -648,14 +757,17 @@ GRANT EXECUTE ON FUNCTION
     taskq.chord(jsonb, jsonb, text[]),
     taskq.insert_tasks_if_absent(jsonb),
     taskq.cancel_tasks(text[]),
-    taskq.cancel_workflow(text)
+    taskq.cancel_workflow(text),
+    taskq.create_job(text, jsonb, integer)
     TO taskq_producer, taskq_admin;
 
 GRANT EXECUTE ON FUNCTION
     taskq.own_tasks(text, integer, text[], interval),
     taskq.extend_ownership(text, text[], uuid[], interval),
     taskq.return_task(text, uuid, text, taskq.status, interval),
-    taskq.return_tasks(text[], uuid[], text[], taskq.status[])
+    taskq.return_tasks(text[], uuid[], text[], taskq.status[]),
+    taskq.report_progress(text, uuid, bigint),
+    taskq.set_job_item_count(text, uuid, integer)
     TO taskq_worker, taskq_admin;
 
 GRANT EXECUTE ON FUNCTION
@@ -664,10 +776,12 @@ GRANT EXECUTE ON FUNCTION
     taskq.set_action_policy(text, integer, jsonb)
     TO taskq_admin;
 
-GRANT SELECT ON taskq.action_stats, taskq.tasks_in_progress, taskq.dead_letters
+GRANT SELECT ON taskq.action_stats, taskq.tasks_in_progress, taskq.dead_letters, taskq.job_states
     TO taskq_monitor, taskq_admin;
+GRANT SELECT ON taskq.job_states TO taskq_producer;
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE
-    ON taskq.tasks, taskq.action_grants, taskq.action_policies, taskq.cancelled_workflows
+    ON taskq.tasks, taskq.action_grants, taskq.action_policies, taskq.cancelled_workflows,
+       taskq.jobs
     TO taskq_admin;
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.task_seq TO taskq_admin;
 
