@@ -93,26 +93,26 @@ taskq_notify_mark(const char *action)
 }
 
 /*
- * Take the actions producers left in this database's slot.  With overflow
- * (or at start, all = true) announce every action that has ready work.
- * Runs inside a transaction with SPI connected.
+ * Take the announcements producers left in this database's slot into the
+ * local table.  Returns true if the slot overflowed (then every action with
+ * ready work must be announced: taskq_notify_collect does it).  Needs no
+ * transaction; names are copied out under the lock into a fixed buffer.
  */
-void
-taskq_notify_collect(bool all)
+bool
+taskq_notify_take(void)
 {
+	static char names[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 	TaskqDbSlot *slot;
-	char		(*names)[TASKQ_NOTIFY_NAME_LEN];
 	int			n = 0;
+	bool		overflow = false;
 
-	names = palloc(sizeof(*names) * TASKQ_PENDING_ACTIONS);
 	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
 	slot = taskq_find_db_slot(MyDatabaseId);
 	if (slot != NULL)
 	{
 		n = slot->npending;
-		memcpy(names, slot->pending, sizeof(*names) * n);
-		if (slot->pending_overflow)
-			all = true;
+		memcpy(names, slot->pending, sizeof(names[0]) * n);
+		overflow = slot->pending_overflow;
 		slot->npending = 0;
 		slot->pending_overflow = false;
 	}
@@ -120,6 +120,19 @@ taskq_notify_collect(bool all)
 
 	for (int i = 0; i < n; i++)
 		mark_entry(names[i]);
+	return overflow;
+}
+
+/*
+ * Take the producers' announcements; with overflow (or at start, all =
+ * true) announce every action that has ready work.  Runs inside a
+ * transaction with SPI connected.
+ */
+void
+taskq_notify_collect(bool all)
+{
+	if (taskq_notify_take())
+		all = true;
 	if (all)
 	{
 		taskq_execute(&ready_actions_plan, NULL, NULL, true, 0);
@@ -128,12 +141,35 @@ taskq_notify_collect(bool all)
 	}
 }
 
+/* Is an announcement due now (so that sending needs a transaction)? */
+bool
+taskq_notify_due_now(void)
+{
+	HASH_SEQ_STATUS seq;
+	ActionEntry *e;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (actions == NULL)
+		return false;
+	hash_seq_init(&seq, actions);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->pending &&
+			(e->last_sent == 0 ||
+			 TimestampTzPlusMilliseconds(e->last_sent, taskq_notify_interval) <= now))
+		{
+			hash_seq_term(&seq);
+			return true;
+		}
+	return false;
+}
+
 /*
  * Queue a NOTIFY (sent at commit) for each marked action whose interval
- * has passed.  Returns when the next deferred one is due, or 0 if none.
+ * has passed; with send false (outside a transaction), only look.  Returns
+ * when the next one not sent is due, or 0 if none.
  */
 TimestampTz
-taskq_notify_send_due(void)
+taskq_notify_send_due(bool send)
 {
 	HASH_SEQ_STATUS seq;
 	ActionEntry *e;
@@ -150,7 +186,9 @@ taskq_notify_send_due(void)
 		if (!e->pending)
 			continue;
 		due = TimestampTzPlusMilliseconds(e->last_sent, taskq_notify_interval);
-		if (e->last_sent == 0 || due <= now)
+		if (e->last_sent == 0)
+			due = now;
+		if (due <= now && send)
 		{
 			Async_Notify(e->name[0] == 'j' ? "taskq_progress" : "taskq", e->name + 1);
 			e->last_sent = now;

@@ -142,11 +142,12 @@ earliest(TimestampTz a, TimestampTz b)
 }
 
 /*
- * One iteration; returns the earliest moment the worker has work again
- * (0: nothing known).
+ * One full iteration (maintenance and announcements); returns the earliest
+ * moment maintenance has work again (0: nothing known), and sets *notify_due
+ * to when the next deferred announcement is due (0: none).
  */
 static TimestampTz
-worker_iteration(bool first, TimestampTz *last_due_check)
+worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_due)
 {
 	Oid			extoid;
 	TimestampTz next = 0;
@@ -193,7 +194,7 @@ worker_iteration(bool first, TimestampTz *last_due_check)
 		*last_due_check = now;
 	}
 	taskq_notify_collect(first);
-	next = earliest(next, taskq_notify_send_due());
+	*notify_due = taskq_notify_send_due(true);
 
 	arg = TimestampTzGetDatum(now);
 	taskq_execute(&next_deadlines_plan, &arg, NULL, true, 0);
@@ -253,11 +254,37 @@ worker_iteration(bool first, TimestampTz *last_due_check)
 	return next;
 }
 
+/*
+ * The light step between maintenance: take the producers' announcements
+ * and send those that are due.  Returns false if the producers overflowed
+ * the slot (a full iteration must announce every action).
+ */
+static bool
+worker_announce(TimestampTz *notify_due)
+{
+	if (taskq_notify_take())
+		return false;
+	if (taskq_notify_due_now())
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
+		*notify_due = taskq_notify_send_due(true);
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+	else
+		*notify_due = taskq_notify_send_due(false);
+	return true;
+}
+
 void
 taskq_worker_main(Datum main_arg)
 {
 	TaskqDbSlot *slot;
 	TimestampTz last_due_check;
+	TimestampTz next_maintenance;
+	TimestampTz notify_due;
 	bool		first = true;
 	Oid			role;
 
@@ -299,13 +326,17 @@ taskq_worker_main(Datum main_arg)
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "taskq worker", PGC_USERSET, PGC_S_OVERRIDE);
 
+	next_maintenance = 0;
+	notify_due = 0;
+
 	/* At start, look back a little for delayed tasks that came due. */
 	last_due_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -60 * 1000);
 
 	for (;;)
 	{
-		TimestampTz next;
-		long		sleep_ms = taskq_worker_naptime;
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz wake;
+		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -314,17 +345,25 @@ taskq_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		next = worker_iteration(first, &last_due_check);
-		first = false;
-
-		if (next != 0)
+		/*
+		 * Maintenance when due; a producer's wakeup before that only takes
+		 * and sends announcements, which costs no transaction unless one is
+		 * due: a burst of commits must not cost the worker a full iteration
+		 * each.
+		 */
+		if (first || now >= next_maintenance || !worker_announce(&notify_due))
 		{
-			long		until = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), next);
+			TimestampTz cap = TimestampTzPlusMilliseconds(now, taskq_worker_naptime);
 
-			/* +1: wake just after the deadline, not just before it */
-			sleep_ms = Min(sleep_ms, until + 1);
+			next_maintenance = worker_iteration(first, &last_due_check, &notify_due);
+			next_maintenance = next_maintenance == 0 ? cap : Min(next_maintenance, cap);
+			first = false;
 		}
-		sleep_ms = Max(sleep_ms, MIN_SLEEP_MS);
+
+		/* +1: wake just after the deadline, not just before it */
+		wake = earliest(next_maintenance, notify_due);
+		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wake) + 1;
+		sleep_ms = Max(Min(sleep_ms, taskq_worker_naptime), MIN_SLEEP_MS);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
