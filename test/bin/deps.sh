@@ -17,6 +17,8 @@ PACKAGES=(
     passwd                                 # useradd
     tar coreutils findutils grep sed mawk  # used by the scripts
     python3 python3-psycopg2               # examples/ (make demo)
+    sqlsmith                               # test/t/012_sqlsmith.pl
+    libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
 )
 
 # One dpkg-query for all: "name ii " for each installed package.

@@ -176,6 +176,32 @@ tq_private_root() {
     TQ_BINDIR=$root/usr/lib/postgresql/15/bin
 }
 
+# TASKQ_SANITIZE=1 (make check-asan), after tq_build_install into the
+# private copy: taskq.so is built with AddressSanitizer and UBSan but the
+# server is not, so every server process must preload the ASan runtime.
+# The copy's postgres becomes a script that sets that up and runs the real
+# binary (pg_ctl, initdb and the TAP tests' clusters all start it).  ASan
+# writes its reports to $TQ_WORK/log/sanitizer.* and aborts the process;
+# UBSan reports go to the server log ("runtime error:") and abort too.
+tq_sanitizer_wrap() {
+    local bin=$TQ_BINDIR asan shim=$TQ_WORK/pg/asan_shim.so
+    asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
+    [[ -f $asan ]] || { tq_warn "libasan not found (gcc's libasan8)"; return 1; }
+    gcc -shared -fPIC -O2 -o "$shim" "$TQ_WORK/src/test/bin/asan_shim.c" || return 1
+    [[ -f $bin/postgres.real ]] || mv "$bin/postgres" "$bin/postgres.real"
+    cat >"$bin/postgres" <<EOF
+#!/bin/sh
+# postgres with the ASan runtime preloaded (test/bin/lib.sh, make check-asan)
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0:log_path=$TQ_WORK/log/sanitizer.asan
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$TQ_WORK/log/sanitizer.ubsan
+LD_PRELOAD=$asan:$shim\${LD_PRELOAD:+:\$LD_PRELOAD}
+export ASAN_OPTIONS UBSAN_OPTIONS LD_PRELOAD
+exec "$bin/postgres.real" "\$@"
+EOF
+    chmod 755 "$bin/postgres" "$shim"
+    "$bin/postgres" -V >/dev/null || { tq_warn "the wrapped postgres does not start"; return 1; }
+}
+
 # A value computed by the project's Makefile (with PGXS included), e.g. REGRESS.
 tq_make_var() {
     local printer=$TQ_WORK/tmp/print-var.mk

@@ -10,7 +10,12 @@
 #
 # Env knobs: TASKQ_SUITE_TIMEOUT (s, pg_regress/isolation, default 600),
 #            TASKQ_FILE_TIMEOUT (s, each pgTAP/TAP/static file, default 300),
-#            KEEP=1 (keep the temp dir with logs; the cluster is still stopped).
+#            KEEP=1 (keep the temp dir with logs; the cluster is still stopped),
+#            TASKQ_PRIVATE_INSTALL=1 (install into a private copy of
+#              PostgreSQL, not the system's: lib.sh tq_private_root),
+#            TASKQ_SANITIZE=1 (make check-asan: taskq.so with ASan and UBSan,
+#              private install; any sanitizer report fails the run).
+# taskq is built with assertions (TASKQ_ASSERT=1) whatever the server is.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -65,6 +70,13 @@ show() {
 add() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
 
 # ---------------------------------------------------------------- setup
+SANITIZE=${TASKQ_SANITIZE:-0}
+TQ_MAKE_FLAGS=(TASKQ_ASSERT=1)
+if [[ $SANITIZE == 1 ]]; then
+    TQ_MAKE_FLAGS+=(TASKQ_SANITIZE=1)
+    export TASKQ_PRIVATE_INSTALL=1
+fi
+
 bash "$(dirname "${BASH_SOURCE[0]}")/deps.sh"
 tq_ensure_user
 tq_make_work
@@ -73,7 +85,8 @@ cd "$SRC"
 
 t0=$(tq_now)
 tq_build_install
-line build "ok ($(elapsed "$t0"))"
+[[ $SANITIZE == 1 ]] && tq_sanitizer_wrap
+line build "ok: ${TQ_MAKE_FLAGS[*]}, installed in $(dirname "$TQ_BINDIR") ($(elapsed "$t0"))"
 
 # ---------------------------------------------------------------- suites
 
@@ -209,6 +222,10 @@ suite_tap() {
         PG_REGRESS="$TQ_PGXS_DIR/src/test/regress/pg_regress")
     [[ -n ${PG_TEST_EXTRA:-} ]] && tap_env+=(PG_TEST_EXTRA="$PG_TEST_EXTRA")
     [[ -n ${PG_TEST_TIMEOUT_DEFAULT:-} ]] && tap_env+=(PG_TEST_TIMEOUT_DEFAULT="$PG_TEST_TIMEOUT_DEFAULT")
+    local v
+    for v in TASKQ_SQLSMITH_SECONDS TASKQ_SQLSMITH_SEED TASKQ_FUZZ_SECONDS; do   # test/t/012_sqlsmith.pl
+        [[ -n ${!v:-} ]] && tap_env+=("$v=${!v}")
+    done
     t0=$(tq_now)
     rm -rf "$SRC/tmp_check"
     tq_as_user mkdir -p "$SRC/tmp_check"
@@ -254,13 +271,60 @@ t0=$(tq_now)
 tq_cluster_start test
 line cluster "up on port $TQ_PORT ($(elapsed "$t0"))"
 
+# check-asan: first prove that a planted heap overflow is reported (in a
+# single-user server, so that no suite sees the crash), then, after the
+# suites, that no report was written and no "runtime error:" logged.
+sanitizer_selftest() {
+    local so=$TQ_WORK/pg/asan_selftest.so sql=$TQ_WORK/tmp/selftest.sql
+    local out=$TQ_WORK/log/sanitizer-selftest.out f found=0
+    gcc -shared -fPIC -fsanitize=address -I"$("$TQ_PG_CONFIG" --includedir-server)" \
+        -o "$so" test/bin/asan_selftest.c && chmod 755 "$so" || { add 0 1; return; }
+    printf '%s\n' "CREATE FUNCTION pg_temp.selftest() RETURNS void AS '$so', 'taskq_asan_selftest' LANGUAGE C;" \
+        "SELECT pg_temp.selftest();" >"$sql"
+    chmod 644 "$sql"
+    tq_run_as_user "$out" sh -c 'exec "$0" --single -D "$1" postgres <"$2"' \
+        "$TQ_BINDIR/postgres" "$TQ_PGDATA" "$sql" || true
+    for f in "$TQ_WORK"/log/sanitizer.asan.*; do
+        [[ -f $f ]] || continue
+        if grep -q 'heap-buffer-overflow' "$f" && grep -q 'taskq_asan_selftest' "$f"; then
+            found=1
+            mv "$f" "$TQ_WORK/log/selftest.asan"
+        fi
+    done
+    if [[ $found == 1 ]]; then
+        add 1 0
+        line sanitizer "a planted heap overflow is reported"
+    else
+        add 0 1
+        line sanitizer "FAILED: a planted heap overflow was not reported"
+        show "$out" 40
+    fi
+}
+
+sanitizer_reports() {
+    local reports
+    reports=$( { ls "$TQ_WORK"/log/sanitizer.* 2>/dev/null
+                 grep -rlE 'runtime error:|ERROR: AddressSanitizer' "$TQ_WORK/log" "$SRC/tmp_check" \
+                     --include='*.log' 2>/dev/null; } | sort -u)
+    if [[ -z $reports ]]; then
+        add 1 0
+        line sanitizer "no ASan or UBSan report"
+    else
+        add 0 1
+        line sanitizer "FAILED: sanitizer reports in:"
+        for f in $reports; do echo "--- $f"; show "$f" 60; done
+    fi
+}
+
 suite_static
 suite_regress
 suite_isolation
 suite_pgtap
 check_server_log
 tq_cluster_stop
+[[ $SANITIZE == 1 ]] && sanitizer_selftest
 suite_tap
+[[ $SANITIZE == 1 ]] && sanitizer_reports
 
 # ---------------------------------------------------------------- summary
 line total "$(elapsed "$T_START")"
