@@ -16,8 +16,8 @@
  * finishing while a creation task still inserts follow-ups) cannot leave a
  * task that runs after its workflow was cancelled.
  *
- * Lock order: workflow locks, then the dependency-graph lock (redrive),
- * then task rows in id order.
+ * Lock order: workflow locks (in name order), then the dependency-graph
+ * lock (redrive), then task rows in id order.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,10 +73,21 @@ static TaskqPlan workflow_tasks_plan = {
 	1, {TEXTOID}
 };
 
+static TaskqPlan cancelled_workflows_plan = {
+	"SELECT workflow FROM taskq.cancelled_workflows"
+	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+/* The workflows of tasks (a task's workflow never changes: no lock). */
+static TaskqPlan workflows_of_plan = {
+	"SELECT DISTINCT workflow FROM taskq.tasks"
+	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND workflow IS NOT NULL",
+	1, {TEXTARRAYOID}
+};
+
 static TaskqPlan lock_for_redrive_plan = {
-	"SELECT t.id, t.status_code::text, t.to_signal_after,"
-	"       EXISTS (SELECT 1 FROM taskq.cancelled_workflows AS w"
-	"                WHERE w.workflow OPERATOR(pg_catalog.=) t.workflow)"
+	"SELECT t.id, t.status_code::text, t.to_signal_after, t.workflow"
 	"  FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY t.id FOR UPDATE",
 	1, {TEXTARRAYOID}
@@ -106,6 +117,42 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, WORKFLOW_LOCK_KEY1, h, 2);
 	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+}
+
+/*
+ * Take the workflow locks of what is about to make tasks of these workflows
+ * runnable (insert, redrive) — shared, in name order, before any row lock —
+ * and return those of the workflows that were cancelled.  Under these locks
+ * cancel_workflow, which takes them exclusively, either sees the tasks or
+ * is seen: a task of a cancelled workflow never runs, however the two race.
+ * The check reads with the latest snapshot: in REPEATABLE READ the
+ * transaction's may predate a cancellation that committed before we got
+ * the locks.
+ */
+List *
+taskq_lock_workflows(List *names)
+{
+	List	   *sorted = NIL;
+	List	   *cancelled = NIL;
+	ListCell   *lc;
+	Datum		arg;
+
+	foreach(lc, names)
+		if (!taskq_string_member(sorted, lfirst(lc)))
+			sorted = lappend(sorted, lfirst(lc));
+	if (sorted == NIL)
+		return NIL;
+	list_sort(sorted, taskq_compare_strings_lc);
+	foreach(lc, sorted)
+		taskq_lock_workflow(lfirst(lc), false);
+
+	arg = taskq_text_array_datum(sorted);
+	PushActiveSnapshot(GetLatestSnapshot());
+	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
+	PopActiveSnapshot();
+	for (uint64 i = 0; i < SPI_processed; i++)
+		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
+	return cancelled;
 }
 
 /*
@@ -237,6 +284,8 @@ taskq_redrive_tasks(PG_FUNCTION_ARGS)
 	int			n;
 	char	  **rid;
 	List	  **succs;
+	List	   *workflows = NIL;
+	List	   *cancelled;
 
 	if (ids == NIL)
 		PG_RETURN_INT64(0);
@@ -249,8 +298,12 @@ taskq_redrive_tasks(PG_FUNCTION_ARGS)
 							(char *) list_nth(ids, i))));
 
 	SPI_connect();
-	taskq_lock_dependency_graph();
 	arg = taskq_text_array_datum(ids);
+	taskq_execute(&workflows_of_plan, &arg, NULL, true, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		workflows = lappend(workflows, taskq_get_text(i, 1, NULL));
+	cancelled = taskq_lock_workflows(workflows);
+	taskq_lock_dependency_graph();
 	taskq_execute(&lock_for_redrive_plan, &arg, NULL, false, 0);
 	n = SPI_processed;
 	if (n < list_length(ids))
@@ -272,6 +325,7 @@ taskq_redrive_tasks(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		char	   *code = taskq_get_text(i, 2, NULL);
+		char	   *workflow;
 
 		rid[i] = taskq_get_text(i, 1, NULL);
 		if (strcmp(code, "aborted") != 0)
@@ -279,7 +333,8 @@ taskq_redrive_tasks(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" is %s, not aborted", rid[i], code),
 					 errdetail("Only aborted tasks can be re-driven.")));
-		if (taskq_get_bool(i, 4, NULL))
+		workflow = taskq_get_text(i, 4, NULL);
+		if (workflow && taskq_string_member(cancelled, workflow))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" belongs to a cancelled workflow", rid[i])));

@@ -32,7 +32,6 @@
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 
 #include "taskq.h"
 
@@ -67,12 +66,6 @@ static TaskqPlan insert_plan = {
 		TEXTARRAYOID}
 };
 
-/* Which of the batch's workflows were cancelled. */
-static TaskqPlan cancelled_workflows_plan = {
-	"SELECT workflow FROM taskq.cancelled_workflows"
-	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}
-};
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
 static TaskqPlan existing_plan = {
@@ -594,34 +587,16 @@ static List *
 lock_workflows(List *specs)
 {
 	List	   *names = NIL;
-	List	   *cancelled = NIL;
 	ListCell   *lc;
-	Datum		arg;
 
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (s->workflow && !taskq_string_member(names, s->workflow))
+		if (s->workflow)
 			names = lappend(names, s->workflow);
 	}
-	if (names == NIL)
-		return NIL;
-	list_sort(names, taskq_compare_strings_lc);
-	foreach(lc, names)
-		taskq_lock_workflow(lfirst(lc), false);
-
-	/*
-	 * Read with the latest snapshot: in REPEATABLE READ the transaction's
-	 * may predate a cancellation that committed before we got the locks.
-	 */
-	arg = taskq_text_array_datum(names);
-	PushActiveSnapshot(GetLatestSnapshot());
-	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
-	PopActiveSnapshot();
-	for (uint64 i = 0; i < SPI_processed; i++)
-		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
-	return cancelled;
+	return taskq_lock_workflows(names);
 }
 
 /* Abort at once the batch's tasks whose workflow was cancelled. */

@@ -120,6 +120,7 @@ extern int	taskq_sweep_expired(void);
  */
 extern void taskq_lock_dependency_graph(void);
 extern void taskq_lock_workflow(const char *workflow, bool exclusive);
+extern List *taskq_lock_workflows(List *names);
 extern void taskq_check_no_cycle_through(const char *id);
 extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
 
