@@ -180,7 +180,9 @@ tq_private_root() {
 # private copy: taskq.so is built with AddressSanitizer and UBSan but the
 # server is not, so every server process must preload the ASan runtime.
 # The copy's postgres becomes a script that sets that up and runs the real
-# binary (pg_ctl, initdb and the TAP tests' clusters all start it).  ASan
+# binary (pg_ctl, initdb and the TAP tests' clusters all start it) under the
+# script's name, so that the postmaster records the script as its program
+# in postmaster.opts and pg_ctl restart goes through it again.  ASan
 # writes its reports to $TQ_WORK/log/sanitizer.* and aborts the process;
 # UBSan reports go to the server log ("runtime error:") and abort too.
 tq_sanitizer_wrap() {
@@ -190,13 +192,13 @@ tq_sanitizer_wrap() {
     gcc -shared -fPIC -O2 -o "$shim" "$TQ_WORK/src/test/bin/asan_shim.c" || return 1
     [[ -f $bin/postgres.real ]] || mv "$bin/postgres" "$bin/postgres.real"
     cat >"$bin/postgres" <<EOF
-#!/bin/sh
+#!/bin/bash
 # postgres with the ASan runtime preloaded (test/bin/lib.sh, make check-asan)
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0:log_path=$TQ_WORK/log/sanitizer.asan
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$TQ_WORK/log/sanitizer.ubsan
 LD_PRELOAD=$asan:$shim\${LD_PRELOAD:+:\$LD_PRELOAD}
 export ASAN_OPTIONS UBSAN_OPTIONS LD_PRELOAD
-exec "$bin/postgres.real" "\$@"
+exec -a "$bin/postgres" "$bin/postgres.real" "\$@"
 EOF
     chmod 755 "$bin/postgres" "$shim"
     "$bin/postgres" -V >/dev/null || { tq_warn "the wrapped postgres does not start"; return 1; }

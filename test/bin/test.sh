@@ -304,8 +304,8 @@ sanitizer_selftest() {
 sanitizer_reports() {
     local reports
     reports=$( { ls "$TQ_WORK"/log/sanitizer.* 2>/dev/null
-                 grep -rlE 'runtime error:|ERROR: AddressSanitizer' "$TQ_WORK/log" "$SRC/tmp_check" \
-                     --include='*.log' 2>/dev/null; } | sort -u)
+                 grep -rlE 'runtime error:|ERROR: AddressSanitizer|ASan runtime does not come first' \
+                     "$TQ_WORK/log" "$SRC/tmp_check" --include='*.log' 2>/dev/null; } | sort -u || true)
     if [[ -z $reports ]]; then
         add 1 0
         line sanitizer "no ASan or UBSan report"
