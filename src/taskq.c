@@ -27,6 +27,7 @@ void		_PG_init(void);
 
 static bool taskq_background_worker = true;
 bool		taskq_async_claims = true;
+bool		taskq_announce_progress = false;
 
 void
 _PG_init(void)
@@ -70,6 +71,13 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	taskq_acl_define_settings();	/* taskq.worker_role */
+	DefineCustomBoolVariable("taskq.announce_progress",
+							 "Announces job progress with NOTIFY taskq_progress, '<job id>'.",
+							 "Off by default: every LISTENer of the database sees the payload, and job ids may reveal data; ready work is announced by action name only.",
+							 &taskq_announce_progress,
+							 false,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("taskq");
 
 	if (process_shared_preload_libraries_in_progress)

@@ -131,6 +131,7 @@ extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
  */
 extern int	taskq_notify_interval;
 extern bool taskq_async_claims;
+extern bool taskq_announce_progress;
 extern int	taskq_worker_naptime;
 extern int	taskq_retention;
 extern void taskq_register_launcher(void);

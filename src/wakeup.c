@@ -90,14 +90,17 @@ taskq_note_ready(const char *action)
 }
 
 /*
- * The current transaction reported progress of this job.  (On overflow the
+ * The current transaction reported progress of this job, to be announced
+ * if taskq.announce_progress is on.  (On overflow the
  * worker announces every action with ready work, but no progress: progress
  * announcements are a convenience; the job's row is the truth.)
  */
 void
 taskq_note_progress(const char *job)
 {
-	note_announcement('j', job);
+	/* job ids may say something about the data: only when asked for */
+	if (taskq_announce_progress)
+		note_announcement('j', job);
 }
 
 /* Merge one action into a slot's pending set; caller holds the lock. */

@@ -593,6 +593,11 @@ BEGIN
         RAISE EXCEPTION 'argument "action" must not be null or empty'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
     IF max_tries OPERATOR(pg_catalog.<) 1 THEN
         RAISE EXCEPTION 'argument "max_tries" must be at least 1, or null for unlimited tries'
             USING ERRCODE = 'invalid_parameter_value';
