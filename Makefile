@@ -50,7 +50,7 @@ endif
 # the shared-memory layout.
 $(OBJS): $(wildcard src/*.h)
 
-.PHONY: test check-asan demo deps bench
+.PHONY: test check-asan demo deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:
 	bash test/bin/test.sh
@@ -64,6 +64,15 @@ check-asan:
 # The examples with real concurrent workers on a throwaway cluster.
 demo:
 	bash test/bin/demo.sh
+
+# Longer runs than make test (every suite, with the long part stretched):
+# 100 kill -9 / immediate-stop iterations under load; an hour of sqlsmith
+# and ten minutes of the taskq fuzzer.
+crash-loop:
+	TASKQ_CRASH_ITERATIONS=100 TASKQ_FILE_TIMEOUT=5400 bash test/bin/test.sh
+
+fuzz:
+	TASKQ_SQLSMITH_SECONDS=3600 TASKQ_FUZZ_SECONDS=600 TASKQ_FILE_TIMEOUT=4500 bash test/bin/test.sh
 
 # Throughput and latency against the hand-written queue, same run (bench/).
 bench:

@@ -14,7 +14,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use TaskqTAP;
 
-my $iterations = 10;
+my $iterations = $ENV{TASKQ_CRASH_ITERATIONS} // 10;    # make crash-loop: more
 
 my $node = taskq_node('crash', conf => "taskq.worker_naptime = '200ms'\n");
 $node->safe_psql('postgres', 'CREATE EXTENSION amcheck');
