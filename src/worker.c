@@ -55,11 +55,15 @@ int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
 
-/* Delayed tasks whose time came since the last look. */
+/*
+ * Delayed tasks whose time came since the last look (a task that was never
+ * delayed was announced by its producer).
+ */
 static TaskqPlan came_due_plan = {
 	"SELECT DISTINCT action FROM taskq.tasks"
 	" WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 	"   AND num_signals OPERATOR(pg_catalog.=) 0"
+	"   AND not_before OPERATOR(pg_catalog.>) created_at"
 	"   AND not_before OPERATOR(pg_catalog.>) $1"
 	"   AND not_before OPERATOR(pg_catalog.<=) $2",
 	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
@@ -72,6 +76,7 @@ static TaskqPlan next_deadlines_plan = {
 	"       (SELECT pg_catalog.min(not_before) FROM taskq.tasks"
 	"         WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 	"           AND num_signals OPERATOR(pg_catalog.=) 0"
+	"           AND not_before OPERATOR(pg_catalog.>) created_at"
 	"           AND not_before OPERATOR(pg_catalog.>) $1)",
 	1, {TIMESTAMPTZOID}
 };

@@ -148,11 +148,14 @@ CREATE INDEX tasks_ready_idx ON taskq.tasks
 -- Leases, earliest deadline first: the expiry sweep reads its head only.
 CREATE INDEX tasks_lease_idx ON taskq.tasks (action_deadline)
     WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status;
--- Ready-or-delayed tasks by not_before: the worker finds delayed tasks
--- whose time came, and the next one to come, with a range scan.
+-- Delayed tasks by not_before: the worker finds those whose time came, and
+-- the next one to come, with a range scan.  Only tasks that were delayed
+-- (not_before after their insertion: a future not_before, or a retry's
+-- backoff) are in it, so an ordinary enqueue costs no entry here.
 CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
     WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
-      AND num_signals OPERATOR(pg_catalog.=) 0;
+      AND num_signals OPERATOR(pg_catalog.=) 0
+      AND not_before OPERATOR(pg_catalog.>) created_at;
 -- Finished tasks by age, for retention.
 CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
     WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
