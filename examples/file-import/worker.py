@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""worker.py: a taskq worker for the file-import story (the job-progress seed).
+
+The loop: own one ready task of our actions with a lease (own_tasks), dispatch
+on its action, and return it (return_task) in the same transaction as the
+task's own writes.  While idle, sleep until a NOTIFY on channel "taskq" (or
+half a second).
+
+  create-job      read the file's row count, set_job_item_count, then insert
+                  one process-item per row plus the job-completed join with
+                  taskq.chord (every task carries "workflow": the job id)
+  process-item    "import" the row (a tiny bit of work), record it in
+                  import_demo.processed, report_progress, return completed
+  job-completed   runs once every process-item completed (the chord's join):
+                  marks the job done in import_demo.jobs_done
+
+A worker whose lease was taken over gets TQ001 from return_task and its
+transaction rolls back: the row is not recorded, the progress not counted.
+So every row is processed exactly once, and item_progress is exact.
+"""
+
+import argparse
+import os
+import random
+import select
+import signal
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import psycopg2
+from psycopg2.extras import Json
+
+from common import ACTIONS, INVALID_TOKEN, completed_id, connect, item_id, log, transaction
+
+LEASE = 5.0                 # seconds of ownership granted by own_tasks
+
+
+class Worker:
+    def __init__(self, name, work_ms):
+        self.name = name
+        self.actor = f"{name}/{os.getpid()}"
+        self.work_ms = work_ms
+        self.stopping = False
+        self.stats = Counter()
+        self.conn = connect(f"file-import {name}")
+        with self.conn.cursor() as cur:
+            cur.execute("LISTEN taskq")
+        self.conn.commit()
+
+    def run(self):
+        handlers = {"create-job": self.create_job, "process-item": self.process_item,
+                    "job-completed": self.job_completed}
+        while not self.stopping:
+            task = self.own()
+            if task is None:
+                self.idle(0.5)
+                continue
+            try:
+                handlers[task.action](task)
+                self.stats[task.action] += 1
+            except psycopg2.Error as e:
+                if e.pgcode != INVALID_TOKEN:
+                    raise
+                self.stats["leases lost"] += 1
+                log(self.name, f"lost {task.id}: {e.diag.message_primary}")
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
+        log(self.name, f"stopped: {summary}")
+
+    def own(self):
+        def claim(cur):
+            cur.execute("SELECT id, token, action, body, num_tries"
+                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
+                        (self.actor, ACTIONS, LEASE))
+            return cur.fetchone()
+        row = transaction(self.conn, claim)
+        if row is None:
+            return None
+        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
+
+    def idle(self, seconds):
+        """Sleep until taskq notifies that tasks became ready, or for seconds."""
+        if select.select([self.conn], [], [], seconds)[0]:
+            self.conn.poll()
+            self.conn.notifies.clear()
+
+    def complete(self, cur, task, status="done"):
+        cur.execute("SELECT taskq.return_task(%s, %s, %s, 'completed')",
+                    (task.id, task.token, status))
+
+    # ---- the seed's handlers ---------------------------------------------------
+
+    def create_job(self, task):
+        job = task.body["job"]
+
+        def txn(cur):
+            cur.execute("SELECT line_no FROM import_demo.file_rows WHERE job_id = %s"
+                        " ORDER BY line_no", (job,))
+            lines = [r[0] for r in cur.fetchall()]
+            cur.execute("SELECT taskq.set_job_item_count(%s, %s, %s)",
+                        (task.id, task.token, len(lines)))
+            items = [{"id": item_id(job, n), "action": "process-item", "workflow": job,
+                      "body": {"job": job, "line": n}} for n in lines]
+            join = {"id": completed_id(job), "action": "job-completed", "workflow": job,
+                    "body": {"job": job}}
+            cur.execute("SELECT taskq.chord(%s, %s)", (Json(items), Json(join)))
+            self.complete(cur, task, f"{len(lines)} items queued")
+            return len(lines)
+        n = transaction(self.conn, txn)
+        log(self.name, f"{job}: {task.body['file']} has {n} rows: queued {n} process-item"
+                       f" + {completed_id(job)}")
+
+    def process_item(self, task):
+        job, line = task.body["job"], task.body["line"]
+
+        def txn(cur):
+            cur.execute("SELECT content FROM import_demo.file_rows"
+                        " WHERE job_id = %s AND line_no = %s", (job, line))
+            content = cur.fetchone()[0]
+            time.sleep(self.work_ms / 1000 * random.uniform(0.5, 1.5))   # "import" the row
+            cur.execute("INSERT INTO import_demo.processed (job_id, line_no, actor)"
+                        " VALUES (%s, %s, %s)", (job, line, self.actor))
+            cur.execute("SELECT taskq.report_progress(%s, %s)", (task.id, task.token))
+            self.complete(cur, task, f"imported {content.split(',')[0]}")
+        transaction(self.conn, txn)
+
+    def job_completed(self, task):
+        job = task.body["job"]
+
+        def txn(cur):
+            cur.execute("INSERT INTO import_demo.jobs_done (job_id, actor) VALUES (%s, %s)",
+                        (job, self.actor))
+            self.complete(cur, task, "job done")
+        transaction(self.conn, txn)
+        log(self.name, f"{job}: job completed")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", default="worker")
+    ap.add_argument("--work-ms", type=float, default=20.0,
+                    help="mean milliseconds of work per row (default 20)")
+    args = ap.parse_args()
+    worker = Worker(args.name, args.work_ms)
+
+    def stop(signum, frame):
+        worker.stopping = True
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    worker.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""worker.py: a taskq worker for the site-manager story (the status-driven seed).
+
+The loop: own one ready task of our actions with a lease (own_tasks), do the
+step's work (sleep a little), then in one transaction:
+
+  1. lock the site's status row (FOR NO KEY UPDATE) and read its state;
+  2. state not 'creating' (the site is being deleted): return the task
+     'aborted', record nothing;
+  3. otherwise, with FAIL_RATE chance (only before the last try: the faults
+     are transient) the step fails: record a 'failed' execution and return
+     'pending' (the action policy retries it after 0.2 s, 0.4 s, 0.8 s ...);
+  4. otherwise set the step's flag (mark-running: state 'running'), record
+     an 'ok' execution and return 'completed'.
+
+The deletion updates the same row in the transaction that calls
+cancel_workflow, so a step either commits before the deletion or sees
+'deleting' and does nothing; and taskq never hands out a task of a
+cancelled workflow again.  The seed's status check and taskq's cancellation
+both say no; either alone would do here.
+"""
+
+import argparse
+import os
+import random
+import select
+import signal
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import psycopg2
+
+from common import ACTIONS, INVALID_TOKEN, connect, log, transaction
+
+LEASE = 5.0                 # seconds of ownership granted by own_tasks
+MAX_TRIES = 8               # as in the action policy (schema.sql)
+FLAG = {"save-metadata": "metadata_ready", "create-fs": "fs_ready", "create-db": "db_ready",
+        "bootstrap": "bootstrapped"}
+
+
+class Worker:
+    def __init__(self, name, fail_rate):
+        self.name = name
+        self.actor = f"{name}/{os.getpid()}"
+        self.fail_rate = fail_rate
+        self.stopping = False
+        self.stats = Counter()
+        self.conn = connect(f"site-manager {name}")
+        with self.conn.cursor() as cur:
+            cur.execute("LISTEN taskq")
+        self.conn.commit()
+
+    def run(self):
+        while not self.stopping:
+            task = self.own()
+            if task is None:
+                self.idle(0.5)
+                continue
+            try:
+                self.stats[self.handle(task)] += 1
+            except psycopg2.Error as e:
+                if e.pgcode != INVALID_TOKEN:
+                    raise
+                self.stats["leases lost"] += 1
+                log(self.name, f"lost {task.id}: {e.diag.message_primary}")
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
+        log(self.name, f"stopped: {summary}")
+
+    def own(self):
+        def claim(cur):
+            cur.execute("SELECT id, token, action, body, num_tries"
+                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
+                        (self.actor, ACTIONS, LEASE))
+            return cur.fetchone()
+        row = transaction(self.conn, claim)
+        if row is None:
+            return None
+        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
+
+    def idle(self, seconds):
+        """Sleep until taskq notifies that tasks became ready, or for seconds."""
+        if select.select([self.conn], [], [], seconds)[0]:
+            self.conn.poll()
+            self.conn.notifies.clear()
+
+    def handle(self, task):
+        site = task.body["site"]
+        time.sleep(random.uniform(0.1, 0.3))          # the step's work
+        fails = task.tries < MAX_TRIES and random.random() < self.fail_rate
+
+        def txn(cur):
+            cur.execute("SELECT state FROM site_demo.sites WHERE site_id = %s FOR NO KEY UPDATE",
+                        (site,))
+            state = cur.fetchone()[0]
+            if state != "creating":
+                cur.execute("SELECT taskq.return_task(%s, %s, %s, 'aborted')",
+                            (task.id, task.token, f"site is {state}"))
+                return f"skipped ({state})"
+            if fails:
+                outcome, code, status = "failed", "pending", f"try {task.tries} failed"
+            else:
+                outcome, code, status = "ok", "completed", "done"
+                if task.action == "mark-running":
+                    cur.execute("UPDATE site_demo.sites SET state = 'running',"
+                                " running_at = clock_timestamp() WHERE site_id = %s"
+                                " AND metadata_ready AND fs_ready AND db_ready AND bootstrapped",
+                                (site,))
+                    if cur.rowcount != 1:
+                        raise RuntimeError(f"{task.id}: a step is not done")
+                else:
+                    cur.execute(f"UPDATE site_demo.sites SET {FLAG[task.action]} = true"
+                                " WHERE site_id = %s", (site,))
+            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
+                        (task.id, task.token, status, code))
+            cur.execute("INSERT INTO site_demo.executions"
+                        " (site_id, task_id, action, outcome, try, actor)"
+                        " VALUES (%s, %s, %s, %s, %s, %s)",
+                        (site, task.id, task.action, outcome, task.tries, self.actor))
+            return outcome
+        outcome = transaction(self.conn, txn)
+        if outcome.startswith("skipped"):
+            log(self.name, f"{task.id} try {task.tries}: {outcome}, aborted it")
+        return outcome
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", default="worker")
+    ap.add_argument("--fail-rate", type=float, default=0.3,
+                    help="chance that a try fails (default 0.3)")
+    args = ap.parse_args()
+    worker = Worker(args.name, args.fail_rate)
+
+    def stop(signum, frame):
+        worker.stopping = True
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    worker.run()
+
+
+if __name__ == "__main__":
+    main()
