@@ -317,10 +317,55 @@ sanitizer_reports() {
     fi
 }
 
+# Every examples/*/run.sh against the cluster, as make demo runs them: one
+# test each, passed when the example's own end-state check passes.
+suite_examples() {
+    local script dir name out rc t0 ok=0 bad=0 db=taskq_examples
+    local -a scripts=()
+    for script in examples/*/run.sh; do [[ -f $script ]] && scripts+=("$script"); done
+    if [[ ${#scripts[@]} -eq 0 ]]; then line examples "skipped (no examples/*/run.sh)"; return; fi
+    t0=$(tq_now)
+    out=$TQ_WORK/log/examples-setup.out
+    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
+        tq_psql "$db" -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
+        add 0 1
+        line examples "0 ok, 1 failed (setup)"
+        show "$out" 40
+        return
+    fi
+    for script in "${scripts[@]}"; do
+        dir=$(dirname "$script")
+        name=$(basename "$dir")
+        out=$TQ_WORK/log/example-$name.out
+        rc=0
+        (cd "$dir" && tq_run_as_user "$out" env \
+            PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" PGDATABASE="$db" PGUSER="$TQ_DBUSER" \
+            PGDATA="$TQ_PGDATA" TASKQ_PGLOG="$TQ_PGLOG" \
+            timeout -k 10 "$FILE_TIMEOUT" bash ./run.sh) || rc=$?
+        if [[ $rc -eq 0 ]]; then
+            ok=$((ok + 1))
+            printf '   %-40s ok\n' "examples/$name"
+        else
+            bad=$((bad + 1))
+            printf '   %-40s FAILED (exit %s)\n' "examples/$name" "$rc"
+            show_tail "$out" 60
+        fi
+    done
+    add "$ok" "$bad"
+    line examples "$ok ok, $bad failed ($(elapsed "$t0"))"
+}
+
+show_tail() {
+    [[ -s $1 ]] || return 0
+    echo "--- last ${2:-60} lines of $(basename "$1"):"
+    tail -n "${2:-60}" "$1"
+}
+
 suite_static
 suite_regress
 suite_isolation
 suite_pgtap
+suite_examples
 check_server_log
 tq_cluster_stop
 [[ $SANITIZE == 1 ]] && sanitizer_selftest
