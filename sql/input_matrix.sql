@@ -54,7 +54,8 @@ INSERT INTO m_valid VALUES
   ('set_action_policy', ARRAY[$$'m'$$, '3', $$'{"delay": "1 s"}'$$]),
   ('create_job', ARRAY[$$'m-job2'$$, $$'[{"id": "m-jt2", "action": "m"}]'$$, '3']),
   ('report_progress', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '1']),
-  ('set_job_item_count', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '10']);
+  ('set_job_item_count', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '10']),
+  ('job_state', ARRAY[$$'m-job'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);

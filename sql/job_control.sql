@@ -202,6 +202,8 @@ SELECT taskq.report_progress('import-1/row-3', (SELECT token FROM public.tokens 
 SELECT ret('import-1/row-3', 'completed');
 SELECT n, id FROM public.own('w', 1, '{job-completed}');
 SELECT id, state, item_count, item_progress FROM taskq.job_states;
+SELECT state, item_count, item_progress FROM taskq.job_state('import-1');
+SELECT expect_error($$SELECT taskq.job_state('no-such-job')$$);
 SELECT ret('import-1/done', 'completed');
 SELECT id, state, item_count, item_progress FROM taskq.job_states;
 -- A job with an aborted task is aborted; so is a cancelled one.

@@ -665,6 +665,30 @@ SELECT j.id,
 COMMENT ON VIEW taskq.job_states IS
     'each job''s state (waiting, running, completed, aborted) and item counters, for a page to poll';
 
+CREATE FUNCTION taskq.job_state(id text)
+RETURNS taskq.job_states
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r taskq.job_states;
+BEGIN
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO r FROM taskq.job_states AS j WHERE j.id OPERATOR(pg_catalog.=) job_state.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job "%" does not exist', job_state.id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION taskq.job_state(text) IS
+    'one job''s state (waiting, running, completed, aborted) and item counters, for a page to poll';
+
 CREATE FUNCTION taskq.create_job(id text, tasks jsonb DEFAULT '[]', item_count integer DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -766,7 +790,8 @@ GRANT EXECUTE ON FUNCTION
     taskq.insert_tasks_if_absent(jsonb),
     taskq.cancel_tasks(text[]),
     taskq.cancel_workflow(text),
-    taskq.create_job(text, jsonb, integer)
+    taskq.create_job(text, jsonb, integer),
+    taskq.job_state(text)
     TO taskq_producer, taskq_admin;
 
 GRANT EXECUTE ON FUNCTION
