@@ -18,24 +18,10 @@ FAIL_RATE=${FAIL_RATE:-0.15}
 STALL_RATE=${STALL_RATE:-0.005}
 TIMEOUT=${TIMEOUT:-90}           # seconds for the exports to finish
 
-die() { echo "branch-export: $*" >&2; exit 1; }
-
-# ---- requirements -----------------------------------------------------------
-command -v psql >/dev/null || die "psql not found (Debian package postgresql-client-15)"
-PYTHON=""
-for py in python3 /usr/bin/python3; do
-    command -v "$py" >/dev/null || continue
-    if "$py" -c 'import psycopg2' 2>/dev/null; then PYTHON=$py; break; fi
-done
-if [[ -z $PYTHON ]]; then
-    command -v python3 >/dev/null || die "python3 not found (Debian package python3)"
-    die "python module psycopg2 not found (Debian package python3-psycopg2)"
-fi
-
-PSQL=(psql -X -q -v ON_ERROR_STOP=1)
-"${PSQL[@]}" -c 'SELECT 1' >/dev/null || die "cannot connect (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} PGDATABASE=${PGDATABASE:-})"
-[[ $("${PSQL[@]}" -At -c "SELECT count(*) FROM pg_extension WHERE extname = 'taskq'") == 1 ]] ||
-    die "extension taskq is not installed in database ${PGDATABASE:-?}: CREATE EXTENSION taskq"
+EXAMPLE=branch-export
+# ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 "${PSQL[@]}" -f schema.sql
 
