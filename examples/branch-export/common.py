@@ -1,14 +1,17 @@
-"""Shared by producer.py, worker.py: connection, transactions, task ids.
+"""Shared by producer.py, worker.py: the demo's actions, SQLSTATEs and task ids;
+and, from ../taskq_worker.py, connection, transactions, logging, the worker loop.
 
 Connection parameters come from the usual libpq variables (PGHOST, PGPORT,
 PGDATABASE, PGUSER, ...).
 """
 
-import random
-import time
+import os
+import sys
 
-import psycopg2
-import psycopg2.extras
+# The examples' shared module, ../taskq_worker.py, re-exported from here: every
+# script of the example imports common, so it runs alone too (python3 worker.py).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from taskq_worker import LeaseLost, Worker, connect, log, transaction  # noqa: E402,F401
 
 # Every action of the demo.  The story's per-branch tasks use the action name as
 # the id prefix: next-export-{branch} has action next-export.
@@ -19,8 +22,6 @@ ALL_ACTIONS = BRANCH_ACTIONS + OBJECT_ACTIONS
 # SQLSTATEs of taskq (docs/semantics.md) and PostgreSQL that the demo handles.
 FOREIGN_KEY_VIOLATION = "23503"   # a task named does not exist
 NOT_IN_PREREQUISITE_STATE = "55000"  # owned, started, finished, aborted
-INVALID_TOKEN = "TQ001"           # our lease was taken over by another worker
-RETRYABLE = ("40P01", "40001")    # deadlock, serialization failure
 
 
 def next_export_id(branch):
@@ -33,31 +34,3 @@ def start_export_id(branch):
 
 def done_export_id(branch):
     return f"done-export-{branch}"
-
-
-def connect(application_name):
-    conn = psycopg2.connect("", application_name=application_name)
-    psycopg2.extras.register_default_jsonb(conn)
-    return conn
-
-
-def transaction(conn, fn, attempts=8):
-    """Run fn(cursor) in one transaction and commit; retry it on deadlock or
-    serialization failure (PostgreSQL's advice for 40P01/40001).  Any other
-    error is rolled back and raised."""
-    for attempt in range(1, attempts + 1):
-        try:
-            with conn.cursor() as cur:
-                result = fn(cur)
-            conn.commit()
-            return result
-        except psycopg2.Error as e:
-            conn.rollback()
-            if e.pgcode in RETRYABLE and attempt < attempts:
-                time.sleep(random.uniform(0.005, 0.05) * attempt)
-                continue
-            raise
-
-
-def log(who, message):
-    print(f"{who:>10}: {message}", flush=True)

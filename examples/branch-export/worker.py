@@ -37,18 +37,13 @@ Both only before a task's last try: the demo's faults are transient.
 """
 
 import argparse
-import os
 import random
-import select
-import signal
 import time
 from collections import Counter
-from types import SimpleNamespace
 
-import psycopg2
 from psycopg2.extras import Json
 
-from common import INVALID_TOKEN, connect, done_export_id, log, start_export_id, transaction
+from common import LeaseLost, Worker, done_export_id, log, start_export_id, transaction
 
 ACTIONS = ["next-export", "start-export", "export-copy", "export-delete", "export-success",
            "export-manifest"]
@@ -57,27 +52,12 @@ COPY_MAX_TRIES = 3
 PRIORITY = {"start-export": 5, "export-success": 10, "export-manifest": 1}
 
 
-class LeaseLost(Exception):
-    """Another worker owns the task now."""
-
-
-class Worker:
+class ExportWorker(Worker):
     def __init__(self, name, fail_rate, stall_rate):
-        self.name = name
-        self.actor = f"{name}/{os.getpid()}"
+        super().__init__(name, f"branch-export {name}", ACTIONS, LEASE)
         self.fail_rate = fail_rate
         self.stall_rate = stall_rate
-        self.stopping = False
-        self.stats = Counter()
-        self.conn = connect(f"branch-export {name}")
-        with self.conn.cursor() as cur:
-            cur.execute("LISTEN taskq")
-        self.conn.commit()
-
-    # ---- the loop ------------------------------------------------------------
-
-    def run(self):
-        handlers = {
+        self.handlers = {
             "next-export": self.next_export,
             "start-export": self.start_export,
             "export-copy": self.copy,
@@ -85,41 +65,23 @@ class Worker:
             "export-success": self.success,
             "export-manifest": self.manifest,
         }
-        while not self.stopping:
-            task = self.own()
-            if task is None:
-                self.idle(0.5)
-                continue
-            try:
-                handlers[task.action](task)
-            except LeaseLost as e:
-                self.stats["leases lost"] += 1
-                log(self.name, f"lost {task.id}: {e}")
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        log(self.name, f"stopped: {summary}")
+
+    # ---- the loop (taskq_worker.Worker.run) -----------------------------------
+
+    def handle(self, task):
+        self.handlers[task.action](task)
 
     def own(self):
-        def claim(cur):
-            cur.execute("SELECT id, token, action, body, num_tries"
-                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
-                        (self.actor, ACTIONS, LEASE))
-            return cur.fetchone()
-        row = transaction(self.conn, claim)
-        if row is None:
-            return None
-        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3],
-                               tries=row[4], heartbeat=time.monotonic())
-
-    def idle(self, seconds):
-        """Sleep until taskq notifies that tasks became ready, or for seconds."""
-        if select.select([self.conn], [], [], seconds)[0]:
-            self.conn.poll()
-            self.conn.notifies.clear()
+        task = super().own()
+        if task is not None:
+            task.heartbeat = time.monotonic()       # the lease was granted now
+        return task
 
     def finish(self, task, writes=None, path=None, code="completed", status="done",
                fence=False):
         """In one transaction: the task's writes, its event row (when completed)
-        and return_task.  Raises LeaseLost when our token is no longer valid.
+        and return_task.  Raises psycopg2.Error TQ001 when our token is no
+        longer valid (the loop counts the lease as lost).
 
         fence: first check that the task's export is still current; if it is
         not, abort the task instead, without writing."""
@@ -139,12 +101,7 @@ class Worker:
             cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
                         (task.id, task.token, status, code))
             return code
-        try:
-            result = transaction(self.conn, txn)
-        except psycopg2.Error as e:
-            if e.pgcode == INVALID_TOKEN:
-                raise LeaseLost(e.diag.message_primary) from None
-            raise
+        result = transaction(self.conn, txn)
         self.stats[f"{task.action} {result}"] += 1
         if result == "abandoned":
             log(self.name, f"{task.id}: export {task.body['commit']} was abandoned, task aborted")
@@ -352,13 +309,7 @@ def main():
                     help="chance that a copy try stalls past its lease (default 0.005)")
     args = ap.parse_args()
 
-    worker = Worker(args.name, args.fail_rate, args.stall_rate)
-
-    def stop(signum, frame):
-        worker.stopping = True
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    worker.run()
+    ExportWorker(args.name, args.fail_rate, args.stall_rate).run()
 
 
 if __name__ == "__main__":

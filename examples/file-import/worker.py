@@ -20,69 +20,26 @@ So every row is processed exactly once, and item_progress is exact.
 """
 
 import argparse
-import os
 import random
-import select
-import signal
 import time
-from collections import Counter
-from types import SimpleNamespace
 
-import psycopg2
 from psycopg2.extras import Json
 
-from common import ACTIONS, INVALID_TOKEN, completed_id, connect, item_id, log, transaction
+from common import ACTIONS, Worker, completed_id, item_id, log, transaction
 
 LEASE = 5.0                 # seconds of ownership granted by own_tasks
 
 
-class Worker:
+class ImportWorker(Worker):
     def __init__(self, name, work_ms):
-        self.name = name
-        self.actor = f"{name}/{os.getpid()}"
+        super().__init__(name, f"file-import {name}", ACTIONS, LEASE)
         self.work_ms = work_ms
-        self.stopping = False
-        self.stats = Counter()
-        self.conn = connect(f"file-import {name}")
-        with self.conn.cursor() as cur:
-            cur.execute("LISTEN taskq")
-        self.conn.commit()
+        self.handlers = {"create-job": self.create_job, "process-item": self.process_item,
+                         "job-completed": self.job_completed}
 
-    def run(self):
-        handlers = {"create-job": self.create_job, "process-item": self.process_item,
-                    "job-completed": self.job_completed}
-        while not self.stopping:
-            task = self.own()
-            if task is None:
-                self.idle(0.5)
-                continue
-            try:
-                handlers[task.action](task)
-                self.stats[task.action] += 1
-            except psycopg2.Error as e:
-                if e.pgcode != INVALID_TOKEN:
-                    raise
-                self.stats["leases lost"] += 1
-                log(self.name, f"lost {task.id}: {e.diag.message_primary}")
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        log(self.name, f"stopped: {summary}")
-
-    def own(self):
-        def claim(cur):
-            cur.execute("SELECT id, token, action, body, num_tries"
-                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
-                        (self.actor, ACTIONS, LEASE))
-            return cur.fetchone()
-        row = transaction(self.conn, claim)
-        if row is None:
-            return None
-        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
-
-    def idle(self, seconds):
-        """Sleep until taskq notifies that tasks became ready, or for seconds."""
-        if select.select([self.conn], [], [], seconds)[0]:
-            self.conn.poll()
-            self.conn.notifies.clear()
+    def handle(self, task):
+        self.handlers[task.action](task)
+        self.stats[task.action] += 1
 
     def complete(self, cur, task, status="done"):
         cur.execute("SELECT taskq.return_task(%s, %s, %s, 'completed')",
@@ -141,13 +98,7 @@ def main():
     ap.add_argument("--work-ms", type=float, default=20.0,
                     help="mean milliseconds of work per row (default 20)")
     args = ap.parse_args()
-    worker = Worker(args.name, args.work_ms)
-
-    def stop(signum, frame):
-        worker.stopping = True
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    worker.run()
+    ImportWorker(args.name, args.work_ms).run()
 
 
 if __name__ == "__main__":

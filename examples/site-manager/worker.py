@@ -21,17 +21,10 @@ both say no; either alone would do here.
 """
 
 import argparse
-import os
 import random
-import select
-import signal
 import time
-from collections import Counter
-from types import SimpleNamespace
 
-import psycopg2
-
-from common import ACTIONS, INVALID_TOKEN, connect, log, transaction
+from common import ACTIONS, Worker, log, transaction
 
 LEASE = 5.0                 # seconds of ownership granted by own_tasks
 MAX_TRIES = 8               # as in the action policy (schema.sql)
@@ -39,50 +32,10 @@ FLAG = {"save-metadata": "metadata_ready", "create-fs": "fs_ready", "create-db":
         "bootstrap": "bootstrapped"}
 
 
-class Worker:
+class SiteWorker(Worker):
     def __init__(self, name, fail_rate):
-        self.name = name
-        self.actor = f"{name}/{os.getpid()}"
+        super().__init__(name, f"site-manager {name}", ACTIONS, LEASE)
         self.fail_rate = fail_rate
-        self.stopping = False
-        self.stats = Counter()
-        self.conn = connect(f"site-manager {name}")
-        with self.conn.cursor() as cur:
-            cur.execute("LISTEN taskq")
-        self.conn.commit()
-
-    def run(self):
-        while not self.stopping:
-            task = self.own()
-            if task is None:
-                self.idle(0.5)
-                continue
-            try:
-                self.stats[self.handle(task)] += 1
-            except psycopg2.Error as e:
-                if e.pgcode != INVALID_TOKEN:
-                    raise
-                self.stats["leases lost"] += 1
-                log(self.name, f"lost {task.id}: {e.diag.message_primary}")
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        log(self.name, f"stopped: {summary}")
-
-    def own(self):
-        def claim(cur):
-            cur.execute("SELECT id, token, action, body, num_tries"
-                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
-                        (self.actor, ACTIONS, LEASE))
-            return cur.fetchone()
-        row = transaction(self.conn, claim)
-        if row is None:
-            return None
-        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
-
-    def idle(self, seconds):
-        """Sleep until taskq notifies that tasks became ready, or for seconds."""
-        if select.select([self.conn], [], [], seconds)[0]:
-            self.conn.poll()
-            self.conn.notifies.clear()
 
     def handle(self, task):
         site = task.body["site"]
@@ -121,7 +74,7 @@ class Worker:
         outcome = transaction(self.conn, txn)
         if outcome.startswith("skipped"):
             log(self.name, f"{task.id} try {task.tries}: {outcome}, aborted it")
-        return outcome
+        self.stats[outcome] += 1
 
 
 def main():
@@ -130,13 +83,7 @@ def main():
     ap.add_argument("--fail-rate", type=float, default=0.3,
                     help="chance that a try fails (default 0.3)")
     args = ap.parse_args()
-    worker = Worker(args.name, args.fail_rate)
-
-    def stop(signum, frame):
-        worker.stopping = True
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    worker.run()
+    SiteWorker(args.name, args.fail_rate).run()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""taskq_worker.py: what the examples share (examples/*/common.py re-export it).
+
+  connect(name)          a connection from the usual libpq variables (PGHOST,
+                         PGPORT, PGDATABASE, PGUSER, ...); jsonb comes back as dicts
+  transaction(conn, fn)  fn(cursor) in one transaction, committed; retried on
+                         deadlock or serialization failure
+  log(who, message)      one line on stdout, flushed
+  Worker                 the worker loop, for a subclass's handle(task):
+
+    LISTEN taskq; then, until SIGTERM or SIGINT (which let the current task
+    finish): own one ready task of our actions with a lease (own_tasks) and
+    hand it to handle(task); while idle, wait on the connection's socket for a
+    NOTIFY on channel "taskq", or half a second.  A task whose lease another
+    worker took over (TQ001 from taskq, or LeaseLost) is counted and logged,
+    not fatal.  On stopping, log the counts in self.stats.
+"""
+
+import os
+import random
+import select
+import signal
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import psycopg2
+import psycopg2.extras
+
+INVALID_TOKEN = "TQ001"           # our lease was taken over by another worker
+RETRYABLE = ("40P01", "40001")    # deadlock, serialization failure
+IDLE_WAIT = 0.5                   # seconds an idle worker waits for a NOTIFY
+
+
+def connect(application_name):
+    conn = psycopg2.connect("", application_name=application_name)
+    psycopg2.extras.register_default_jsonb(conn)
+    return conn
+
+
+def transaction(conn, fn, attempts=8):
+    """Run fn(cursor) in one transaction and commit; retry it on deadlock or
+    serialization failure (PostgreSQL's advice for 40P01/40001).  Any other
+    error is rolled back and raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with conn.cursor() as cur:
+                result = fn(cur)
+            conn.commit()
+            return result
+        except psycopg2.Error as e:
+            conn.rollback()
+            if e.pgcode in RETRYABLE and attempt < attempts:
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+                continue
+            raise
+
+
+def log(who, message):
+    print(f"{who:>10}: {message}", flush=True)
+
+
+class LeaseLost(Exception):
+    """Another worker owns the task now."""
+
+
+class Worker:
+    """Owns tasks of actions, one at a time, with a lease of lease seconds, as
+    actor "{name}/{pid}"; a subclass handles them in handle(task)."""
+
+    def __init__(self, name, application_name, actions, lease):
+        self.name = name
+        self.actor = f"{name}/{os.getpid()}"
+        self.actions = actions
+        self.lease = lease
+        self.stopping = False
+        self.stats = Counter()
+        self.conn = connect(application_name)
+        with self.conn.cursor() as cur:
+            cur.execute("LISTEN taskq")
+        self.conn.commit()
+
+    def handle(self, task):
+        """Do the task and return it (return_task): the subclass's work."""
+        raise NotImplementedError
+
+    def run(self):
+        def stop(signum, frame):
+            self.stopping = True
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        while not self.stopping:
+            task = self.own()
+            if task is None:
+                self.idle(IDLE_WAIT)
+                continue
+            try:
+                self.handle(task)
+            except LeaseLost as e:
+                self.lease_lost(task, e)
+            except psycopg2.Error as e:
+                if e.pgcode != INVALID_TOKEN:
+                    raise
+                self.lease_lost(task, e.diag.message_primary)
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
+        log(self.name, f"stopped: {summary}")
+
+    def lease_lost(self, task, why):
+        self.stats["leases lost"] += 1
+        log(self.name, f"lost {task.id}: {why}")
+
+    def own(self):
+        """One ready task of our actions, owned for self.lease seconds, or None:
+        id, token, action, body and tries (this try's number)."""
+        def claim(cur):
+            cur.execute("SELECT id, token, action, body, num_tries"
+                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
+                        (self.actor, self.actions, self.lease))
+            return cur.fetchone()
+        row = transaction(self.conn, claim)
+        if row is None:
+            return None
+        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
+
+    def idle(self, seconds):
+        """Sleep until taskq notifies that tasks became ready, or for seconds."""
+        if select.select([self.conn], [], [], seconds)[0]:
+            self.conn.poll()
+            self.conn.notifies.clear()
