@@ -25,7 +25,7 @@
 #include "shmem.h"
 #include "taskq.h"
 
-int			taskq_notify_interval = 5;	/* ms */
+int			taskq_notify_interval = 1;	/* ms */
 
 typedef struct ActionEntry
 {

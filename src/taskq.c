@@ -39,7 +39,7 @@ _PG_init(void)
 							"Shortest time between two notifications for the same action.",
 							"The background worker sends NOTIFY taskq, '<action>' at once for new ready work, then at most once per interval per action.",
 							&taskq_notify_interval,
-							5, 0, 60 * 1000,
+							1, 0, 60 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("taskq.worker_naptime",
