@@ -154,3 +154,24 @@ SELECT taskq.return_tasks(ARRAY['m9', 'm4'],
     ARRAY[(SELECT token FROM public.tokens WHERE id = 'm9'), (SELECT token FROM public.tokens WHERE id = 'm4')],
     ARRAY['nine', NULL], ARRAY['completed', 'completed']::taskq.status[]);
 SELECT id, status_code, status FROM public.tq WHERE id IN ('m4', 'm9');
+
+-- A batch completing several members of one join signals the join once
+-- with the sum: j1 gets its three signals (ready), j2 two of four (still
+-- blocked), and the spontaneous js completes and passes its signal on to jt.
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+SELECT taskq.insert_tasks($$[{"id": "j1", "action": "join"}, {"id": "j2", "action": "join"},
+    {"id": "jt", "action": "join"}, {"id": "js", "action": "join", "spontaneous": true, "to_signal_after": ["jt"]},
+    {"id": "b1", "action": "b", "to_signal_after": ["j1", "j2"]},
+    {"id": "b2", "action": "b", "to_signal_after": ["j1", "js"]},
+    {"id": "b3", "action": "b", "to_signal_after": ["j1", "j2", "js"]},
+    {"id": "b4", "action": "later", "to_signal_after": ["j2"]},
+    {"id": "b5", "action": "later", "to_signal_after": ["j2"]}]$$);
+SELECT id, num_signals, deps FROM public.tq WHERE action = 'join' ORDER BY id;
+SELECT n, id FROM public.own('w', 10, '{b}');
+SELECT taskq.return_tasks(ARRAY['b3', 'b1', 'b2'],
+    (SELECT array_agg(token ORDER BY array_position(ARRAY['b3', 'b1', 'b2'], id))
+       FROM public.tokens WHERE id IN ('b1', 'b2', 'b3')),
+    NULL, ARRAY['completed', 'completed', 'completed']::taskq.status[]);
+SELECT id, status_code, num_signals, deps FROM public.tq WHERE action = 'join' ORDER BY id;
+SELECT n, id FROM public.own('w', 10, '{join}');

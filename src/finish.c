@@ -12,9 +12,10 @@
  * it is spontaneous the queue completes it on the spot.
  *
  * Locking: the returned task's row is locked first; successors are then
- * locked one at a time, in id order within each task's successor list, so
- * that two completions signalling the same joins take their locks in the
- * same order.  A join row is the only row concurrent completions of its
+ * locked one at a time, in id order (within a task's successor list, or
+ * across a whole return_tasks batch, which also folds the signals one join
+ * gets from many members into one update), so that two completions
+ * signalling the same joins take their locks in the same order.  A join row is the only row concurrent completions of its
  * predecessors contend on.  The walk is iterative (a work list), so a long
  * chain of spontaneous tasks cannot exhaust the stack.
  *
@@ -44,13 +45,13 @@ static TaskqPlan finish_plan = {
 	3, {TEXTOID, TEXTOID, TEXTOID}
 };
 
-/* A predecessor completed: one signal less. */
+/* $2 predecessors completed: $2 signals less. */
 static TaskqPlan signal_plan = {
 	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) 1"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
 	" WHERE id OPERATOR(pg_catalog.=) $1"
 	" RETURNING num_signals, status_code::text, spontaneous, action",
-	1, {TEXTOID}
+	2, {TEXTOID, INT4OID}
 };
 
 /*
@@ -161,22 +162,30 @@ finish_row(const char *id, const char *code, const char *status)
 }
 
 /*
- * Signal the successors of a task that completed: one signal less each; a
- * pending successor whose last signal arrived is ready, or, if spontaneous,
- * goes on the work list to be completed by the queue.
+ * Signal the successors of completed tasks: one signal less for each time a
+ * successor appears in succs (sorted, so repeats are adjacent and each
+ * successor is updated once: a batch completing many members of one group
+ * writes its join once, not once per member).  A pending successor whose
+ * last signal arrived is ready, or, if spontaneous, goes on the work list
+ * to be completed by the queue.
  */
 static void
 signal_completed(List *succs, List **work)
 {
-	ListCell   *lc;
-
-	foreach(lc, succs)
+	for (int i = 0; i < list_length(succs);)
 	{
-		char	   *succ = lfirst(lc);
-		Datum		arg = CStringGetTextDatum(succ);
+		char	   *succ = list_nth(succs, i);
+		int			k = 1;
+		Datum		args[2];
 		char	   *code;
 
-		taskq_execute(&signal_plan, &arg, NULL, false, 0);
+		while (i + k < list_length(succs) &&
+			   strcmp(list_nth(succs, i + k), succ) == 0)
+			k++;
+		i += k;
+		args[0] = CStringGetTextDatum(succ);
+		args[1] = Int32GetDatum(k);
+		taskq_execute(&signal_plan, args, NULL, false, 0);
 		if (SPI_processed == 0)
 			continue;			/* successor gone (retention): nothing to signal */
 		code = taskq_get_text(0, 2, NULL);
@@ -451,6 +460,7 @@ complete_held_batch(ReturnItem *items, int n)
 	Datum		values[3];
 	uint64		done;
 	List	   *work = NIL;
+	List	   *all_succs = NIL;
 	List	  **succs;
 	char	  **done_ids;
 
@@ -503,8 +513,9 @@ complete_held_batch(ReturnItem *items, int n)
 	for (uint64 r = 0; r < done; r++)
 	{
 		taskq_note_finished(done_ids[r]);
-		signal_completed(succs[r], &work);
+		all_succs = list_concat(all_succs, succs[r]);
 	}
+	signal_completed(sort_ids(all_succs), &work);
 	complete_spontaneous(work);
 	for (int i = 0; i < n; i++)
 		if (strcmp(items[i].code, "completed") == 0)

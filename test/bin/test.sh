@@ -14,7 +14,10 @@
 #            TASKQ_PRIVATE_INSTALL=1 (install into a private copy of
 #              PostgreSQL, not the system's: lib.sh tq_private_root),
 #            TASKQ_SANITIZE=1 (make check-asan: taskq.so with ASan and UBSan,
-#              private install; any sanitizer report fails the run).
+#              private install; any sanitizer report fails the run),
+#            TASKQ_SUITES="regress isolation ..." (only these suites, for a
+#              quick look while developing; of static regress isolation
+#              pgtap examples tap).
 # taskq is built with assertions (TASKQ_ASSERT=1) whatever the server is.
 set -euo pipefail
 
@@ -361,15 +364,17 @@ show_tail() {
     tail -n "${2:-60}" "$1"
 }
 
-suite_static
-suite_regress
-suite_isolation
-suite_pgtap
-suite_examples
+# run SUITE: unless TASKQ_SUITES names others only
+run() { if [[ -z ${TASKQ_SUITES:-} || " $TASKQ_SUITES " == *" $1 "* ]]; then "suite_$1"; fi; }
+run static
+run regress
+run isolation
+run pgtap
+run examples
 check_server_log
 tq_cluster_stop
 [[ $SANITIZE == 1 ]] && sanitizer_selftest
-suite_tap
+run tap
 [[ $SANITIZE == 1 ]] && sanitizer_reports
 
 # ---------------------------------------------------------------- summary
