@@ -6,8 +6,8 @@
  *
  * A batch is checked whole before anything is written: duplicate ids in the
  * batch, unknown successors, cycles among the batch's own edges.  Rows go in
- * with one INSERT over unnest() of column arrays (ON CONFLICT DO NOTHING, so
- * that a stored duplicate is reported by id instead of as a constraint
+ * with one INSERT over unnest() of column arrays, after a look for stored
+ * duplicates (so that one is reported by id instead of as a constraint
  * name).  Edges to stored tasks then add to those tasks' num_signals, taking
  * their row locks in id order.  Spontaneous tasks with nothing to wait for
  * complete at once.
@@ -40,32 +40,61 @@ PG_FUNCTION_INFO_V1(taskq_replace_tasks);
 PG_FUNCTION_INFO_V1(taskq_insert_after);
 PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
 
-static TaskqPlan insert_plan = {
-	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries,"
-	"       num_signals, total_dependencies, to_signal_after, post_result,"
-	"       priority, not_before, spontaneous, retry, workflow)"
-	" SELECT u.id, u.action, u.body, u.status,"
-	"        COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
-	"                                WHERE p.action OPERATOR(pg_catalog.=) u.action)),"
-	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority,"
-	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow"
-	"   FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),"
-	"        pg_catalog.unnest($3::jsonb[]), pg_catalog.unnest($4::text[]),"
-	"        pg_catalog.unnest($5::integer[]), pg_catalog.unnest($6::integer[]),"
-	"        pg_catalog.unnest($7::text[]), pg_catalog.unnest($8::boolean[]),"
-	"        pg_catalog.unnest($9::integer[]), pg_catalog.unnest($10::timestamptz[]),"
-	"        pg_catalog.unnest($11::boolean[]), pg_catalog.unnest($12::jsonb[]),"
-	"        pg_catalog.unnest($13::text[]))"
-	"        AS u(id, action, body, status, max_tries, num_signals, succ,"
-	"             post_result, priority, not_before, spontaneous, retry, workflow)"
-	" ON CONFLICT (id) DO NOTHING"
-	" RETURNING t.id",
-	13, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
-		INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID,
-		INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID,
-		TEXTARRAYOID}
+/*
+ * The rows, one per element of the column arrays.  The arrays are unnested
+ * in the select list, not in FROM: ROWS FROM (unnest(..), ...) would first
+ * copy every column of every row into a tuplestore, which cost more than
+ * the insert itself.  %s is "" for insert_tasks and replace_tasks (a stored
+ * duplicate is looked for before, see insert_rows) or, for
+ * insert_tasks_if_absent, an ON CONFLICT clause that reports a concurrent
+ * insert of the same id by a short count.
+ */
+#define INSERT_SQL(conflict) \
+	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
+	"       num_signals, total_dependencies, to_signal_after, post_result," \
+	"       priority, not_before, spontaneous, retry, workflow)" \
+	" SELECT u.id, u.action, u.body, u.status, u.max_tries," \
+	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
+	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
+	"                pg_catalog.unnest($2::text[]) AS action," \
+	"                pg_catalog.unnest($3::jsonb[]) AS body," \
+	"                pg_catalog.unnest($4::text[]) AS status," \
+	"                pg_catalog.unnest($5::integer[]) AS max_tries," \
+	"                pg_catalog.unnest($6::integer[]) AS num_signals," \
+	"                pg_catalog.unnest($7::text[]) AS succ," \
+	"                pg_catalog.unnest($8::boolean[]) AS post_result," \
+	"                pg_catalog.unnest($9::integer[]) AS priority," \
+	"                pg_catalog.unnest($10::timestamptz[]) AS not_before," \
+	"                pg_catalog.unnest($11::boolean[]) AS spontaneous," \
+	"                pg_catalog.unnest($12::jsonb[]) AS retry," \
+	"                pg_catalog.unnest($13::text[]) AS workflow) AS u" \
+	conflict
+
+#define INSERT_ARGTYPES \
+	{TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	 INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID, \
+	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
+	 TEXTARRAYOID}
+
+static TaskqPlan insert_plan = {INSERT_SQL(""), 13, INSERT_ARGTYPES};
+
+static TaskqPlan insert_if_absent_plan = {
+	INSERT_SQL(" ON CONFLICT (id) DO NOTHING"), 13, INSERT_ARGTYPES
 };
 
+/* Which of these ids are stored (before a plain insert: see insert_rows). */
+static TaskqPlan stored_ids_plan = {
+	"SELECT id FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+/* The default max_tries of these actions (taskq.set_action_policy). */
+static TaskqPlan policy_tries_plan = {
+	"SELECT action, max_tries FROM taskq.action_policies"
+	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
+	1, {TEXTARRAYOID}
+};
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
 static TaskqPlan existing_plan = {
@@ -282,12 +311,37 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	int			lbs[1] = {1};
 	ListCell   *lc;
 	int			i = 0;
-	HTAB	   *inserted;
+	List	   *no_tries = NIL;	/* actions of tasks without max_tries */
+	List	   *policy_actions = NIL;
+	List	   *policy_tries = NIL;
 
 	for (int c = 0; c < NCOLS; c++)
 	{
 		cols[c] = palloc0(sizeof(Datum) * n);
 		colnulls[c] = palloc0(sizeof(bool) * n);
+	}
+
+	/*
+	 * A task without max_tries gets its action's, if the action has a
+	 * policy: looked up once per batch, not once per row.
+	 */
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (!s->has_max_tries && !taskq_string_member(no_tries, s->action))
+			no_tries = lappend(no_tries, s->action);
+	}
+	if (no_tries != NIL)
+	{
+		Datum		arg = taskq_text_array_datum(no_tries);
+
+		taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			policy_actions = lappend(policy_actions, taskq_get_text(r, 1, NULL));
+			policy_tries = lappend_int(policy_tries, taskq_get_int32(r, 2, NULL));
+		}
 	}
 
 	foreach(lc, specs)
@@ -305,10 +359,25 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 			cols[3][i] = CStringGetTextDatum(s->status);
 		else
 			colnulls[3][i] = true;
+		colnulls[4][i] = true;
 		if (s->has_max_tries)
+		{
 			cols[4][i] = Int32GetDatum(s->max_tries);
+			colnulls[4][i] = false;
+		}
 		else
-			colnulls[4][i] = true;
+		{
+			ListCell   *pa,
+					   *pt;
+
+			forboth(pa, policy_actions, pt, policy_tries)
+				if (strcmp(lfirst(pa), s->action) == 0)
+				{
+					cols[4][i] = Int32GetDatum(lfirst_int(pt));
+					colnulls[4][i] = false;
+					break;
+				}
+		}
 		cols[5][i] = Int32GetDatum(s->num_signals + e->inherited);
 		/* to_signal_after travels as an array literal, one per row */
 		if (s->successors != NIL)
@@ -339,32 +408,53 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 													   elemlens[c], elembyval[c],
 													   elemalign[c]));
 
-	taskq_execute(&insert_plan, values, NULL, false, 0);
-	if (SPI_processed == (uint64) n)
-		return;
 	if (if_absent)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
-				 errhint("Retry the call.")));
-
-	/* Some id is stored already: find the first one of the batch. */
-	inserted = make_id_table(n);
-	for (uint64 r = 0; r < SPI_processed; r++)
-		lookup_id(inserted, taskq_get_text(r, 1, NULL), true);
-	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
-
-		if (lookup_id(inserted, s->id, false) == NULL)
+		/*
+		 * The caller locked the stored ones and left them out: a conflict
+		 * here is a concurrent insert of the same id.
+		 */
+		taskq_execute(&insert_if_absent_plan, values, NULL, false, 0);
+		if (SPI_processed != (uint64) n)
 			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("task \"%s\" already exists", s->id),
-					 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
-							   s->index),
-					 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
+					 errhint("Retry the call.")));
+		return;
 	}
-	elog(ERROR, "taskq: insert lost rows without a duplicate id");
+
+	/*
+	 * A stored duplicate is looked for first, so that it is reported by id
+	 * and batch position.  (A plain INSERT is much cheaper than ON CONFLICT,
+	 * which takes a speculative-insertion lock and writes a second WAL
+	 * record per row.)  Only an insert of the same id racing this one
+	 * between the look and the insert gets the unique index's own error:
+	 * the same SQLSTATE, 23505, with the id in its detail.
+	 */
+	taskq_execute(&stored_ids_plan, values, NULL, false, 0);
+	if (SPI_processed > 0)
+	{
+		List	   *stored = NIL;
+
+		for (uint64 r = 0; r < SPI_processed; r++)
+			stored = lappend(stored, taskq_get_text(r, 1, NULL));
+		foreach(lc, specs)
+		{
+			TaskSpec   *s = lfirst(lc);
+
+			if (taskq_string_member(stored, s->id))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("task \"%s\" already exists", s->id),
+						 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
+								   s->index),
+						 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+		}
+	}
+	taskq_execute(&insert_plan, values, NULL, false, 0);
+	if (SPI_processed != (uint64) n)
+		elog(ERROR, "taskq: insert of %d tasks wrote %llu rows", n,
+			 (unsigned long long) SPI_processed);
 }
 
 /* Name the first batch task whose to_signal_after names id. */
