@@ -77,10 +77,10 @@ PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
 	 TEXTARRAYOID}
 
-static TaskqPlan insert_plan = {INSERT_SQL(""), 13, INSERT_ARGTYPES};
+static TaskqPlan insert_plan = {INSERT_SQL(""), 13, INSERT_ARGTYPES, NULL, true};
 
 static TaskqPlan insert_if_absent_plan = {
-	INSERT_SQL(" ON CONFLICT (id) DO NOTHING"), 13, INSERT_ARGTYPES
+	INSERT_SQL(" ON CONFLICT (id) DO NOTHING"), 13, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (before a plain insert: see insert_rows). */
@@ -93,7 +93,7 @@ static TaskqPlan stored_ids_plan = {
 static TaskqPlan policy_tries_plan = {
 	"SELECT action, max_tries FROM taskq.action_policies"
 	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID}, NULL, true
 };
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */

@@ -31,7 +31,18 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 
 	if (plan->plan == NULL)
 	{
-		SPIPlanPtr	p = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
+		/*
+		 * A plan marked generic never gets custom plans.  That is for
+		 * statements with no choice of plan to make (an INSERT from
+		 * unnest(), a lookup in a small table), where the plan cache
+		 * would otherwise plan afresh on every call whose custom plan
+		 * merely looks cheaper: that planning was a fifth of the cost of
+		 * a one-task insert_tasks.  Lookups in taskq.tasks keep the
+		 * default: a generic plan made while the table was empty would
+		 * scan it sequentially until the next ANALYZE.
+		 */
+		SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
+										   plan->generic ? CURSOR_OPT_GENERIC_PLAN : 0);
 
 		if (p == NULL)
 			elog(ERROR, "taskq: could not prepare statement: %s",

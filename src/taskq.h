@@ -57,6 +57,7 @@ typedef struct TaskqPlan
 	int			nargs;
 	Oid			argtypes[TASKQ_PLAN_MAX_ARGS];
 	SPIPlanPtr	plan;			/* NULL until first use */
+	bool		generic;		/* always the generic plan (see taskq_execute) */
 } TaskqPlan;
 
 extern int	taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
