@@ -6,10 +6,34 @@
 # gives ratios against the baselines of the same run.
 #
 #   RUNS=3 TASKS=20000 LATENCY_SECONDS=20 bash bench/run.sh
+#   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
 #
 # Workloads (issue 4): enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
-# producer at 300 tasks/s, 4 idle workers on LISTEN).
+# producer at 300 tasks/s, 4 idle workers on LISTEN), and, taskq against
+# itself (ratios the issue sets targets for):
+#   depth   drain rate over the first DEPTH_CLAIMS (100,000) claims with
+#           DEPTH_BIG (1,000,000) pending, against the same number of claims
+#           taken DEPTH_SMALL (10,000) at a time from a queue refilled to
+#           DEPTH_SMALL before each round (fill, VACUUM ANALYZE and
+#           CHECKPOINT are not timed); DEPTH_CLIENTS workers, DEPTH_PER_CLAIM
+#           per claim (4, 1)
+#   fanin   a group of FANIN_JOIN (10,000) members into one join
+#           (taskq.chord): time from the last member's return to the join
+#           being claimed; and the drain rate of a group of FANIN_TASKS
+#           (100,000) into one join against a plain drain of as many;
+#           FANIN_CLIENTS workers, FANIN_PER_CLAIM per claim (4, 1)
+#   chain   CHAIN_HOPS (1,000) hops of taskq.chain, one worker: ms per hop,
+#           against ms per task of a plain one-worker drain of as many
+#   soak    SOAK_SECONDS (600) of SOAK_CLIENTS (4) workers draining and one
+#           producer enqueueing SOAK_BATCH (10) tasks per transaction while
+#           fewer than SOAK_BACKLOG (1,000) are unfinished, with
+#           taskq.retention = SOAK_RETENTION seconds (default half the
+#           window) so that the worker's deletes are part of the steady
+#           state; size and throughput in the last SOAK_WINDOW seconds
+#           against the first (60 s; a tenth of shorter soaks)
+# depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
+# runs RUNS times, the soak once.  KEEP=1 leaves the cluster running.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,11 +41,31 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
-WORKLOADS=${WORKLOADS:-enqueue drain latency}   # a subset, for quick looks
+WORKLOADS=${WORKLOADS:-enqueue drain latency depth fanin chain soak}   # a subset, for quick looks
 TASKS=${TASKS:-20000}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
+LONG_RUNS=${LONG_RUNS:-1}
+DEPTH_BIG=${DEPTH_BIG:-1000000}
+DEPTH_SMALL=${DEPTH_SMALL:-10000}
+DEPTH_CLAIMS=${DEPTH_CLAIMS:-100000}
+DEPTH_CLIENTS=${DEPTH_CLIENTS:-4}
+DEPTH_PER_CLAIM=${DEPTH_PER_CLAIM:-1}
+FANIN_JOIN=${FANIN_JOIN:-10000}
+FANIN_TASKS=${FANIN_TASKS:-100000}
+FANIN_CLIENTS=${FANIN_CLIENTS:-4}
+FANIN_PER_CLAIM=${FANIN_PER_CLAIM:-1}
+CHAIN_HOPS=${CHAIN_HOPS:-1000}
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+SOAK_WINDOW=${SOAK_WINDOW:-$(( SOAK_SECONDS >= 600 ? 60 : (SOAK_SECONDS >= 20 ? SOAK_SECONDS / 10 : 1) ))}
+SOAK_RETENTION=${SOAK_RETENTION:-$(( SOAK_WINDOW >= 2 ? SOAK_WINDOW / 2 : 1 ))}
+SOAK_CLIENTS=${SOAK_CLIENTS:-4}
+SOAK_BATCH=${SOAK_BATCH:-10}
+SOAK_BACKLOG=${SOAK_BACKLOG:-1000}
 OUT=${OUT:-$here/results.md}
 
+# KEEP=1: leave the cluster running afterwards (and after a failure) to look
+# at its log and tables; the script prints how to connect.
+[[ ${KEEP:-0} == 1 ]] && TQ_KEEP=1
 trap 'tq_cleanup' EXIT
 trap 'echo "interrupted" >&2; exit 130' INT TERM
 
@@ -34,6 +78,7 @@ gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
+[[ $TQ_KEEP == 1 ]] && echo "bench: KEEP=1: the cluster stays up: psql -h 127.0.0.1 -p $TQ_PORT -U $TQ_DBUSER bench (log: $TQ_PGLOG; stop: runuser -u $TQ_USER -- $TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop; then rm -rf $TQ_WORK)" >&2
 tq_psql postgres -q -c "CREATE DATABASE bench"
 tq_psql bench -q -c "CREATE EXTENSION taskq"
 tq_psql bench -q -f "$here/schema.sql"
@@ -108,20 +153,147 @@ for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
 done
 p() { for l in "${lat[@]}"; do field "$1" <<<"$l"; done | median; }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-{
-    echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor |"
-    echo "|---|---:|---:|---:|---:|---:|"
-    line() { [[ -n ${R[$2.taskq]:-} ]] || return 0; echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") |"; }
-    line "enqueue, 1 per transaction, 4 clients" enq1
-    line "enqueue, batches of 1,000, 4 clients" enq1000
-    for w in 1 4 16; do
-        for k in 1 50; do
-            line "drain, $w worker(s), $k per claim" "drain.$w.$k"
+# --- workloads 4-7: taskq against itself ---
+driver() { "$TQ_WORK/driver" taskq "$@"; }
+fmt() { awk -v n="$1" 'BEGIN { s = sprintf("%d", n); r = ""; while (length(s) > 3) { r = "," substr(s, length(s) - 2) r; s = substr(s, 1, length(s) - 3) }; print s r }'; }
+declare -A L   # lines of the driver by workload and run
+
+if want depth; then
+    for ((r = 1; r <= LONG_RUNS; r++)); do
+        # alternate which goes first, so that a trend on the machine does not
+        # always favour the same one
+        order=(big small)
+        ((r % 2 == 0)) && order=(small big)
+        for which in "${order[@]}"; do
+            reset_tables
+            backlog=$DEPTH_BIG
+            [[ $which == small ]] && backlog=$DEPTH_SMALL
+            line=$(driver depth --clients "$DEPTH_CLIENTS" --per-claim "$DEPTH_PER_CLAIM" \
+                --backlog "$backlog" --claims "$DEPTH_CLAIMS" --prefix "d$r$which")
+            echo "  depth $which run $r: $line" >&2
+            L[depth.$which.$r]=$line
         done
     done
-    echo
-    [[ ${#lat[@]} -eq 0 ]] || echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
-    echo
-    echo "Median of $RUNS runs of $TASKS tasks; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, $(nproc) cores, $(date -u +%Y-%m-%d)."
+    for which in big small; do
+        for k in rate wal_bytes_per_task fpi_per_task; do
+            R[depth.$which.$k]=$(for ((r = 1; r <= LONG_RUNS; r++)); do field "$k" <<<"${L[depth.$which.$r]}"; done | median)
+        done
+        R[depth.$which]=${R[depth.$which.rate]}
+    done
+fi
+
+if want fanin; then
+    for ((r = 1; r <= LONG_RUNS; r++)); do
+        reset_tables
+        L[fanin.join.$r]=$(driver fanin --tasks "$FANIN_JOIN" --clients "$FANIN_CLIENTS" --per-claim "$FANIN_PER_CLAIM" --prefix "fj$r")
+        echo "  fanin group of $FANIN_JOIN run $r: ${L[fanin.join.$r]}" >&2
+        reset_tables
+        L[fanin.group.$r]=$(driver fanin --tasks "$FANIN_TASKS" --clients "$FANIN_CLIENTS" --per-claim "$FANIN_PER_CLAIM" --prefix "fg$r")
+        echo "  fanin group of $FANIN_TASKS run $r: ${L[fanin.group.$r]}" >&2
+        reset_tables
+        prefill taskq "$FANIN_TASKS"
+        L[fanin.plain.$r]=$("$TQ_WORK/driver" taskq drain --tasks "$FANIN_TASKS" --clients "$FANIN_CLIENTS" --per-claim "$FANIN_PER_CLAIM")
+        echo "  fanin plain drain of $FANIN_TASKS run $r: ${L[fanin.plain.$r]}" >&2
+    done
+    fanin_median() { for ((r = 1; r <= LONG_RUNS; r++)); do field "$2" <<<"${L[fanin.$1.$r]}"; done | median; }
+    R[fanin.join_ms]=$(fanin_median join join_ms)
+    R[fanin.join_polls]=$(fanin_median join join_polls)
+    R[fanin.join_db_ms]=$(fanin_median join join_db_ms)
+    R[fanin.group]=$(fanin_median group rate)
+    R[fanin.group_join_ms]=$(fanin_median group join_ms)
+    R[fanin.plain]=$(fanin_median plain rate)
+fi
+
+if want chain; then
+    for ((r = 1; r <= RUNS; r++)); do
+        reset_tables
+        L[chain.$r]=$(driver chain --tasks "$CHAIN_HOPS" --prefix "c$r")
+        echo "  chain run $r: ${L[chain.$r]}" >&2
+        reset_tables
+        prefill taskq "$CHAIN_HOPS"
+        line=$("$TQ_WORK/driver" taskq drain --tasks "$CHAIN_HOPS" --clients 1 --per-claim 1)
+        echo "  chain's plain drain run $r: $line" >&2
+        L[chain.plain.$r]=$(awk -v r="$(field rate <<<"$line")" 'BEGIN { printf "%.3f", 1000 / r }')
+    done
+    R[chain.hop_ms]=$(for ((r = 1; r <= RUNS; r++)); do field ms_per_hop <<<"${L[chain.$r]}"; done | median)
+    R[chain.empty]=$(for ((r = 1; r <= RUNS; r++)); do field empty_claims <<<"${L[chain.$r]}"; done | median)
+    R[chain.plain_ms]=$(for ((r = 1; r <= RUNS; r++)); do echo "${L[chain.plain.$r]}"; done | median)
+fi
+
+soak=""
+if want soak; then
+    reset_tables
+    # A short retention, so that the soak's steady state includes the
+    # worker deleting finished tasks; with the default 7 days every
+    # completed task stays and the table grows with the number of tasks.
+    sql "ALTER SYSTEM SET taskq.retention = '${SOAK_RETENTION}s'" "SELECT pg_reload_conf()" >/dev/null
+    sleep 1
+    soak=$(driver soak --seconds "$SOAK_SECONDS" --window "$SOAK_WINDOW" --clients "$SOAK_CLIENTS" \
+        --per-claim 1 --batch "$SOAK_BATCH" --backlog "$SOAK_BACKLOG" --action soak --prefix s)
+    echo "  soak: $soak" >&2
+    sql "ALTER SYSTEM RESET taskq.retention" "SELECT pg_reload_conf()" >/dev/null
+fi
+s() { field "$1" <<<"$soak"; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+{
+    if want enqueue || want drain; then
+        echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor |"
+        echo "|---|---:|---:|---:|---:|---:|"
+        line() { [[ -n ${R[$2.taskq]:-} ]] || return 0; echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") |"; }
+        line "enqueue, 1 per transaction, 4 clients" enq1
+        line "enqueue, batches of 1,000, 4 clients" enq1000
+        for w in 1 4 16; do
+            for k in 1 50; do
+                line "drain, $w worker(s), $k per claim" "drain.$w.$k"
+            done
+        done
+        echo
+    fi
+    if [[ ${#lat[@]} -gt 0 ]]; then
+        echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
+        echo
+    fi
+    if want depth || want fanin || want chain || want soak; then
+        echo "| workload (taskq against itself) | taskq | against | ratio | target |"
+        echo "|---|---:|---:|---:|---|"
+        if want depth; then
+            echo "| depth: drain rate over $(fmt "$DEPTH_CLAIMS") claims, $DEPTH_CLIENTS workers, $DEPTH_PER_CLAIM per claim: $(fmt "$DEPTH_BIG") pending ÷ $(fmt "$DEPTH_SMALL") pending (tasks/s) | ${R[depth.big]} | ${R[depth.small]} | $(ratio "${R[depth.big]}" "${R[depth.small]}") | ≥ 0.9 |"
+        fi
+        if want fanin; then
+            echo "| fan-in: drain rate of a group of $(fmt "$FANIN_TASKS") into one join ÷ plain drain of $(fmt "$FANIN_TASKS"), $FANIN_CLIENTS workers, $FANIN_PER_CLAIM per claim (tasks/s) | ${R[fanin.group]} | ${R[fanin.plain]} | $(ratio "${R[fanin.group]}" "${R[fanin.plain]}") | ≥ 0.8 |"
+        fi
+        if want chain; then
+            echo "| chain of $(fmt "$CHAIN_HOPS") hops, 1 worker: ms per hop ÷ ms per task of a plain 1-worker drain of $(fmt "$CHAIN_HOPS") | ${R[chain.hop_ms]} | ${R[chain.plain_ms]} | $(ratio "${R[chain.hop_ms]}" "${R[chain.plain_ms]}") | – |"
+        fi
+        if want soak; then
+            echo "| soak $SOAK_SECONDS s: size of taskq.tasks at the end ÷ after the first $SOAK_WINDOW s (MB) | $(s size_end_mb) | $(s size_first_mb) | $(s size_ratio) | ≤ 1.2 |"
+            echo "| soak $SOAK_SECONDS s: throughput in the last $SOAK_WINDOW s ÷ the first $SOAK_WINDOW s (tasks/s) | $(s last_rate) | $(s first_rate) | $(s rate_ratio) | ≥ 0.9 |"
+        fi
+        echo
+        if want depth; then
+            echo "Depth: WAL written per task while draining, $(fmt "$DEPTH_BIG") pending: ${R[depth.big.wal_bytes_per_task]} bytes (${R[depth.big.fpi_per_task]} full-page images per task); $(fmt "$DEPTH_SMALL") pending: ${R[depth.small.wal_bytes_per_task]} bytes (${R[depth.small.fpi_per_task]})."
+            echo
+        fi
+        if want fanin; then
+            echo "Fan-in, group of $(fmt "$FANIN_JOIN") into one join: the join was claimed ${R[fanin.join_ms]} ms after the last member's return committed (target ≤ 10 ms): from the reply to the last \`return_task\` to the reply of the \`own_tasks\` on the join's action that got it, called at once by the same client (${R[fanin.join_polls]} call(s) needed). From database timestamps (the join's claim time less the last member's \`finished_at\`; both are transaction starts, so this also covers the last return's own work and commit): ${R[fanin.join_db_ms]} ms. With the group of $(fmt "$FANIN_TASKS"): ${R[fanin.group_join_ms]} ms."
+            echo
+        fi
+        if want chain; then
+            echo "Chain: every hop was ownable right after the previous hop's return (median ${R[chain.empty]} empty claims per run)."
+            echo
+        fi
+        if want soak; then
+            echo "| soak: seconds | tasks/s in the window before | taskq.tasks MB | n_dead_tup | vacuums so far |"
+            echo "|---:|---:|---:|---:|---:|"
+            tr ',' '\n' <<<"$(s windows)" | awk -F/ '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }'
+            echo
+            echo "Soak: $SOAK_CLIENTS workers (1 per claim) and one producer ($SOAK_BATCH tasks per transaction while fewer than $(fmt "$SOAK_BACKLOG") are unfinished) for $SOAK_SECONDS s, \`taskq.retention = $(s retention)\`: $(fmt "$(s tasks)") tasks, $(s rate) tasks/s overall. \`taskq.tasks\` (heap + indexes) after $SOAK_WINDOW s: $(s size_first_mb) MB (heap $(s heap_first_mb), indexes $(s index_first_mb)), holding $(fmt "$(s open_rows_first)") open rows (pending or in progress; $(s open_mb_first) MB of row data) and $(fmt "$(s finished_rows_first)") finished rows kept for retention ($(s finished_mb_first) MB), n_dead_tup $(fmt "$(s dead_first)"). At the end: $(s size_end_mb) MB (heap $(s heap_end_mb), indexes $(s index_end_mb)), $(fmt "$(s open_rows_end)") open rows ($(s open_mb_end) MB), $(fmt "$(s finished_rows_end)") finished ($(s finished_mb_end) MB), n_dead_tup $(fmt "$(s dead_end)"); $(s vacuums) vacuums of the table, $(fmt "$(s deleted)") rows deleted by retention."
+            echo
+        fi
+    fi
+    runs="Median of $RUNS runs of $TASKS tasks"
+    if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
+    if want soak; then runs+="; the soak: one run"; fi
+    echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"
