@@ -38,6 +38,7 @@ typedef struct TaskqDbSlot
 	 */
 	int			npending;
 	bool		pending_overflow;	/* too many: announce every ready action */
+	bool		signals_deferred;	/* taskq.deferred_signals has rows to fold */
 	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 } TaskqDbSlot;
 

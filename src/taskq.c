@@ -25,7 +25,7 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-static bool taskq_background_worker = true;
+bool		taskq_background_worker = true;
 bool		taskq_async_claims = true;
 bool		taskq_announce_progress = false;
 

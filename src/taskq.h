@@ -113,6 +113,8 @@ extern void taskq_check_retry_policy(Jsonb *policy, const char *argname);
 extern void taskq_complete_task(const char *id, const char *status);
 extern void taskq_abort_task(const char *id, const char *status);
 extern int	taskq_sweep_expired(void);
+extern int	taskq_fold_deferred_signals(void);
+extern void taskq_drop_empty_deferred(void);
 
 /* ----------
  * deps.c: the lock that serialises changes to edges between stored tasks,
@@ -131,6 +133,7 @@ extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
  * ----------
  */
 extern int	taskq_notify_interval;
+extern bool taskq_background_worker;
 extern bool taskq_async_claims;
 extern bool taskq_announce_progress;
 extern int	taskq_worker_naptime;
@@ -147,6 +150,8 @@ extern bool taskq_shmem_available(void);
 extern void taskq_note_finished(const char *id);
 extern void taskq_note_ready(const char *action);
 extern void taskq_note_progress(const char *job);
+extern void taskq_note_deferred(void);
+extern bool taskq_deferred_take(bool clear);
 extern void taskq_register_xact_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 

@@ -2,8 +2,9 @@
  *
  * wakeup.c
  *	  What a transaction tells other processes when it commits: which
- *	  tasks finished (wait_for_task's waiters wake) and which actions got
- *	  ready work (the database's worker announces them with NOTIFY).
+ *	  tasks finished (wait_for_task's waiters wake), which actions got
+ *	  ready work (the database's worker announces them with NOTIFY), and
+ *	  whether it deferred signals for the worker to add (finish.c).
  *
  * The hot paths only note these in backend-local memory.  The commit
  * callback runs after the commit is visible and publishes them: it
@@ -31,6 +32,7 @@
 static uint64 finished_slots = 0;
 static int	nready = 0;
 static bool ready_overflow = false;
+static bool deferred = false;
 static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 
 static int
@@ -103,44 +105,99 @@ taskq_note_progress(const char *job)
 		note_announcement('j', job);
 }
 
-/* Merge one action into a slot's pending set; caller holds the lock. */
-static void
+/* The current transaction deferred signals: the worker must fold them. */
+void
+taskq_note_deferred(void)
+{
+	deferred = true;
+}
+
+/*
+ * The worker: did a transaction defer signals since the flag was last
+ * cleared?  With clear false it only looks: the flag stays set, and
+ * committing transactions do not wake the worker again for it.
+ */
+bool
+taskq_deferred_take(bool clear)
+{
+	TaskqDbSlot *slot;
+	bool		result = false;
+
+	LWLockAcquire(taskq_shared->lock, clear ? LW_EXCLUSIVE : LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		result = slot->signals_deferred;
+		if (clear)
+			slot->signals_deferred = false;
+	}
+	LWLockRelease(taskq_shared->lock);
+	return result;
+}
+
+/*
+ * Merge one action into a slot's pending set; caller holds the lock.
+ * Returns true if the set changed (the worker has not yet been told).
+ */
+static bool
 slot_add_pending(TaskqDbSlot *slot, const char *action)
 {
 	if (slot->pending_overflow)
-		return;
+		return false;
 	for (int i = 0; i < slot->npending; i++)
 		if (strcmp(slot->pending[i], action) == 0)
-			return;
+			return false;
 	if (slot->npending == TASKQ_PENDING_ACTIONS)
 		slot->pending_overflow = true;
 	else
 		strlcpy(slot->pending[slot->npending++], action, TASKQ_NOTIFY_NAME_LEN);
+	return true;
 }
 
+/*
+ * Publish the notes in the database's slot and wake its worker, but only if
+ * the slot changed: what is there already was announced to the worker by
+ * the transaction that put it there, so a burst of commits for one action
+ * costs one wakeup, not one each.
+ */
 static void
 publish_ready(void)
 {
 	TaskqDbSlot *slot;
 	Latch	   *latch = NULL;
+	bool		changed = false;
 
 	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
 	slot = taskq_find_db_slot(MyDatabaseId);
 	if (slot != NULL)
 	{
-		if (ready_overflow)
+		if (ready_overflow && !slot->pending_overflow)
+		{
 			slot->pending_overflow = true;
+			changed = true;
+		}
+		if (deferred && !slot->signals_deferred)
+		{
+			slot->signals_deferred = true;
+			changed = true;
+		}
 		for (int i = 0; i < nready; i++)
-			slot_add_pending(slot, ready[i]);
+			changed |= slot_add_pending(slot, ready[i]);
 		latch = slot->worker_latch;
 		if (latch == NULL)
+		{
 			slot->retry_after = 0;	/* taskq is used here: start a worker now */
+			changed = true;
+		}
 	}
 	if (latch == NULL)
+	{
 		latch = taskq_shared->launcher_latch;	/* start a worker here */
+		changed = true;
+	}
 	LWLockRelease(taskq_shared->lock);
 
-	if (latch != NULL)
+	if (latch != NULL && changed)
 		SetLatch(latch);
 }
 
@@ -150,6 +207,7 @@ reset_notes(void)
 	finished_slots = 0;
 	nready = 0;
 	ready_overflow = false;
+	deferred = false;
 }
 
 static void
@@ -164,7 +222,7 @@ taskq_xact_callback(XactEvent event, void *arg)
 				for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 					if (finished_slots & (UINT64CONST(1) << i))
 						ConditionVariableBroadcast(&taskq_shared->finish_cv[i]);
-				if (nready > 0 || ready_overflow)
+				if (nready > 0 || ready_overflow || deferred)
 					publish_ready();
 			}
 			reset_notes();

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The per-database background worker: expires leases, announces
+ *	  The per-database background worker: expires leases, adds the
+ *	  signals completions deferred past a locked join (finish.c), announces
  *	  delayed tasks whose time came, sends the coalesced NOTIFYs, and
  *	  deletes finished tasks past taskq.retention.
  *
@@ -52,6 +53,8 @@ int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
 #define RETENTION_BATCH 500
 #define MIN_SLEEP_MS 1
 #define LOCKED_RETRY_MS 100
+/* Deferred signals are folded at most once per this many ms (they batch). */
+#define FOLD_INTERVAL_MS 2
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
 
@@ -147,18 +150,14 @@ earliest(TimestampTz a, TimestampTz b)
 }
 
 /*
- * One full iteration (maintenance and announcements); returns the earliest
- * moment maintenance has work again (0: nothing known), and sets *notify_due
- * to when the next deferred announcement is due (0: none).
+ * Start a transaction that uses the tables, with SPI connected and a
+ * snapshot: the extension must exist, and is locked against DROP
+ * EXTENSION until the commit; without it the worker leaves.
  */
-static TimestampTz
-worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_due)
+static void
+begin_worker_xact(void)
 {
 	Oid			extoid;
-	TimestampTz next = 0;
-	TimestampTz now;
-	Datum		arg;
-	bool		isnull;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -177,6 +176,30 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 	}
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+end_worker_xact(void)
+{
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+}
+
+/*
+ * One full iteration (maintenance and announcements); returns the earliest
+ * moment maintenance has work again (0: nothing known), and sets *notify_due
+ * to when the next deferred announcement is due (0: none).
+ */
+static TimestampTz
+worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_due)
+{
+	TimestampTz next = 0;
+	TimestampTz now;
+	Datum		arg;
+	bool		isnull;
+
+	begin_worker_xact();
 	now = GetCurrentTransactionStartTimestamp();
 
 	pgstat_report_activity(STATE_RUNNING, "taskq: expiring leases");
@@ -186,6 +209,11 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			break;
 		next = now;				/* more may be waiting: come back soon */
 	}
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
+	if (taskq_fold_deferred_signals() == 1000)
+		next = now;				/* more may be waiting: come back soon */
+	taskq_drop_empty_deferred();
 
 	pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
 	{
@@ -219,9 +247,7 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			next = earliest(next, DatumGetTimestampTz(d));
 	}
 
-	PopActiveSnapshot();
-	SPI_finish();
-	CommitTransactionCommand();
+	end_worker_xact();
 
 	if (taskq_retention >= 0)
 	{
@@ -262,13 +288,16 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 /*
  * The light step between maintenance: take the producers' announcements
  * and send those that are due.  Returns false if the producers overflowed
- * the slot (a full iteration must announce every action).
+ * the slot: a full iteration must announce every action.
  */
 static bool
-worker_announce(TimestampTz *notify_due)
+worker_announce(TimestampTz *notify_due, bool *announce_all)
 {
 	if (taskq_notify_take())
+	{
+		*announce_all = true;
 		return false;
+	}
 	if (taskq_notify_due_now())
 	{
 		SetCurrentStatementStartTimestamp();
@@ -283,6 +312,21 @@ worker_announce(TimestampTz *notify_due)
 	return true;
 }
 
+/*
+ * The light step for deferred signals: fold them in a transaction of their
+ * own (a full iteration would also look at leases, delays and retention).
+ */
+static void
+worker_fold(void)
+{
+	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
+	begin_worker_xact();
+	while (taskq_fold_deferred_signals() == 1000)
+		CHECK_FOR_INTERRUPTS();
+	end_worker_xact();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
 void
 taskq_worker_main(Datum main_arg)
 {
@@ -291,6 +335,9 @@ taskq_worker_main(Datum main_arg)
 	TimestampTz next_maintenance;
 	TimestampTz notify_due;
 	bool		first = true;
+	bool		announce_all = false;
+	bool		fold_pending = false;
+	TimestampTz last_fold = 0;
 	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
@@ -341,6 +388,8 @@ taskq_worker_main(Datum main_arg)
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		TimestampTz wake;
+		TimestampTz fold_at;
+		bool		wake_for_fold = false;
 		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
@@ -356,17 +405,41 @@ taskq_worker_main(Datum main_arg)
 		 * due: a burst of commits must not cost the worker a full iteration
 		 * each.
 		 */
-		if (first || now >= next_maintenance || !worker_announce(&notify_due))
+		/*
+		 * Deferred signals are folded at most once per FOLD_INTERVAL_MS,
+		 * so that they batch; until then the flag stays set, and the
+		 * completions that defer more do not wake us again.
+		 */
+		fold_at = TimestampTzPlusMilliseconds(last_fold, FOLD_INTERVAL_MS);
+		if (now >= fold_at)
+			fold_pending |= taskq_deferred_take(true);
+		else
+			wake_for_fold = taskq_deferred_take(false);
+		if (first || now >= next_maintenance ||
+			!worker_announce(&notify_due, &announce_all))
 		{
 			TimestampTz cap = TimestampTzPlusMilliseconds(now, taskq_worker_naptime);
 
-			next_maintenance = worker_iteration(first, &last_due_check, &notify_due);
+			next_maintenance = worker_iteration(first || announce_all,
+												&last_due_check, &notify_due);
+			announce_all = false;
 			next_maintenance = next_maintenance == 0 ? cap : Min(next_maintenance, cap);
 			first = false;
+			fold_pending = false;	/* the iteration folded */
+			last_fold = now;
+		}
+		else if (fold_pending)
+		{
+			worker_fold();
+			fold_pending = false;
+			last_fold = now;
 		}
 
 		/* +1: wake just after the deadline, not just before it */
 		wake = earliest(next_maintenance, notify_due);
+		if (wake_for_fold)
+			wake = earliest(wake, fold_at);
+		wake_for_fold = false;
 		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wake) + 1;
 		sleep_ms = Max(Min(sleep_ms, taskq_worker_naptime), MIN_SLEEP_MS);
 

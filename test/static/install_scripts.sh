@@ -45,7 +45,9 @@ v("CREATE OR REPLACE") if $body =~ /create\s+or\s+replace/i;
 v("IF NOT EXISTS") if $body =~ /if\s+not\s+exists/i;
 v("\@extschema\@ inside a quoted literal") if $body =~ /\x27[^\x27]*\@extschema\@[^\x27]*\x27/;
 v("missing the \\echo ... \\quit guard")
-  unless $raw =~ /^\\echo Use "CREATE EXTENSION taskq" to load this file\. \\quit$/m;
+  unless $raw =~ /^\\echo Use "CREATE EXTENSION taskq" to load this file\. \\quit$/m
+  || ($file =~ /--[^-]+--[^-]+\.sql$/
+      && $raw =~ /^\\echo Use "ALTER EXTENSION taskq UPDATE TO \x27[^\x27]+\x27" to load this file\. \\quit$/m);
 
 # Split into statements at top-level semicolons (outside literals,
 # quoted identifiers and dollar quotes).

@@ -467,6 +467,11 @@ SELECT count(*) FILTER (WHERE status_code >= 'completed'
   FROM taskq.tasks});
 	is($r, '0|0|0|0', "$label: nothing is both finished and leased; finished_at iff finished");
 
+	# Signals a completion deferred (finish.c) are not in num_signals until
+	# the worker adds them, within milliseconds: wait for that first.
+	ok($node->poll_query_until($db,
+			"SELECT NOT EXISTS (SELECT FROM taskq.deferred_signals WHERE signals > 0)"),
+		"$label: the worker added every deferred signal");
 	my $sig = $node->safe_psql($db, q{
 WITH e AS (
   SELECT s.id, count(*) AS live
