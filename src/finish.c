@@ -407,8 +407,8 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 static void
 signal_completed(List *succs, List **work)
 {
-	bool		may_defer = taskq_background_worker && !folding &&
-		succs != NIL && deferral_installed();
+	bool		may_defer = taskq_background_worker && taskq_shmem_available() &&
+		!folding && succs != NIL && deferral_installed();
 
 	for (int i = 0; i < list_length(succs);)
 	{

@@ -45,6 +45,7 @@ SELECT string_agg(line, E'\n' ORDER BY line) FROM (
   UNION ALL
   SELECT 'relation ' || c.oid::regclass || ' ' || c.relkind::text
          || ' acl ' || coalesce(c.relacl::text, '-')
+         || ' options ' || coalesce(c.reloptions::text, '-')
          || ' comment ' || coalesce(obj_description(c.oid, 'pg_class'), '-')
          || CASE WHEN c.relkind = 'v' THEN E'\n' || pg_get_viewdef(c.oid) ELSE '' END
          || CASE WHEN c.relkind = 'i' THEN E'\n' || pg_get_indexdef(c.oid) ELSE '' END
@@ -85,7 +86,7 @@ $node->safe_psql('fresh', 'CREATE EXTENSION taskq');
 is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'taskq'"),
 	$default, "a fresh install has version $default");
 my $want = taskq_schema('fresh');
-like($want, qr/^relation tasks r /m, 'the description of a fresh install has the task table');
+like($want, qr/^relation (?:taskq\.)?tasks r .* options \{autovacuum_vacuum_scale_factor=0.02,/m, 'the description of a fresh install has the task table');
 
 is($node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_extension_update_paths('taskq') WHERE target = '$default' AND path IS NOT NULL AND source <> '$default'"),
