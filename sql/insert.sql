@@ -179,3 +179,27 @@ SELECT taskq.insert_tasks(jsonb_agg(jsonb_build_object('id', 'big' || i, 'action
 SELECT count(*), sum(num_signals), count(*) FILTER (WHERE num_signals = 0) AS ready
   FROM taskq.tasks;
 SELECT n, id FROM public.own('w', 5, '{big}');
+
+-- Batches of up to 16 and of more take different paths (insert.c): both
+-- report a stored duplicate by id and position and insert nothing, and both
+-- give tasks without max_tries their action's policy.
+SELECT taskq.set_action_policy('pol', 4);
+SELECT expect_error($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id',
+           CASE WHEN i = 17 THEN 'big5' ELSE 'dup' || i END, 'action', 'pol'))
+  FROM generate_series(1, 20) AS i))$$);
+SELECT expect_error($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id',
+           CASE WHEN i = 3 THEN 'big5' ELSE 'dup' || i END, 'action', 'pol'))
+  FROM generate_series(1, 4) AS i))$$);
+SELECT count(*) FROM taskq.tasks WHERE id LIKE 'dup%';
+SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'l' || i, 'action',
+           CASE WHEN i % 2 = 0 THEN 'pol' ELSE 'nopol' END)
+           || CASE WHEN i = 4 THEN '{"max_tries": 9}'::jsonb ELSE '{}' END)
+  FROM generate_series(1, 20) AS i));
+SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 's' || i, 'action',
+           CASE WHEN i % 2 = 0 THEN 'pol' ELSE 'nopol' END)
+           || CASE WHEN i = 4 THEN '{"max_tries": 9}'::jsonb ELSE '{}' END)
+  FROM generate_series(1, 4) AS i));
+SELECT left(id, 1) AS batch, action, max_tries, count(*)
+  FROM taskq.tasks WHERE action IN ('pol', 'nopol')
+ GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+DELETE FROM taskq.action_policies WHERE action = 'pol';

@@ -44,16 +44,16 @@ PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
  * The rows, one per element of the column arrays.  The arrays are unnested
  * in the select list, not in FROM: ROWS FROM (unnest(..), ...) would first
  * copy every column of every row into a tuplestore, which cost more than
- * the insert itself.  %s is "" for insert_tasks and replace_tasks (a stored
- * duplicate is looked for before, see insert_rows) or, for
- * insert_tasks_if_absent, an ON CONFLICT clause that reports a concurrent
- * insert of the same id by a short count.
+ * the insert itself.  Two forms (see insert_rows): for a large batch, the
+ * tries of actions with a policy filled in beforehand and a plain INSERT;
+ * for a small one (or insert_tasks_if_absent), one statement that looks
+ * the policy up and reports stored duplicates by a short count.
  */
-#define INSERT_SQL(conflict) \
+#define INSERT_SQL(max_tries, conflict) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
 	"       num_signals, total_dependencies, to_signal_after, post_result," \
 	"       priority, not_before, spontaneous, retry, workflow)" \
-	" SELECT u.id, u.action, u.body, u.status, u.max_tries," \
+	" SELECT u.id, u.action, u.body, u.status, " max_tries "," \
 	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
 	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
 	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
@@ -77,10 +77,16 @@ PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
 	 TEXTARRAYOID}
 
-static TaskqPlan insert_plan = {INSERT_SQL(""), 13, INSERT_ARGTYPES, NULL, true};
+/* Batches up to this size take the one-statement form. */
+#define SMALL_BATCH 16
 
-static TaskqPlan insert_if_absent_plan = {
-	INSERT_SQL(" ON CONFLICT (id) DO NOTHING"), 13, INSERT_ARGTYPES, NULL, true
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 13, INSERT_ARGTYPES, NULL, true};
+
+static TaskqPlan insert_small_plan = {
+	INSERT_SQL("COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
+			   " WHERE p.action OPERATOR(pg_catalog.=) u.action))",
+			   " ON CONFLICT (id) DO NOTHING RETURNING t.id"),
+	13, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (before a plain insert: see insert_rows). */
@@ -314,6 +320,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	List	   *no_tries = NIL;	/* actions of tasks without max_tries */
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
+	bool		small = if_absent || n <= SMALL_BATCH;
 
 	for (int c = 0; c < NCOLS; c++)
 	{
@@ -322,14 +329,15 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	}
 
 	/*
-	 * A task without max_tries gets its action's, if the action has a
-	 * policy: looked up once per batch, not once per row.
+	 * In a large batch a task without max_tries gets its action's, if the
+	 * action has a policy, looked up here once per batch, not once per row
+	 * (the small form looks it up in the INSERT).
 	 */
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (!s->has_max_tries && !taskq_string_member(no_tries, s->action))
+		if (!small && !s->has_max_tries && !taskq_string_member(no_tries, s->action))
 			no_tries = lappend(no_tries, s->action);
 	}
 	if (no_tries != NIL)
@@ -408,28 +416,46 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 													   elemlens[c], elembyval[c],
 													   elemalign[c]));
 
-	if (if_absent)
+	if (small)
 	{
+		List	   *inserted = NIL;
+
+		taskq_execute(&insert_small_plan, values, NULL, false, 0);
+		if (SPI_processed == (uint64) n)
+			return;
 		/*
-		 * The caller locked the stored ones and left them out: a conflict
-		 * here is a concurrent insert of the same id.
+		 * insert_tasks_if_absent locked the stored ones and left them out:
+		 * a conflict there is a concurrent insert of the same id.
 		 */
-		taskq_execute(&insert_if_absent_plan, values, NULL, false, 0);
-		if (SPI_processed != (uint64) n)
+		if (if_absent)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
 					 errhint("Retry the call.")));
-		return;
+		for (uint64 r = 0; r < SPI_processed; r++)
+			inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
+		foreach(lc, specs)
+		{
+			TaskSpec   *s = lfirst(lc);
+
+			if (!taskq_string_member(inserted, s->id))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("task \"%s\" already exists", s->id),
+						 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
+								   s->index),
+						 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+		}
+		elog(ERROR, "taskq: insert lost rows without a duplicate id");
 	}
 
 	/*
-	 * A stored duplicate is looked for first, so that it is reported by id
-	 * and batch position.  (A plain INSERT is much cheaper than ON CONFLICT,
-	 * which takes a speculative-insertion lock and writes a second WAL
-	 * record per row.)  Only an insert of the same id racing this one
-	 * between the look and the insert gets the unique index's own error:
-	 * the same SQLSTATE, 23505, with the id in its detail.
+	 * A large batch: a stored duplicate is looked for first, so that it is
+	 * reported by id and batch position.  (A plain INSERT is much cheaper
+	 * than ON CONFLICT, which takes a speculative-insertion lock and writes
+	 * a second WAL record per row.)  Only an insert of the same id racing
+	 * this one between the look and the insert gets the unique index's own
+	 * error: the same SQLSTATE, 23505, with the id in its detail.
 	 */
 	taskq_execute(&stored_ids_plan, values, NULL, false, 0);
 	if (SPI_processed > 0)
