@@ -21,15 +21,16 @@
  *
  * A join row is the only row concurrent completions of its predecessors
  * contend on, and each would hold it until its commit's WAL flush: a wide
- * group would complete one member per flush.  So, while the background
- * worker runs, a completion that finds its successor's row locked does not
- * wait: it records the signal in taskq.deferred_signals, and the worker
- * adds it to the count within milliseconds (taskq_fold_deferred_signals).
- * Signals to a wide join (more than WIDE_JOIN predecessors) always take
- * that way: the worker adds them a thousand at a time.
- * num_signals then counts the predecessors whose signal has not been added
- * yet: exact again once the deferred ones are folded, and never below the
- * number of unfinished predecessors, so a task is never ready early.
+ * group would complete one member per flush.  So, while the database's
+ * background worker runs, a completion that finds its successor's row
+ * locked does not wait: it records the signal in taskq.deferred_signals,
+ * and the worker adds it to the count within milliseconds
+ * (taskq_fold_deferred_signals).  Signals to a wide join (more than
+ * WIDE_JOIN predecessors) always take that way: the worker adds them a
+ * thousand at a time.  num_signals then counts the predecessors whose
+ * signal has not been added yet: exact again once the deferred ones are
+ * folded, and never below the number of unfinished predecessors, so a task
+ * is never ready early.
  *
  *-------------------------------------------------------------------------
  */
@@ -407,8 +408,8 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 static void
 signal_completed(List *succs, List **work)
 {
-	bool		may_defer = taskq_background_worker && taskq_shmem_available() &&
-		!folding && succs != NIL && deferral_installed();
+	bool		may_defer = taskq_background_worker && !folding && succs != NIL &&
+		taskq_worker_running() && deferral_installed();
 
 	for (int i = 0; i < list_length(succs);)
 	{

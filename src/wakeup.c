@@ -113,6 +113,26 @@ taskq_note_deferred(void)
 }
 
 /*
+ * Does this database's background worker run now?  Signals are deferred
+ * only then: with no worker to add them a join would wait.  (A worker that
+ * dies later is restarted by the postmaster and adds them then.)
+ */
+bool
+taskq_worker_running(void)
+{
+	TaskqDbSlot *slot;
+	bool		result;
+
+	if (taskq_shared == NULL)
+		return false;
+	LWLockAcquire(taskq_shared->lock, LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	result = slot != NULL && slot->worker_latch != NULL && !slot->paused;
+	LWLockRelease(taskq_shared->lock);
+	return result;
+}
+
+/*
  * The worker: did a transaction defer signals since the flag was last
  * cleared?  With clear false it only looks: the flag stays set, and
  * committing transactions do not wake the worker again for it.
