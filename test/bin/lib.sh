@@ -262,6 +262,9 @@ tq_cluster_start() {
             # at each database every 10 s, not every minute, so that the
             # dead index entries claims step over are removed soon.
             echo "autovacuum_naptime = '10s'"
+            # A server's usual share of memory, not the 128 MB default: a
+            # queue of 1,000,000 tasks (depth) is about 400 MB with indexes.
+            echo "shared_buffers = '1GB'"
         fi
     } >>"$TQ_PGDATA/postgresql.conf"
     # Optional project hook: extra settings for the throwaway cluster.
