@@ -294,6 +294,30 @@ array_literal(List *strings)
 	return buf.data;
 }
 
+/*
+ * Fail on the first task of the batch that has the id of a stored task:
+ * the first whose id is in ids (listed_are_stored) or is not (ids are the
+ * ones inserted).
+ */
+static void
+report_stored_duplicate(List *specs, List *ids, bool listed_are_stored)
+{
+	ListCell   *lc;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (taskq_string_member(ids, s->id) == listed_are_stored)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("task \"%s\" already exists", s->id),
+					 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
+							   s->index),
+					 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+	}
+}
+
 /* Build the column arrays and insert every row in one statement. */
 #define NCOLS 13
 
@@ -434,18 +458,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 					 errhint("Retry the call.")));
 		for (uint64 r = 0; r < SPI_processed; r++)
 			inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
-		foreach(lc, specs)
-		{
-			TaskSpec   *s = lfirst(lc);
-
-			if (!taskq_string_member(inserted, s->id))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNIQUE_VIOLATION),
-						 errmsg("task \"%s\" already exists", s->id),
-						 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
-								   s->index),
-						 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
-		}
+		report_stored_duplicate(specs, inserted, false);
 		elog(ERROR, "taskq: insert lost rows without a duplicate id");
 	}
 
@@ -464,18 +477,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 
 		for (uint64 r = 0; r < SPI_processed; r++)
 			stored = lappend(stored, taskq_get_text(r, 1, NULL));
-		foreach(lc, specs)
-		{
-			TaskSpec   *s = lfirst(lc);
-
-			if (taskq_string_member(stored, s->id))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNIQUE_VIOLATION),
-						 errmsg("task \"%s\" already exists", s->id),
-						 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
-								   s->index),
-						 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
-		}
+		report_stored_duplicate(specs, stored, true);
 	}
 	taskq_execute(&insert_plan, values, NULL, false, 0);
 	if (SPI_processed != (uint64) n)
