@@ -1,6 +1,7 @@
 # examples/lib.sh — sourced by every examples/*/run.sh: checks what an
 # example needs (psql, python3 with psycopg2, a connection, the extension)
-# and sets PYTHON and PSQL.  The caller sets EXAMPLE (its name) first.
+# and sets PYTHON and PSQL; then the process, clock and end-check helpers
+# every run.sh shares.  The caller sets EXAMPLE (its name) first.
 
 die() { echo "$EXAMPLE: $*" >&2; exit 1; }
 
@@ -19,3 +20,37 @@ PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 "${PSQL[@]}" -c 'SELECT 1' >/dev/null || die "cannot connect (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-} PGDATABASE=${PGDATABASE:-})"
 [[ $("${PSQL[@]}" -At -c "SELECT count(*) FROM pg_extension WHERE extname = 'taskq'") == 1 ]] ||
     die "extension taskq is not installed in database ${PGDATABASE:-?}: CREATE EXTENSION taskq"
+
+# ---- processes: background pids an example adds to PIDS get SIGTERM when
+# it stops them (stop_pids) or exits; EXIT_HOOK, if set, runs then too (to
+# stop what the example started otherwise), before the last wait.
+PIDS=()
+EXIT_HOOK=""
+stop_pids() {
+    local p
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    PIDS=()
+}
+on_exit() {
+    stop_pids
+    [[ -z $EXIT_HOOK ]] || $EXIT_HOOK
+    wait 2>/dev/null || true
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+# Seconds since the example started, to a tenth.
+T0=${EPOCHREALTIME/./}
+elapsed() { local d=$(((${EPOCHREALTIME/./} - T0) / 100000)); echo "$((d / 10)).$((d % 10))"; }
+
+# fail_on_violations VIEW: the example's end-state check; print the rows of
+# VIEW (column violation) and exit 1 if there are any.
+fail_on_violations() {
+    local v
+    v=$("${PSQL[@]}" -At -c "SELECT violation FROM $1")
+    [[ -n $v ]] || return 0
+    echo "$EXAMPLE: FAILED, $(wc -l <<<"$v") violation(s):"
+    head -n 50 <<<"$v"
+    exit 1
+}

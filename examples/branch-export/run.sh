@@ -26,19 +26,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 "${PSQL[@]}" -f schema.sql
 
 # ---- processes ----------------------------------------------------------------
-pids=()
 monitor_pid=""
-cleanup() {
-    local p
-    for p in "${pids[@]}" $monitor_pid; do kill -TERM "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+end_monitor() {    # on exit: the monitor too, and its stop file
+    [[ -z $monitor_pid ]] || kill -TERM "$monitor_pid" 2>/dev/null || true
     [[ -z ${stop_monitor:-} ]] || rm -f "$stop_monitor"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-t0=${EPOCHREALTIME/./}
-elapsed() { local d=$(((${EPOCHREALTIME/./} - t0) / 100000)); echo "$((d / 10)).$((d % 10))"; }
+EXIT_HOOK=end_monitor
 
 stop_monitor=$(mktemp "${TMPDIR:-/tmp}/branch-export.XXXXXX")
 rm -f "$stop_monitor"
@@ -69,7 +62,7 @@ for i in 1 2; do
     "$PYTHON" -u producer.py --name "p$i" --commits "$COMMITS" &
     producers+=($!)
 done
-pids=("${workers[@]}" "${producers[@]}")
+PIDS=("${workers[@]}" "${producers[@]}")
 monitor &
 monitor_pid=$!
 
@@ -89,9 +82,7 @@ touch "$stop_monitor"
 wait "$monitor_pid" 2>/dev/null || true
 rm -f "$stop_monitor"
 monitor_pid=""
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-pids=()
+stop_pids
 
 # ---- check --------------------------------------------------------------------
 echo "--- done after $(elapsed)s"
@@ -99,11 +90,6 @@ echo "--- done after $(elapsed)s"
      WHERE action IN ('next-export', 'start-export', 'done-export', 'export-copy',
                       'export-delete', 'export-success', 'export-manifest') ORDER BY action" \
     -c "SELECT * FROM export_demo.summary"
-violations=$("${PSQL[@]}" -At -c "SELECT violation FROM export_demo.violations")
-if [[ -n $violations ]]; then
-    echo "branch-export: FAILED, $(wc -l <<<"$violations") violation(s):"
-    head -n 50 <<<"$violations"
-    exit 1
-fi
+fail_on_violations export_demo.violations
 echo "branch-export: ok: every branch exported its last commit; every object copied once per export;"
 echo "  every _SUCCESS after its objects; one export at a time per branch; no task left unfinished"

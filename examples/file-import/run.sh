@@ -26,17 +26,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 "${PSQL[@]}" -f schema.sql
 
 # ---- processes ----------------------------------------------------------------
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-t0=${EPOCHREALTIME/./}
-elapsed() { local d=$(((${EPOCHREALTIME/./} - t0) / 100000)); echo "$((d / 10)).$((d % 10))"; }
 
 echo "file-import: $WORKERS workers, $JOBS import jobs of 200-600 rows"
 workers=()
@@ -46,7 +35,7 @@ for i in $(seq 1 "$WORKERS"); do
 done
 "$PYTHON" -u producer.py --jobs "$JOBS" &
 producer=$!
-pids=("${workers[@]}" "$producer")
+PIDS=("${workers[@]}" "$producer")
 
 # The monitor runs in the foreground: it returns once every job is completed.
 rc=0
@@ -63,18 +52,11 @@ until [[ $("${PSQL[@]}" -At -c "SELECT jobs_left FROM import_demo.work_left") ==
     [[ $(date +%s) -lt $deadline ]] || break
     sleep 0.2
 done
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-pids=()
+stop_pids
 
 # ---- check --------------------------------------------------------------------
 echo "--- done after $(elapsed)s"
 "${PSQL[@]}" -P footer=off -c "SELECT * FROM import_demo.summary"
-violations=$("${PSQL[@]}" -At -c "SELECT violation FROM import_demo.violations")
-if [[ -n $violations ]]; then
-    echo "file-import: FAILED, $(wc -l <<<"$violations") violation(s):"
-    head -n 50 <<<"$violations"
-    exit 1
-fi
+fail_on_violations import_demo.violations
 echo "file-import: ok: every job completed with item_progress = item_count = its file's rows;"
 echo "  every row processed exactly once; every job marked done once, after its last row"

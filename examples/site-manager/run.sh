@@ -27,17 +27,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 "${PSQL[@]}" -f schema.sql >/dev/null
 
 # ---- processes ----------------------------------------------------------------
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-t0=${EPOCHREALTIME/./}
-elapsed() { local d=$(((${EPOCHREALTIME/./} - t0) / 100000)); echo "$((d / 10)).$((d % 10))"; }
 
 echo "site-manager: $WORKERS workers failing ${FAIL_RATE} of their tries; $DELETE is deleted mid-way"
 workers=()
@@ -49,7 +38,7 @@ done
 monitor=$!
 "$PYTHON" -u producer.py --delete "$DELETE" &
 producer=$!
-pids=("${workers[@]}" "$monitor" "$producer")
+PIDS=("${workers[@]}" "$monitor" "$producer")
 
 # ---- wait ---------------------------------------------------------------------
 wait "$producer" || die "producer failed (exit $?)"
@@ -62,9 +51,7 @@ until [[ $("${PSQL[@]}" -At -c "SELECT unfinished_tasks FROM site_demo.work_left
     sleep 0.2
 done
 sleep 0.5                        # the monitor's last lines
-for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-pids=()
+stop_pids
 
 # ---- check --------------------------------------------------------------------
 echo "--- done after $(elapsed)s"
@@ -74,11 +61,6 @@ echo "--- done after $(elapsed)s"
                    AS last_execution
           FROM site_demo.cancellations c" \
     -c "SELECT id, status_code, status FROM taskq.tasks WHERE workflow = '$DELETE' ORDER BY seq"
-violations=$("${PSQL[@]}" -At -c "SELECT violation FROM site_demo.violations")
-if [[ -n $violations ]]; then
-    echo "site-manager: FAILED, $(wc -l <<<"$violations") violation(s):"
-    head -n 50 <<<"$violations"
-    exit 1
-fi
+fail_on_violations site_demo.violations
 echo "site-manager: ok: the sites not deleted are running, every step done once, in order;"
 echo "  nothing of $DELETE ran after its deletion committed, its unfinished tasks ended aborted"
