@@ -81,6 +81,26 @@ json_string(JsonbValue *v)
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
+/*
+ * The next key of the object being iterated (palloc'd), with its value in
+ * *val; NULL at the end.
+ */
+static char *
+json_next_key(JsonbIterator **it, JsonbValue *val)
+{
+	JsonbValue	k;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(it, &k, true)) != WJB_DONE)
+		if (tok == WJB_KEY)
+		{
+			tok = JsonbIteratorNext(it, val, true);
+			Assert(tok == WJB_VALUE);
+			return json_string(&k);
+		}
+	return NULL;
+}
+
 /* A JSON string used as an identifier: non-empty, bounded. */
 static char *
 json_identifier(const char *key, JsonbValue *v, int maxlen)
@@ -198,8 +218,8 @@ static void
 parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 {
 	JsonbIterator *it = JsonbIteratorInit(obj);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	char	   *key;
+	JsonbValue	val;
 	JsonbValue *idval;
 
 	/* Look the id up first so every later error can name it. */
@@ -211,17 +231,8 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 	spec->id = json_identifier("id", idval, TASKQ_MAX_ID_LEN);
 	pc->id = spec->id;
 
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	while ((key = json_next_key(&it, &val)) != NULL)
 	{
-		char	   *key;
-		JsonbValue	val;
-
-		if (tok != WJB_KEY)
-			continue;
-		key = json_string(&v);
-		tok = JsonbIteratorNext(&it, &val, true);
-		Assert(tok == WJB_VALUE);
-
 		if (strcmp(key, "id") == 0)
 			continue;
 		if (strcmp(key, "action") == 0)
@@ -395,8 +406,8 @@ void
 taskq_check_retry_policy(Jsonb *policy, const char *argname)
 {
 	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	char	   *key;
+	JsonbValue	val;
 	Interval   *delay = NULL;
 	Interval   *max_delay = NULL;
 
@@ -405,15 +416,8 @@ taskq_check_retry_policy(Jsonb *policy, const char *argname)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("\"%s\" must be a JSON object", argname)));
 	it = JsonbIteratorInit(&policy->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	while ((key = json_next_key(&it, &val)) != NULL)
 	{
-		char	   *key;
-		JsonbValue	val;
-
-		if (tok != WJB_KEY)
-			continue;
-		key = json_string(&v);
-		(void) JsonbIteratorNext(&it, &val, true);
 		if (strcmp(key, "delay") == 0)
 			delay = policy_interval(argname, key, &val);
 		else if (strcmp(key, "max_delay") == 0)
