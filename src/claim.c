@@ -4,11 +4,15 @@
  *	  own_tasks (the claim path), the lease-expiry sweep it runs first, and
  *	  extend_ownership.
  *
- * The claim selects ready rows in index order with LIMIT and FOR UPDATE
- * SKIP LOCKED, and updates them by ctid in the same statement: concurrent
- * claimers never wait for each other and never get the same task, and the
- * cost depends on the number of rows claimed, not on how many tasks are
- * blocked, delayed, in progress or finished (the ready indexes are partial).
+ * The claim walks a ready index and updates each ready row without waiting
+ * for it (claim_direct.c): concurrent claimers never wait for each other and
+ * never get the same task, and the cost depends on the number of rows
+ * claimed, not on how many tasks are blocked, delayed, in progress or
+ * finished (the ready indexes are partial).  The SQL claim here, which
+ * selects ready rows with LIMIT and FOR UPDATE SKIP LOCKED and updates them
+ * by ctid in the same statement, is its fallback: when an admin put
+ * triggers or row security on taskq.tasks, which the direct path would
+ * bypass.
  *
  * Plans are cached per (kind, limit): with LIMIT as a parameter a generic
  * plan assumes a tenth of the table is wanted and may prefer a sequential
@@ -279,6 +283,7 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	uint64		n;
 	bool		isnull;
 	bool		limited;
+	int			direct;
 
 	actor = taskq_text_arg(fcinfo, 0, "actor", TASKQ_MAX_ACTOR_LEN);
 	taskq_require_arg(fcinfo, 1, "max_tasks");
@@ -317,6 +322,19 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(linitial(actions));
 	else if (kind == CLAIM_ACTIONS)
 		values[2] = limited ? taskq_text_array_datum(actions) : PG_GETARG_DATUM(2);
+
+	/* claim_direct.c; the SQL claim below if that path does not apply */
+	direct = taskq_claim_direct(actor, max_tasks, kind == CLAIM_ONE_ACTION,
+								kind == CLAIM_ANY ? NIL : actions,
+								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
+								rsinfo->setResult, rsinfo->setDesc);
+	if (direct >= 0)
+	{
+		if (direct > 0 && taskq_async_claims && !IsTransactionBlock())
+			commit_claim_asynchronously();
+		SPI_finish();
+		return (Datum) 0;
+	}
 
 	taskq_execute(claim_plan(kind, max_tasks), values, nulls, false, 0);
 

@@ -20,6 +20,7 @@
 #include "nodes/pg_list.h"
 #include "storage/condition_variable.h"
 #include "utils/jsonb.h"
+#include "utils/tuplestore.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -44,6 +45,15 @@
 	"(status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status" \
 	" AND (action_deadline IS NULL" \
 	"      OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now()))"
+
+/* ----------
+ * claim_direct.c: the claim without the executor, and performance tokens.
+ * ----------
+ */
+extern void taskq_new_token(pg_uuid_t *token);
+extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
+							   List *actions, Interval *duration,
+							   Tuplestorestate *out, TupleDesc outdesc);
 
 /* ----------
  * spi_util.c: statements prepared once per backend and kept.
