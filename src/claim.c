@@ -5,7 +5,7 @@
  *	  extend_ownership.
  *
  * The claim walks a ready index and updates each ready row without waiting
- * for it (claim_direct.c): concurrent claimers never wait for each other and
+ * for it (direct.c): concurrent claimers never wait for each other and
  * never get the same task, and the cost depends on the number of rows
  * claimed, not on how many tasks are blocked, delayed, in progress or
  * finished (the ready indexes are partial).  The SQL claim here, which

@@ -244,22 +244,10 @@ static TaskqPlan signal_abort_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
-/* Complete a task still held with this token (see complete_if_held). */
-static TaskqPlan complete_held_plan = {
-	"UPDATE taskq.tasks"
-	"   SET status_code = 'completed', status = COALESCE($3, status),"
-	"       finished_at = pg_catalog.now(), action_deadline = NULL"
-	" WHERE id OPERATOR(pg_catalog.=) $1"
-	"   AND performance_token OPERATOR(pg_catalog.=) $2"
-	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT cancelled"
-	" RETURNING to_signal_after",
-	3, {TEXTOID, UUIDOID, TEXTOID}
-};
-
 /*
- * The same for a batch, in the order of the arrays (sorted by id, so rows
- * are locked in id order by the nested loop over them).
+ * Complete the tasks still held with these tokens, in the order of the
+ * arrays (sorted by id, so rows are locked in id order by the nested loop
+ * over them): the fallback of direct.c's completion.
  */
 static TaskqPlan complete_held_batch_plan = {
 	"UPDATE taskq.tasks AS t"
@@ -520,6 +508,50 @@ taskq_complete_task(const char *id, const char *status)
 }
 
 /*
+ * What taskq_complete_direct does, as one UPDATE: for the SQL fallback.
+ */
+static void
+complete_held_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
+				  bool *done, List **succs)
+{
+	Datum	   *tokdatums = palloc(sizeof(Datum) * n);
+	Datum	   *stdatums = palloc(sizeof(Datum) * n);
+	bool	   *snulls = palloc(sizeof(bool) * n);
+	List	   *idlist = NIL;
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	Datum		values[3];
+
+	for (int i = 0; i < n; i++)
+	{
+		idlist = lappend(idlist, ids[i]);
+		tokdatums[i] = UUIDPGetDatum(tokens[i]);
+		snulls[i] = statuses[i] == NULL;
+		stdatums[i] = snulls[i] ? (Datum) 0 : CStringGetTextDatum(statuses[i]);
+		done[i] = false;
+		succs[i] = NIL;
+	}
+	values[0] = taskq_text_array_datum(idlist);
+	values[1] = PointerGetDatum(construct_array(tokdatums, n, UUIDOID, UUID_LEN,
+												false, TYPALIGN_CHAR));
+	values[2] = PointerGetDatum(construct_md_array(stdatums, snulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *id = taskq_get_text(r, 1, NULL);
+
+		for (int i = 0; i < n; i++)
+			if (!done[i] && strcmp(ids[i], id) == 0)
+			{
+				done[i] = true;
+				succs[i] = taskq_get_text_array(r, 2);
+				break;
+			}
+	}
+}
+
+/*
  * The common case of return_task: complete a task still held with this
  * token, in one statement.  False if it is not (unknown id, other token,
  * finished): the caller then finds out which, and says so.
@@ -527,21 +559,19 @@ taskq_complete_task(const char *id, const char *status)
 static bool
 complete_if_held(const char *id, pg_uuid_t *token, const char *status)
 {
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	char	   *ids[1] = {unconstify(char *, id)};
+	pg_uuid_t  *tokens[1] = {token};
+	char	   *statuses[1] = {unconstify(char *, status)};
+	bool		done[1];
+	List	   *succs[1];
 	List	   *work = NIL;
 
-	values[0] = CStringGetTextDatum(id);
-	values[1] = UUIDPGetDatum(token);
-	if (status)
-		values[2] = CStringGetTextDatum(status);
-	else
-		nulls[2] = 'n';
-	taskq_execute(&complete_held_plan, values, nulls, false, 0);
-	if (SPI_processed == 0)
+	if (taskq_complete_direct(1, ids, tokens, statuses, done, succs) < 0)
+		complete_held_sql(1, ids, tokens, statuses, done, succs);
+	if (!done[0])
 		return false;
 	taskq_note_finished(id);
-	signal_completed(sort_ids(taskq_get_text_array(0, 1)), &work);
+	signal_completed(sort_ids(succs[0]), &work);
 	complete_spontaneous(work);
 	return true;
 }
@@ -737,83 +767,56 @@ compare_return_items(const void *a, const void *b)
 }
 
 /*
- * Complete, in one statement, the items (sorted by id) returned as
- * completed and still held with their tokens; mark them done (code NULL).
- * If one is not held, return_one on it says why (and the call fails).
+ * Complete the items (sorted by id) returned as completed and still held
+ * with their tokens, all at once (direct.c, or one UPDATE if that path does
+ * not apply), and mark them done (code NULL).  Those not held go through
+ * return_one, which says why (and the call fails), or aborts a task
+ * cancelled while it was owned.
  */
 static void
 complete_held_batch(ReturnItem *items, int n)
 {
-	List	   *ids = NIL;
-	Datum	   *tokens = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *statuses = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *snulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1];
-	int			lbs[1] = {1};
+	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
+	pg_uuid_t **tokens = palloc(sizeof(pg_uuid_t *) * Max(n, 1));
+	char	  **statuses = palloc(sizeof(char *) * Max(n, 1));
+	bool	   *done = palloc(sizeof(bool) * Max(n, 1));
+	List	  **succs = palloc(sizeof(List *) * Max(n, 1));
+	int		   *item_of = palloc(sizeof(int) * Max(n, 1));
 	int			m = 0;
-	Datum		values[3];
-	uint64		done;
 	List	   *work = NIL;
 	List	   *all_succs = NIL;
-	List	  **succs;
-	char	  **done_ids;
 
 	for (int i = 0; i < n; i++)
 	{
 		if (strcmp(items[i].code, "completed") != 0)
 			continue;
-		ids = lappend(ids, items[i].id);
-		tokens[m] = UUIDPGetDatum(items[i].token);
-		snulls[m] = items[i].status == NULL;
-		statuses[m] = snulls[m] ? (Datum) 0 : CStringGetTextDatum(items[i].status);
-		m++;
+		ids[m] = items[i].id;
+		tokens[m] = items[i].token;
+		statuses[m] = items[i].status;
+		item_of[m++] = i;
 	}
-	if (m < 2)
-		return;					/* return_one's own fast path will do */
+	if (m == 0)
+		return;
+	if (taskq_complete_direct(m, ids, tokens, statuses, done, succs) < 0)
+		complete_held_sql(m, ids, tokens, statuses, done, succs);
 
-	dims[0] = m;
-	values[0] = taskq_text_array_datum(ids);
-	values[1] = PointerGetDatum(construct_array(tokens, m, UUIDOID, UUID_LEN,
-												false, TYPALIGN_CHAR));
-	values[2] = PointerGetDatum(construct_md_array(statuses, snulls, 1, dims, lbs,
-												   TEXTOID, -1, false, TYPALIGN_INT));
-	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
-
-	done = SPI_processed;
-	done_ids = palloc(sizeof(char *) * Max(done, 1));
-	succs = palloc(sizeof(List *) * Max(done, 1));
-	for (uint64 r = 0; r < done; r++)
-	{
-		done_ids[r] = taskq_get_text(r, 1, NULL);
-		succs[r] = sort_ids(taskq_get_text_array(r, 2));
-	}
-	if (done < (uint64) m)
-	{
-		/* Find the first one not completed, in id order, and say why. */
-		for (int i = 0; i < n; i++)
+	for (int k = 0; k < m; k++)
+		if (done[k])
 		{
-			bool		found = false;
-
-			if (strcmp(items[i].code, "completed") != 0)
-				continue;
-			for (uint64 r = 0; r < done && !found; r++)
-				found = strcmp(done_ids[r], items[i].id) == 0;
-			if (!found)
-				return_one(items[i].id, items[i].token, items[i].status, items[i].code, NULL);
+			taskq_note_finished(ids[k]);
+			all_succs = list_concat(all_succs, succs[k]);
+			items[item_of[k]].code = NULL;
 		}
-		elog(ERROR, "taskq: batch completion lost a task without a reason");
-	}
-
-	for (uint64 r = 0; r < done; r++)
-	{
-		taskq_note_finished(done_ids[r]);
-		all_succs = list_concat(all_succs, succs[r]);
-	}
 	signal_completed(sort_ids(all_succs), &work);
 	complete_spontaneous(work);
-	for (int i = 0; i < n; i++)
-		if (strcmp(items[i].code, "completed") == 0)
-			items[i].code = NULL;
+	for (int k = 0; k < m; k++)
+		if (!done[k])
+		{
+			ReturnItem *it = &items[item_of[k]];
+
+			return_one(it->id, it->token, it->status, it->code, NULL);
+			it->code = NULL;
+		}
 }
 
 /*

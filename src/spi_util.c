@@ -108,13 +108,19 @@ taskq_get_text_array(int row, int col)
 {
 	bool		isnull;
 	Datum		d = taskq_get_datum(row, col, &isnull);
+
+	return isnull ? NIL : taskq_text_array_list(d);
+}
+
+/* The non-null elements of a text[] datum, as a List of C strings. */
+List *
+taskq_text_array_list(Datum d)
+{
 	Datum	   *elems;
 	bool	   *elnulls;
 	int			n;
 	List	   *result = NIL;
 
-	if (isnull)
-		return NIL;
 	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false,
 					  TYPALIGN_INT, &elems, &elnulls, &n);
 	for (int i = 0; i < n; i++)

@@ -47,13 +47,16 @@
 	"      OR action_deadline OPERATOR(pg_catalog.>) pg_catalog.now()))"
 
 /* ----------
- * claim_direct.c: the claim without the executor, and performance tokens.
+ * direct.c: the claim and the completion without the executor, and
+ * performance tokens.
  * ----------
  */
 extern void taskq_new_token(pg_uuid_t *token);
 extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
 							   List *actions, Interval *duration,
 							   Tuplestorestate *out, TupleDesc outdesc);
+extern int	taskq_complete_direct(int n, char **ids, pg_uuid_t **tokens,
+								  char **statuses, bool *done, List **succs);
 
 /* ----------
  * spi_util.c: statements prepared once per backend and kept.
@@ -77,6 +80,7 @@ extern int32 taskq_get_int32(int row, int col, bool *isnull);
 extern bool taskq_get_bool(int row, int col, bool *isnull);
 extern Datum taskq_get_datum(int row, int col, bool *isnull);
 extern List *taskq_get_text_array(int row, int col);
+extern List *taskq_text_array_list(Datum d);
 extern Datum taskq_text_array_datum(List *strings);
 extern void taskq_check_id(const char *id, const char *argname);
 extern char *taskq_text_arg(FunctionCallInfo fcinfo, int argno,
