@@ -323,7 +323,7 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	else if (kind == CLAIM_ACTIONS)
 		values[2] = limited ? taskq_text_array_datum(actions) : PG_GETARG_DATUM(2);
 
-	/* claim_direct.c; the SQL claim below if that path does not apply */
+	/* direct.c; the SQL claim below if that path does not apply */
 	direct = taskq_claim_direct(actor, max_tasks, kind == CLAIM_ONE_ACTION,
 								kind == CLAIM_ANY ? NIL : actions,
 								PG_ARGISNULL(3) ? NULL : PG_GETARG_INTERVAL_P(3),
