@@ -11,6 +11,9 @@
  * reaches zero while pending becomes ready (it enters the ready index); if
  * it is spontaneous the queue completes it on the spot.
  *
+ * The completion itself, the hottest update here, is in direct.c (with the
+ * UPDATE below as its fallback).
+ *
  * Locking: the returned task's row is locked first; successors are then
  * locked one at a time, in id order (within a task's successor list, or
  * across a whole return_tasks batch, which also folds the signals one join
@@ -553,8 +556,9 @@ complete_held_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 
 /*
  * The common case of return_task: complete a task still held with this
- * token, in one statement.  False if it is not (unknown id, other token,
- * finished): the caller then finds out which, and says so.
+ * token, with one row update (direct.c).  False if it is not (unknown id,
+ * other token, finished, cancelled): the caller then finds out which, and
+ * says so.
  */
 static bool
 complete_if_held(const char *id, pg_uuid_t *token, const char *status)
