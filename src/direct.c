@@ -484,7 +484,8 @@ held_with(DirectRel *d, pg_uuid_t *token)
 }
 
 /*
- * Complete the n tasks (ids sorted, without repeats) that are still held
+ * For caller (the SQL function, named in errors): complete the n tasks (ids
+ * sorted, without repeats) that are still held
  * with their tokens: status_code completed, status set where given (NULL:
  * kept), finished_at now, no deadline.  done[i] says whether task i was
  * completed, succs[i] its successors then (a List of C strings).  Returns
@@ -492,15 +493,15 @@ held_with(DirectRel *d, pg_uuid_t *token)
  * must use the SQL statement.
  */
 int
-taskq_complete_direct(int n, char **ids, pg_uuid_t **tokens, char **statuses,
-					  bool *done, List **succs)
+taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
+					  char **statuses, bool *done, List **succs)
 {
 	DirectRel	d;
 	Relation	pkey;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
 
-	if (!direct_open(&d, "return_tasks()", complete_changes, lengthof(complete_changes)))
+	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
 	pkey = find_index(&d, "tasks_pkey", 1);
 	if (pkey == NULL)

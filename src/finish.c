@@ -216,6 +216,9 @@ StaticAssertDecl(WIDE_JOIN == 64, "WIDE_JOIN is spelt out in signal_or_defer_pla
 /* True while the worker folds: it waits for locked rows, never defers. */
 static bool folding = false;
 
+/* The SQL function returning tasks, "return_task()" or "return_tasks()": errors name it. */
+static const char *returning = "return_task()";
+
 /*
  * Has this database's taskq the table (0.2 on)?  A database not yet
  * updated from 0.1 keeps waiting for locked joins, as 0.1 did.
@@ -570,7 +573,7 @@ complete_if_held(const char *id, pg_uuid_t *token, const char *status)
 	List	   *succs[1];
 	List	   *work = NIL;
 
-	if (taskq_complete_direct(1, ids, tokens, statuses, done, succs) < 0)
+	if (taskq_complete_direct(returning, 1, ids, tokens, statuses, done, succs) < 0)
 		complete_held_sql(1, ids, tokens, statuses, done, succs);
 	if (!done[0])
 		return false;
@@ -750,6 +753,7 @@ taskq_return_task(PG_FUNCTION_ARGS)
 					 errmsg("argument \"retry_delay\" must not be negative")));
 	}
 
+	returning = "return_task()";
 	SPI_connect();
 	return_one(id, token, status, code, retry_delay);
 	SPI_finish();
@@ -801,7 +805,7 @@ complete_held_batch(ReturnItem *items, int n)
 	}
 	if (m == 0)
 		return;
-	if (taskq_complete_direct(m, ids, tokens, statuses, done, succs) < 0)
+	if (taskq_complete_direct(returning, m, ids, tokens, statuses, done, succs) < 0)
 		complete_held_sql(m, ids, tokens, statuses, done, succs);
 
 	for (int k = 0; k < m; k++)
@@ -903,6 +907,7 @@ taskq_return_tasks(PG_FUNCTION_ARGS)
 							items[i].id)));
 
 	taskq_acl_check_return(ids);	/* acl.c: limited workers */
+	returning = "return_tasks()";
 	SPI_connect();
 	complete_held_batch(items, n);
 	for (i = 0; i < n; i++)

@@ -55,8 +55,9 @@ extern void taskq_new_token(pg_uuid_t *token);
 extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
 							   List *actions, Interval *duration,
 							   Tuplestorestate *out, TupleDesc outdesc);
-extern int	taskq_complete_direct(int n, char **ids, pg_uuid_t **tokens,
-								  char **statuses, bool *done, List **succs);
+extern int	taskq_complete_direct(const char *caller, int n, char **ids,
+								  pg_uuid_t **tokens, char **statuses,
+								  bool *done, List **succs);
 
 /* ----------
  * spi_util.c: statements prepared once per backend and kept.
