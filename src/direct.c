@@ -52,6 +52,8 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -221,7 +223,7 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 	rte->relkind = d->rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
 	/* the changed columns tell the indexes which new entries repeat a key */
-	for (int i = 0; i < nchanged; i++)
+	for (int i = 0; changed != NULL && i < nchanged; i++)
 		rte->updatedCols = bms_add_member(rte->updatedCols,
 										  column(d->desc, changed[i]) -
 										  FirstLowInvalidHeapAttributeNumber);
@@ -565,4 +567,122 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 	}
 	direct_close(&d);
 	return ndone;
+}
+
+/* ----------
+ * The insert
+ * ----------
+ */
+
+/* Rows written per table_multi_insert call (COPY buffers as many). */
+#define INSERT_CHUNK 1000
+
+/*
+ * Insert n rows into taskq.tasks, given as column arrays: cols[c][i] and
+ * nulls[c][i] are row i's value of column names[c].  The columns not named
+ * take their defaults, and so does a NULL not_before (insert.c's INSERT had
+ * COALESCE(not_before, now()), the column's default).  The rows are written
+ * a page at a time (table_multi_insert, as COPY does: one WAL record per
+ * page rather than per row), then their index entries are added; a
+ * duplicate id fails with the primary key's own 23505, as the INSERT did.
+ * False if this path does not apply and the caller must run the INSERT.
+ */
+bool
+taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
+					bool **nulls)
+{
+	DirectRel	d;
+	int			natts;
+	int		   *given;			/* per attribute: index into names, or -1 */
+	ExprState **defaults;		/* per attribute: its default, if used */
+	AttrNumber	not_before;
+	TupleTableSlot **slots;
+	ExprContext *econtext;
+	int			done = 0;
+
+	if (!direct_open(&d, "INSERT", NULL, 0))
+		return false;
+	natts = d.desc->natts;
+	given = palloc(sizeof(int) * natts);
+	defaults = palloc0(sizeof(ExprState *) * natts);
+	for (int a = 0; a < natts; a++)
+		given[a] = -1;
+	for (int c = 0; c < ncols; c++)
+	{
+		AttrNumber	att = column(d.desc, names[c]);
+
+		if (att == InvalidAttrNumber)
+		{
+			direct_close(&d);
+			return false;
+		}
+		given[att - 1] = c;
+	}
+	not_before = d.col.not_before;
+	for (int a = 0; a < natts; a++)
+	{
+		Node	   *def;
+
+		if (TupleDescAttr(d.desc, a)->attisdropped ||
+			(given[a] >= 0 && a != not_before - 1))
+			continue;
+		def = build_column_default(d.rel, a + 1);
+		if (def != NULL)
+			defaults[a] = ExecPrepareExpr(expression_planner((Expr *) def), d.estate);
+	}
+
+	econtext = GetPerTupleExprContext(d.estate);
+	slots = palloc(sizeof(TupleTableSlot *) * Min(n, INSERT_CHUNK));
+	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
+		slots[k] = table_slot_create(d.rel, NULL);
+
+	while (done < n)
+	{
+		int			k = Min(n - done, INSERT_CHUNK);
+
+		for (int j = 0; j < k; j++)
+		{
+			TupleTableSlot *slot = slots[j];
+			int			row = done + j;
+
+			CHECK_FOR_INTERRUPTS();
+			ExecClearTuple(slot);
+			for (int a = 0; a < natts; a++)
+			{
+				int			c = given[a];
+
+				if (c >= 0 && !(a == not_before - 1 && nulls[c][row]))
+				{
+					slot->tts_values[a] = cols[c][row];
+					slot->tts_isnull[a] = nulls[c][row];
+				}
+				else if (defaults[a] != NULL)
+					slot->tts_values[a] = ExecEvalExprSwitchContext(defaults[a], econtext,
+																	&slot->tts_isnull[a]);
+				else
+				{
+					slot->tts_values[a] = (Datum) 0;
+					slot->tts_isnull[a] = true;
+				}
+			}
+			ExecStoreVirtualTuple(slot);
+			ExecMaterializeSlot(slot);
+			ResetPerTupleExprContext(d.estate);
+			if (d.rel->rd_att->constr)
+				ExecConstraints(d.rri, slot, d.estate);
+		}
+		table_multi_insert(d.rel, slots, k, d.cid, 0, NULL);
+		for (int j = 0; j < k; j++)
+		{
+			list_free(ExecInsertIndexTuples(d.rri, slots[j], d.estate, false, false,
+											NULL, NIL));
+			ResetPerTupleExprContext(d.estate);
+		}
+		done += k;
+	}
+
+	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
+		ExecDropSingleTupleTableSlot(slots[k]);
+	direct_close(&d);
+	return true;
 }

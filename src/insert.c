@@ -345,6 +345,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
 	bool		small = if_absent || n <= SMALL_BATCH;
+	Datum	   *succ_arrays = small ? NULL : palloc0(sizeof(Datum) * n);
 
 	for (int c = 0; c < NCOLS; c++)
 	{
@@ -413,7 +414,11 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 		cols[5][i] = Int32GetDatum(s->num_signals + e->inherited);
 		/* to_signal_after travels as an array literal, one per row */
 		if (s->successors != NIL)
+		{
 			cols[6][i] = CStringGetTextDatum(array_literal(s->successors));
+			if (!small)
+				succ_arrays[i] = taskq_text_array_datum(s->successors);
+		}
 		else
 			colnulls[6][i] = true;
 		cols[7][i] = BoolGetDatum(s->post_result);
@@ -478,6 +483,23 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 		for (uint64 r = 0; r < SPI_processed; r++)
 			stored = lappend(stored, taskq_get_text(r, 1, NULL));
 		report_stored_duplicate(specs, stored, true);
+	}
+	/* direct.c writes the rows a page at a time; the INSERT if it cannot */
+	{
+		static const char *const names[] = {"id", "action", "body", "status",
+			"max_tries", "num_signals", "total_dependencies", "to_signal_after",
+			"post_result", "priority", "not_before", "spontaneous", "retry",
+		"workflow"};
+		Datum	   *dcols[lengthof(names)] = {cols[0], cols[1], cols[2], cols[3],
+			cols[4], cols[5], cols[5], succ_arrays, cols[7], cols[8], cols[9],
+		cols[10], cols[11], cols[12]};
+		bool	   *dnulls[lengthof(names)] = {colnulls[0], colnulls[1],
+			colnulls[2], colnulls[3], colnulls[4], colnulls[5], colnulls[5],
+			colnulls[6], colnulls[7], colnulls[8], colnulls[9], colnulls[10],
+		colnulls[11], colnulls[12]};
+
+		if (taskq_insert_direct(n, lengthof(names), names, dcols, dnulls))
+			return;
 	}
 	taskq_execute(&insert_plan, values, NULL, false, 0);
 	if (SPI_processed != (uint64) n)

@@ -1,0 +1,90 @@
+-- test/pgtap/insert_path.sql: batches of more than 16 tasks, which
+-- insert_tasks writes a page at a time without the executor
+-- (src/direct.c).  Every column must be what the INSERT wrote: the values
+-- given, the defaults of the others (status, tries, seq in batch order,
+-- created_at and a missing not_before now()), every index entry in place
+-- (amcheck); read-only transactions are refused; and an admin's trigger on
+-- taskq.tasks makes it give way to the INSERT.
+BEGIN;
+SELECT plan(12);
+
+CREATE EXTENSION amcheck;
+SELECT taskq.set_action_policy('ip-pol', 7, NULL);
+
+CREATE TEMP TABLE input AS
+SELECT g, jsonb_strip_nulls(jsonb_build_object(
+           'id', 'ip-' || g,
+           'action', CASE WHEN g % 10 = 0 THEN 'ip-pol' ELSE 'ip' END,
+           'body', CASE WHEN g % 3 = 0 THEN NULL ELSE jsonb_build_object('n', g) END,
+           'priority', g % 4,
+           'status', CASE WHEN g % 5 = 0 THEN 'st-' || g END,
+           'max_tries', CASE WHEN g % 7 = 0 THEN g END,
+           'not_before', CASE WHEN g % 11 = 0 THEN '2999-01-01T00:00:00Z' END,
+           'to_signal_after', CASE WHEN g % 13 = 0 THEN jsonb_build_array('ip-' || (g + 1), 'ip-' || (g + 2)) END,
+           'post_result', g % 2 = 0,
+           'retry', CASE WHEN g % 17 = 0 THEN '{"delay": "1 s"}'::jsonb END,
+           'workflow', CASE WHEN g % 19 = 0 THEN 'ip-wf' END)) AS task
+  FROM generate_series(1, 100) g;
+
+SELECT is(taskq.insert_tasks((SELECT jsonb_agg(task ORDER BY g) FROM input)), 100::bigint,
+          'a batch of 100 tasks is inserted');
+SELECT is((SELECT count(*) FROM input i JOIN taskq.tasks t ON t.id = i.task->>'id'
+            WHERE t.action = i.task->>'action'
+              AND t.body IS NOT DISTINCT FROM i.task->'body'
+              AND t.priority = (i.task->>'priority')::int
+              AND t.status IS NOT DISTINCT FROM i.task->>'status'
+              AND t.post_result = (i.task->>'post_result')::boolean
+              AND t.retry IS NOT DISTINCT FROM i.task->'retry'
+              AND t.workflow IS NOT DISTINCT FROM i.task->>'workflow'),
+          100::bigint, 'every given value is stored');
+SELECT is((SELECT count(*) FROM input i JOIN taskq.tasks t ON t.id = i.task->>'id'
+            WHERE t.max_tries IS NOT DISTINCT FROM
+                  COALESCE((i.task->>'max_tries')::int, CASE WHEN i.task->>'action' = 'ip-pol' THEN 7 END)),
+          100::bigint, 'max_tries as given, or the action''s policy');
+SELECT is((SELECT count(*) FROM taskq.tasks
+            WHERE id LIKE 'ip-%' AND status_code = 'pending' AND num_tries = 0 AND NOT cancelled
+              AND created_at = now() AND actor_id IS NULL AND performance_token IS NULL
+              AND action_deadline IS NULL AND finished_at IS NULL),
+          100::bigint, 'the other columns take their defaults');
+SELECT is((SELECT count(*) FROM input i JOIN taskq.tasks t ON t.id = i.task->>'id'
+            WHERE t.not_before = COALESCE((i.task->>'not_before')::timestamptz, now())),
+          100::bigint, 'not_before as given, or now()');
+SELECT is((SELECT array_agg(id ORDER BY seq) FROM taskq.tasks WHERE id LIKE 'ip-%'),
+          (SELECT array_agg(task->>'id' ORDER BY g) FROM input),
+          'seq follows the order of the batch');
+SELECT is((SELECT string_agg(id || ':' || num_signals || '/' || total_dependencies, ',' ORDER BY id)
+             FROM taskq.tasks WHERE num_signals > 0 AND id LIKE 'ip-%'),
+          'ip-14:1/1,ip-15:1/1,ip-27:1/1,ip-28:1/1,ip-40:1/1,ip-41:1/1,ip-53:1/1,ip-54:1/1,ip-66:1/1,ip-67:1/1,ip-79:1/1,ip-80:1/1,ip-92:1/1,ip-93:1/1',
+          'successors named in the batch wait for their predecessors');
+SELECT is((SELECT to_signal_after FROM taskq.tasks WHERE id = 'ip-13'), ARRAY['ip-14', 'ip-15']::text[],
+          'to_signal_after is stored as given');
+
+SELECT lives_ok($$SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                   WHERE i.indrelid = 'taskq.tasks'::regclass$$,
+                'amcheck: each index of taskq.tasks holds every row it covers');
+
+-- read-only transactions do not insert
+SAVEPOINT ro;
+SET TRANSACTION READ ONLY;
+SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ro-' || g, 'action', 'ro'))
+                                               FROM generate_series(1, 20) g))$$,
+                 '25006', NULL, 'a batch in a read-only transaction fails with 25006');
+ROLLBACK TO SAVEPOINT ro;
+
+-- an admin's trigger: the INSERT runs, and the trigger sees every row
+CREATE TEMP TABLE seen (id text);
+CREATE FUNCTION pg_temp.audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO seen VALUES (NEW.id);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER ip_audit AFTER INSERT ON taskq.tasks
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.audit();
+SELECT is(taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'tr-' || g, 'action', 'tr'))
+                                FROM generate_series(1, 20) g)),
+          20::bigint, 'with a trigger on taskq.tasks a batch is inserted');
+SELECT is((SELECT count(*) FROM seen WHERE id LIKE 'tr-%'), 20::bigint, 'and the trigger saw every row');
+DROP TRIGGER ip_audit ON taskq.tasks;
+
+SELECT * FROM finish();
+ROLLBACK;
