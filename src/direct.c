@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * direct.c
- *	  The two hottest row updates without the executor: the claim (a ready
- *	  index walked, each ready row updated without waiting) and the
+ *	  The hottest writes of taskq.tasks without the executor: the claim (a
+ *	  ready index walked, each ready row updated without waiting), the
  *	  completion of held tasks (each row found by its primary key, its token
- *	  checked, the row updated); and the performance tokens.
+ *	  checked, the row updated) and the insert of a batch (rows written a
+ *	  page at a time); and the performance tokens.
  *
  * The SQL claim was UPDATE ... WHERE ctid = ANY (SELECT ... FOR UPDATE SKIP
  * LOCKED).  For every task it wrote a tuple lock and then the update: two
