@@ -45,9 +45,10 @@ PG_FUNCTION_INFO_V1(taskq_insert_tasks_if_absent);
  * in the select list, not in FROM: ROWS FROM (unnest(..), ...) would first
  * copy every column of every row into a tuplestore, which cost more than
  * the insert itself.  Two forms (see insert_rows): for a large batch, the
- * tries of actions with a policy filled in beforehand and a plain INSERT;
- * for a small one (or insert_tasks_if_absent), one statement that looks
- * the policy up and reports stored duplicates by a short count.
+ * tries of actions with a policy filled in beforehand and the rows written
+ * a page at a time by direct.c (a plain INSERT if that path does not
+ * apply); for a small one (or insert_tasks_if_absent), one statement that
+ * looks the policy up and reports stored duplicates by a short count.
  */
 #define INSERT_SQL(max_tries, conflict) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
