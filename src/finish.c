@@ -216,8 +216,6 @@ StaticAssertDecl(WIDE_JOIN == 64, "WIDE_JOIN is spelt out in signal_or_defer_pla
 /* True while the worker folds: it waits for locked rows, never defers. */
 static bool folding = false;
 
-/* The SQL function returning tasks, "return_task()" or "return_tasks()": errors name it. */
-static const char *returning = "return_task()";
 
 /*
  * Has this database's taskq the table (0.2 on)?  A database not yet
@@ -558,32 +556,6 @@ complete_held_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 }
 
 /*
- * The common case of return_task: complete a task still held with this
- * token, with one row update (direct.c).  False if it is not (unknown id,
- * other token, finished, cancelled): the caller then finds out which, and
- * says so.
- */
-static bool
-complete_if_held(const char *id, pg_uuid_t *token, const char *status)
-{
-	char	   *ids[1] = {unconstify(char *, id)};
-	pg_uuid_t  *tokens[1] = {token};
-	char	   *statuses[1] = {unconstify(char *, status)};
-	bool		done[1];
-	List	   *succs[1];
-	List	   *work = NIL;
-
-	if (taskq_complete_direct(returning, 1, ids, tokens, statuses, done, succs) < 0)
-		complete_held_sql(1, ids, tokens, statuses, done, succs);
-	if (!done[0])
-		return false;
-	taskq_note_finished(id);
-	signal_completed(sort_ids(succs[0]), &work);
-	complete_spontaneous(work);
-	return true;
-}
-
-/*
  * Abort a task (row locked and checked by the caller) and every task that
  * transitively depends on it.
  */
@@ -619,6 +591,17 @@ taskq_abort_task(const char *id, const char *status)
 	}
 }
 
+/* One task of a return_task or return_tasks call. */
+typedef struct ReturnItem
+{
+	char	   *id;
+	pg_uuid_t  *token;
+	char	   *status;
+	char	   *code;
+} ReturnItem;
+
+static void complete_held_batch(ReturnItem *items, int n, const char *caller);
+
 /*
  * Return one owned task; the body of return_task and of each element of
  * return_tasks.
@@ -637,8 +620,6 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot return task \"%s\" as in_progress", id),
 				 errhint("Return it as completed, aborted or pending.")));
-	if (strcmp(code, "completed") == 0 && complete_if_held(id, token, status))
-		return;
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
 	if (SPI_processed == 0)
@@ -753,20 +734,19 @@ taskq_return_task(PG_FUNCTION_ARGS)
 					 errmsg("argument \"retry_delay\" must not be negative")));
 	}
 
-	returning = "return_task()";
 	SPI_connect();
-	return_one(id, token, status, code, retry_delay);
+	{
+		ReturnItem	item = {id, token, status, code};
+
+		/* the common case, a completion, as a batch of one */
+		complete_held_batch(&item, 1, "return_task()");
+		if (item.code != NULL)
+			return_one(id, token, status, code, retry_delay);
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }
 
-typedef struct ReturnItem
-{
-	char	   *id;
-	pg_uuid_t  *token;
-	char	   *status;
-	char	   *code;
-} ReturnItem;
 
 static int
 compare_return_items(const void *a, const void *b)
@@ -779,10 +759,12 @@ compare_return_items(const void *a, const void *b)
  * with their tokens, all at once (direct.c, or one UPDATE if that path does
  * not apply), and mark them done (code NULL).  Those not held go through
  * return_one, which says why (and the call fails), or aborts a task
- * cancelled while it was owned.
+ * cancelled while it was owned.  caller names the SQL function in errors.
+ * Checks run only for a task not held: completing one that is costs one
+ * row update.
  */
 static void
-complete_held_batch(ReturnItem *items, int n)
+complete_held_batch(ReturnItem *items, int n, const char *caller)
 {
 	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
 	pg_uuid_t **tokens = palloc(sizeof(pg_uuid_t *) * Max(n, 1));
@@ -805,7 +787,7 @@ complete_held_batch(ReturnItem *items, int n)
 	}
 	if (m == 0)
 		return;
-	if (taskq_complete_direct(returning, m, ids, tokens, statuses, done, succs) < 0)
+	if (taskq_complete_direct(caller, m, ids, tokens, statuses, done, succs) < 0)
 		complete_held_sql(m, ids, tokens, statuses, done, succs);
 
 	for (int k = 0; k < m; k++)
@@ -907,9 +889,8 @@ taskq_return_tasks(PG_FUNCTION_ARGS)
 							items[i].id)));
 
 	taskq_acl_check_return(ids);	/* acl.c: limited workers */
-	returning = "return_tasks()";
 	SPI_connect();
-	complete_held_batch(items, n);
+	complete_held_batch(items, n, "return_tasks()");
 	for (i = 0; i < n; i++)
 		if (items[i].code != NULL)
 			return_one(items[i].id, items[i].token, items[i].status, items[i].code, NULL);
