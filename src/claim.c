@@ -313,16 +313,6 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	SPI_connect();
 	taskq_sweep_expired();
 
-	values[0] = CStringGetTextDatum(actor);
-	if (PG_ARGISNULL(3))
-		nulls[1] = 'n';
-	else
-		values[1] = PG_GETARG_DATUM(3);
-	if (kind == CLAIM_ONE_ACTION)
-		values[2] = CStringGetTextDatum(linitial(actions));
-	else if (kind == CLAIM_ACTIONS)
-		values[2] = limited ? taskq_text_array_datum(actions) : PG_GETARG_DATUM(2);
-
 	/* direct.c; the SQL claim below if that path does not apply */
 	direct = taskq_claim_direct(actor, max_tasks, kind == CLAIM_ONE_ACTION,
 								kind == CLAIM_ANY ? NIL : actions,
@@ -336,6 +326,15 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
+	values[0] = CStringGetTextDatum(actor);
+	if (PG_ARGISNULL(3))
+		nulls[1] = 'n';
+	else
+		values[1] = PG_GETARG_DATUM(3);
+	if (kind == CLAIM_ONE_ACTION)
+		values[2] = CStringGetTextDatum(linitial(actions));
+	else if (kind == CLAIM_ACTIONS)
+		values[2] = limited ? taskq_text_array_datum(actions) : PG_GETARG_DATUM(2);
 	taskq_execute(claim_plan(kind, max_tasks), values, nulls, false, 0);
 
 	n = SPI_processed;
