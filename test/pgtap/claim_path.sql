@@ -7,7 +7,7 @@
 BEGIN;
 SELECT plan(17);
 
-CREATE EXTENSION amcheck;
+\ir include/direct_paths.sql
 
 SELECT taskq.insert_tasks(jsonb_agg(jsonb_build_object(
            'id', 'cp-' || g, 'action', CASE WHEN g % 5 = 0 THEN 'cq' ELSE 'cp' END,
@@ -44,8 +44,7 @@ SELECT is((SELECT string_agg(id, ',' ORDER BY id) FROM taskq.tasks
           'cp-blocked,cp-later', 'the delayed and the blocked task are still pending');
 
 -- Every index has an entry for every row version it should cover.
-SELECT lives_ok($$SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                   WHERE i.indrelid = 'taskq.tasks'::regclass$$,
+SELECT lives_ok('SELECT pg_temp.check_task_indexes()',
                 'amcheck: each index of taskq.tasks holds every row it covers');
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
@@ -84,12 +83,6 @@ SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-ro}')), 'cp-ro',
           'a row locked by the claiming transaction itself is claimed');
 
 -- An admin's trigger on taskq.tasks: the SQL claim runs, and the trigger sees it.
-CREATE TEMP TABLE seen (id text, old_status taskq.status, new_status taskq.status);
-CREATE FUNCTION pg_temp.audit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO seen VALUES (NEW.id, OLD.status_code, NEW.status_code);
-    RETURN NEW;
-END $$;
 CREATE TRIGGER cp_audit AFTER UPDATE ON taskq.tasks
     FOR EACH ROW EXECUTE FUNCTION pg_temp.audit();
 SELECT taskq.insert_tasks('[{"id": "cp-aud", "action": "cp-aud"}]');
