@@ -90,7 +90,7 @@ static TaskqPlan insert_small_plan = {
 	13, INSERT_ARGTYPES, NULL, true
 };
 
-/* Which of these ids are stored (before a plain insert: see insert_rows). */
+/* Which of these ids are stored (see stored_among). */
 static TaskqPlan stored_ids_plan = {
 	"SELECT id FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
 	1, {TEXTARRAYOID}
@@ -295,13 +295,9 @@ array_literal(List *strings)
 	return buf.data;
 }
 
-/*
- * Fail on the first task of the batch that has the id of a stored task:
- * the first whose id is in ids (listed_are_stored) or is not (ids are the
- * ones inserted).
- */
+/* Fail on the first task of the batch whose id is among the stored ones. */
 static void
-report_stored_duplicate(List *specs, List *ids, bool listed_are_stored)
+report_stored_duplicate(List *specs, List *stored)
 {
 	ListCell   *lc;
 
@@ -309,7 +305,7 @@ report_stored_duplicate(List *specs, List *ids, bool listed_are_stored)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (taskq_string_member(ids, s->id) == listed_are_stored)
+		if (taskq_string_member(stored, s->id))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("task \"%s\" already exists", s->id),
@@ -319,34 +315,76 @@ report_stored_duplicate(List *specs, List *ids, bool listed_are_stored)
 	}
 }
 
-/* Build the column arrays and insert every row in one statement. */
-#define NCOLS 13
+/* Which ids of this text[] are stored. */
+static List *
+stored_among(Datum ids)
+{
+	List	   *stored = NIL;
 
+	taskq_execute(&stored_ids_plan, &ids, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		stored = lappend(stored, taskq_get_text(r, 1, NULL));
+	return stored;
+}
+
+/*
+ * The INSERT wrote fewer rows than asked, and not because of a stored
+ * duplicate: only a BEFORE INSERT trigger that an admin put on taskq.tasks,
+ * returning NULL, does that.
+ */
+static void
+report_skipped_rows(int n, uint64 written)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("could not insert %d of %d tasks", n - (int) written, n),
+			 errdetail("A trigger on taskq.tasks skipped them.")));
+}
+
+/* The INSERT's parameters: one array per column, in INSERT_SQL's order. */
+#define NCOLS 13
+#define COL_ID 0
+#define COL_SUCC 6
+static const Oid col_types[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID};
+static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
+static const bool col_byval[NCOLS] = {false, false, false, false, true, true, false,
+	true, true, FLOAT8PASSBYVAL, true, false, false};
+static const char col_align[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
+	TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
+	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
+
+/* Column c of the n rows as an array, a parameter of the INSERT. */
+static Datum
+column_array(int c, Datum *col, bool *nulls, int n)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(col, nulls, 1, dims, lbs, col_types[c],
+											  col_lens[c], col_byval[c], col_align[c]));
+}
+
+/*
+ * Insert every row: a small batch in one statement; a large one, after a
+ * look for stored duplicates, a page at a time (direct.c), or with the
+ * INSERT if that path does not apply.  The successors of a row go to the
+ * direct path as a text[], to the INSERT as an array literal (one text per
+ * row, cast in the statement).
+ */
 static void
 insert_rows(List *specs, HTAB *ids, bool if_absent)
 {
 	int			n = list_length(specs);
 	Datum	   *cols[NCOLS];
 	bool	   *colnulls[NCOLS];
-	Oid			elemtypes[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
-		INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID,
-	TEXTOID};
-	int16		elemlens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
-	bool		elembyval[NCOLS] = {false, false, false, false, true, true, false,
-		true, true, FLOAT8PASSBYVAL, true, false, false};
-	char		elemalign[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
-		TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
-		TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
 	Datum		values[NCOLS];
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
 	ListCell   *lc;
 	int			i = 0;
 	List	   *no_tries = NIL;	/* actions of tasks without max_tries */
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
 	bool		small = if_absent || n <= SMALL_BATCH;
-	Datum	   *succ_arrays = small ? NULL : palloc0(sizeof(Datum) * n);
 
 	for (int c = 0; c < NCOLS; c++)
 	{
@@ -413,15 +451,12 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 				}
 		}
 		cols[5][i] = Int32GetDatum(s->num_signals + e->inherited);
-		/* to_signal_after travels as an array literal, one per row */
-		if (s->successors != NIL)
-		{
-			cols[6][i] = CStringGetTextDatum(array_literal(s->successors));
-			if (!small)
-				succ_arrays[i] = taskq_text_array_datum(s->successors);
-		}
+		if (s->successors == NIL)
+			colnulls[COL_SUCC][i] = true;
+		else if (small)
+			cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
 		else
-			colnulls[6][i] = true;
+			cols[COL_SUCC][i] = taskq_text_array_datum(s->successors);
 		cols[7][i] = BoolGetDatum(s->post_result);
 		cols[8][i] = Int32GetDatum(s->priority);
 		if (s->has_not_before)
@@ -440,16 +475,14 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 		i++;
 	}
 
-	for (int c = 0; c < NCOLS; c++)
-		values[c] = PointerGetDatum(construct_md_array(cols[c], colnulls[c], 1,
-													   dims, lbs, elemtypes[c],
-													   elemlens[c], elembyval[c],
-													   elemalign[c]));
-
 	if (small)
 	{
 		List	   *inserted = NIL;
+		List	   *missing = NIL;
+		uint64		written;
 
+		for (int c = 0; c < NCOLS; c++)
+			values[c] = column_array(c, cols[c], colnulls[c], n);
 		taskq_execute(&insert_small_plan, values, NULL, false, 0);
 		if (SPI_processed == (uint64) n)
 			return;
@@ -462,10 +495,19 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
 					 errhint("Retry the call.")));
-		for (uint64 r = 0; r < SPI_processed; r++)
+		/* Left out: a stored duplicate, or a row an admin's trigger skipped. */
+		written = SPI_processed;
+		for (uint64 r = 0; r < written; r++)
 			inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
-		report_stored_duplicate(specs, inserted, false);
-		elog(ERROR, "taskq: insert lost rows without a duplicate id");
+		foreach(lc, specs)
+		{
+			TaskSpec   *s = lfirst(lc);
+
+			if (!taskq_string_member(inserted, s->id))
+				missing = lappend(missing, s->id);
+		}
+		report_stored_duplicate(specs, stored_among(taskq_text_array_datum(missing)));
+		report_skipped_rows(n, written);
 	}
 
 	/*
@@ -476,23 +518,16 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	 * this one between the look and the insert gets the unique index's own
 	 * error: the same SQLSTATE, 23505, with the id in its detail.
 	 */
-	taskq_execute(&stored_ids_plan, values, NULL, false, 0);
-	if (SPI_processed > 0)
+	report_stored_duplicate(specs, stored_among(column_array(COL_ID, cols[COL_ID],
+															 colnulls[COL_ID], n)));
 	{
-		List	   *stored = NIL;
-
-		for (uint64 r = 0; r < SPI_processed; r++)
-			stored = lappend(stored, taskq_get_text(r, 1, NULL));
-		report_stored_duplicate(specs, stored, true);
-	}
-	/* direct.c writes the rows a page at a time; the INSERT if it cannot */
-	{
+		/* total_dependencies starts equal to num_signals (cols[5]) */
 		static const char *const names[] = {"id", "action", "body", "status",
 			"max_tries", "num_signals", "total_dependencies", "to_signal_after",
 			"post_result", "priority", "not_before", "spontaneous", "retry",
 		"workflow"};
 		Datum	   *dcols[lengthof(names)] = {cols[0], cols[1], cols[2], cols[3],
-			cols[4], cols[5], cols[5], succ_arrays, cols[7], cols[8], cols[9],
+			cols[4], cols[5], cols[5], cols[6], cols[7], cols[8], cols[9],
 		cols[10], cols[11], cols[12]};
 		bool	   *dnulls[lengthof(names)] = {colnulls[0], colnulls[1],
 			colnulls[2], colnulls[3], colnulls[4], colnulls[5], colnulls[5],
@@ -502,10 +537,22 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 		if (taskq_insert_direct(n, lengthof(names), names, dcols, dnulls))
 			return;
 	}
+
+	/* The INSERT: successors as array literals, every column as an array. */
+	i = 0;
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (s->successors != NIL)
+			cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
+		i++;
+	}
+	for (int c = 0; c < NCOLS; c++)
+		values[c] = column_array(c, cols[c], colnulls[c], n);
 	taskq_execute(&insert_plan, values, NULL, false, 0);
 	if (SPI_processed != (uint64) n)
-		elog(ERROR, "taskq: insert of %d tasks wrote %llu rows", n,
-			 (unsigned long long) SPI_processed);
+		report_skipped_rows(n, SPI_processed);
 }
 
 /* Name the first batch task whose to_signal_after names id. */

@@ -3,12 +3,13 @@
 -- (src/direct.c).  Every column must be what the INSERT wrote: the values
 -- given, the defaults of the others (status, tries, seq in batch order,
 -- created_at and a missing not_before now()), every index entry in place
--- (amcheck); read-only transactions are refused; and an admin's trigger on
--- taskq.tasks makes it give way to the INSERT.
+-- (amcheck); read-only transactions are refused; an admin's trigger on
+-- taskq.tasks makes it give way to the INSERT, and one that skips rows
+-- makes the call fail with a SQLSTATE.
 BEGIN;
-SELECT plan(12);
+SELECT plan(14);
 
-CREATE EXTENSION amcheck;
+\ir include/direct_paths.sql
 SELECT taskq.set_action_policy('ip-pol', 7, NULL);
 
 CREATE TEMP TABLE input AS
@@ -59,8 +60,7 @@ SELECT is((SELECT string_agg(id || ':' || num_signals || '/' || total_dependenci
 SELECT is((SELECT to_signal_after FROM taskq.tasks WHERE id = 'ip-13'), ARRAY['ip-14', 'ip-15']::text[],
           'to_signal_after is stored as given');
 
-SELECT lives_ok($$SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                   WHERE i.indrelid = 'taskq.tasks'::regclass$$,
+SELECT lives_ok('SELECT pg_temp.check_task_indexes()',
                 'amcheck: each index of taskq.tasks holds every row it covers');
 
 -- read-only transactions do not insert
@@ -72,12 +72,6 @@ SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_objec
 ROLLBACK TO SAVEPOINT ro;
 
 -- an admin's trigger: the INSERT runs, and the trigger sees every row
-CREATE TEMP TABLE seen (id text);
-CREATE FUNCTION pg_temp.audit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO seen VALUES (NEW.id);
-    RETURN NEW;
-END $$;
 CREATE TRIGGER ip_audit AFTER INSERT ON taskq.tasks
     FOR EACH ROW EXECUTE FUNCTION pg_temp.audit();
 SELECT is(taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'tr-' || g, 'action', 'tr'))
@@ -85,6 +79,19 @@ SELECT is(taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'tr-' ||
           20::bigint, 'with a trigger on taskq.tasks a batch is inserted');
 SELECT is((SELECT count(*) FROM seen WHERE id LIKE 'tr-%'), 20::bigint, 'and the trigger saw every row');
 DROP TRIGGER ip_audit ON taskq.tasks;
+
+-- a trigger that skips rows: the call fails, naming how many, never XX000
+CREATE FUNCTION pg_temp.skip() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER ip_skip BEFORE INSERT ON taskq.tasks
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.skip();
+SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'sk-' || g, 'action', 'sk'))
+                                               FROM generate_series(1, 20) g))$$,
+                 '09000', 'could not insert 20 of 20 tasks',
+                 'a batch whose rows a trigger skipped fails with 09000');
+SELECT throws_ok($$SELECT taskq.insert_tasks('[{"id": "sk-a", "action": "sk"}, {"id": "sk-b", "action": "sk"}]')$$,
+                 '09000', 'could not insert 2 of 2 tasks',
+                 'so does a small one');
+DROP TRIGGER ip_skip ON taskq.tasks;
 
 SELECT * FROM finish();
 ROLLBACK;
