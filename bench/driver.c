@@ -3,14 +3,16 @@
  * client).
  *
  *   driver SYSTEM WORKLOAD [options]
- *     SYSTEM    taskq | baseline | floor   (baseline and floor: bench/schema.sql)
+ *     SYSTEM    taskq | baseline | floor | bound   (the others: bench/schema.sql)
  *     WORKLOAD  enqueue   insert --tasks tasks from --clients clients,
  *                         --batch tasks per transaction
  *               drain     claim --per-claim tasks and complete them until the
  *                         queue is empty, or until --claims tasks were claimed
  *                         (taskq: own_tasks + return_task(s); baseline:
  *                         UPDATE..SKIP LOCKED + UPDATE by token; floor:
- *                         DELETE..SKIP LOCKED)
+ *                         DELETE..SKIP LOCKED; bound: a claim that writes
+ *                         nothing, each client reading only its own rows,
+ *                         + UPDATE by id that marks them done)
  *               latency   taskq only: a producer at --rate tasks/s for
  *                         --seconds, --clients workers waiting on LISTEN taskq;
  *                         enqueue->claim from database timestamps
@@ -275,8 +277,11 @@ drain_thread(void *arg)
 	char	   *ids = malloc(cap);
 	char	   *tokens = malloc(cap);
 	char	   *codes = malloc((size_t) opt.per_claim * 12 + 16);
+	char		part[16];
+	int			bound = strcmp(opt.system, "bound") == 0;
 
 	snprintf(actor, sizeof(actor), "w%d", me);
+	snprintf(part, sizeof(part), "%d", me);
 	snprintf(limit, sizeof(limit), "%d", opt.per_claim);
 	if (strcmp(opt.system, "taskq") == 0)
 	{
@@ -305,6 +310,23 @@ drain_thread(void *arg)
 				"  FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token)"
 				" WHERE b.id = u.id AND b.token = u.token");
 	}
+	else if (strcmp(opt.system, "bound") == 0)
+	{
+		/*
+		 * The least that any leased queue which keeps its finished rows can
+		 * do: the claim writes nothing (as if leases lived in memory) and
+		 * never meets another claimer (client k reads only the rows of part
+		 * k, as prefilled by bench/run.sh), and the completion is one UPDATE
+		 * that marks the rows done, with a durable commit.
+		 */
+		prepare(conn, "claim",
+				"SELECT id, body, $1::text FROM bench.bound"
+				" WHERE part = $3::int AND status = 'pending'"
+				" ORDER BY seq LIMIT $2::int");
+		prepare(conn, "doneN",
+				"UPDATE bench.bound SET status = 'done', finished_at = now()"
+				" WHERE id = ANY ($1::bigint[])");
+	}
 	else
 		prepare(conn, "claim",
 				"DELETE FROM bench.floor WHERE id IN (SELECT id FROM bench.floor"
@@ -312,7 +334,7 @@ drain_thread(void *arg)
 
 	for (;;)
 	{
-		const char *params[3] = {actor, limit, NULL};
+		const char *params[3] = {actor, limit, part};
 		PGresult   *res;
 		int			want = opt.per_claim;
 		int			n;
@@ -333,7 +355,7 @@ drain_thread(void *arg)
 		}
 		if (atomic_load(&stop_soak))
 			break;
-		res = exec_prepared(conn, "claim", 2, params);
+		res = exec_prepared(conn, "claim", bound ? 3 : 2, params);
 		n = PQntuples(res);
 		if (opt.claims > 0 && n < want)
 			atomic_fetch_sub(&claims_taken, want - n);
@@ -362,6 +384,8 @@ drain_thread(void *arg)
 				for (int i = 0; i < n; i++)
 				{
 					append_array_elem(ids, PQgetvalue(res, i, 0));
+					if (bound)
+						continue;	/* its column 1 is the body: no token */
 					append_array_elem(tokens, PQgetvalue(res, i, 1));
 					append_array_elem(codes, "completed");
 				}
@@ -369,7 +393,8 @@ drain_thread(void *arg)
 				params[1] = tokens;
 				params[2] = codes;
 				PQclear(exec_prepared(conn, "doneN",
-									  strcmp(opt.system, "taskq") == 0 ? 3 : 2, params));
+									  strcmp(opt.system, "taskq") == 0 ? 3 : bound ? 1 : 2,
+									  params));
 			}
 		}
 		PQclear(res);
@@ -927,7 +952,7 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 	{
-		fprintf(stderr, "usage: driver taskq|baseline|floor enqueue|drain|latency|depth|fanin|chain|soak [options]\n");
+		fprintf(stderr, "usage: driver taskq|baseline|floor|bound enqueue|drain|latency|depth|fanin|chain|soak [options]\n");
 		return 2;
 	}
 	opt.system = argv[1];
@@ -966,6 +991,11 @@ main(int argc, char **argv)
 		}
 	}
 
+	if (strcmp(opt.system, "bound") == 0 && strcmp(opt.workload, "drain") != 0)
+	{
+		fprintf(stderr, "driver: system bound has the drain workload only\n");
+		return 2;
+	}
 	if (strcmp(opt.workload, "depth") == 0 || strcmp(opt.workload, "fanin") == 0 ||
 		strcmp(opt.workload, "chain") == 0 || strcmp(opt.workload, "soak") == 0)
 	{

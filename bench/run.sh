@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh — `make bench`: taskq against the hand-written SKIP LOCKED
-# queue (baseline) and the least work a durable pop can do (floor), measured
-# in the same run on a throwaway cluster with durable settings (fsync on,
-# synchronous_commit on).  Each figure is the median of RUNS runs; the table
+# queue (baseline), the least work a durable pop can do (floor) and, for the
+# drain, the least work a leased queue that keeps finished rows can do
+# (bound), measured in the same run on a throwaway cluster with durable
+# settings (fsync on, synchronous_commit on).  Each figure is the median of RUNS runs; the table
 # gives ratios against the baselines of the same run.
 #
 #   RUNS=3 TASKS=20000 LATENCY_SECONDS=20 bash bench/run.sh
@@ -86,19 +87,21 @@ tq_psql bench -q -f "$here/schema.sql"
 sql() { local a=(); for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 
 reset_tables() {
-    sql "TRUNCATE taskq.tasks, bench.baseline, bench.floor"
-    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor"
+    sql "TRUNCATE taskq.tasks, bench.baseline, bench.floor, bench.bound"
+    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound"
 }
 
-# prefill SYSTEM N: N pending tasks with ~100-byte bodies (not timed)
+# prefill SYSTEM N [CLIENTS]: N pending tasks with ~100-byte bodies (not
+# timed); bound's rows are dealt round-robin to CLIENTS parts
 prefill() {
     local body='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
     case $1 in
     taskq) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $2) g))" >/dev/null ;;
     baseline) sql "INSERT INTO bench.baseline (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
     floor) sql "INSERT INTO bench.floor (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
+    bound) sql "INSERT INTO bench.bound (part, seq, body) SELECT g % ${3:-1}, g, '$body'::jsonb FROM generate_series(1, $2) g" ;;
     esac
-    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor" "CHECKPOINT"
+    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound" "CHECKPOINT"
 }
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
@@ -111,7 +114,7 @@ measure() {
     for ((r = 1; r <= RUNS; r++)); do
         reset_tables
         case $1 in
-        drain) prefill "$system" "$TASKS" ;;
+        drain) prefill "$system" "$TASKS" "$3" ;;   # drain --clients N ...
         esac
         local line
         line=$("$TQ_WORK/driver" "$system" "$@" --tasks "$TASKS" --prefix "r$r")
@@ -122,9 +125,11 @@ measure() {
 }
 
 declare -A R
-row() {   # row KEY LABEL ARGS... : measure taskq, baseline, floor
+row() {   # row KEY ARGS... : measure taskq, baseline, floor (and bound for a drain)
     local key=$1; shift
-    for s in taskq baseline floor; do
+    local systems=(taskq baseline floor)
+    [[ $1 == drain ]] && systems+=(bound)
+    for s in "${systems[@]}"; do
         R[$key.$s]=$(measure "$key $s" "$s" "$@")
     done
 }
@@ -238,9 +243,14 @@ s() { field "$1" <<<"$soak"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 {
     if want enqueue || want drain; then
-        echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor |"
-        echo "|---|---:|---:|---:|---:|---:|"
-        line() { [[ -n ${R[$2.taskq]:-} ]] || return 0; echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") |"; }
+        echo "| workload | taskq tasks/s | baseline | floor | bound | taskq ÷ baseline | taskq ÷ floor | bound ÷ floor |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        line() {
+            [[ -n ${R[$2.taskq]:-} ]] || return 0
+            local b=${R[$2.bound]:-–} bf=–
+            [[ $b != – ]] && bf=$(ratio "$b" "${R[$2.floor]}")
+            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $b | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $bf |"
+        }
         line "enqueue, 1 per transaction, 4 clients" enq1
         line "enqueue, batches of 1,000, 4 clients" enq1000
         for w in 1 4 16; do

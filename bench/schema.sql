@@ -23,3 +23,22 @@ CREATE TABLE bench.floor (
     body        jsonb,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- bound: the least that any leased queue which keeps its finished rows can
+-- do, for the drain workload.  The claim is a plain SELECT: it writes
+-- nothing (as if leases were kept in memory) and never meets another
+-- claimer, because client k reads only the rows of part k (bench/run.sh
+-- prefills part = row number modulo the number of clients).  The completion
+-- is one UPDATE by id that marks the rows done, as any queue whose finished
+-- tasks stay readable must.  Two indexes: how to find ready rows and how to
+-- find a row by id.
+CREATE TABLE bench.bound (
+    id          bigserial PRIMARY KEY,
+    part        int NOT NULL,
+    seq         bigint NOT NULL,    -- order within the part
+    body        jsonb,
+    status      text NOT NULL DEFAULT 'pending',
+    finished_at timestamptz,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX bound_ready_idx ON bench.bound (part, seq) WHERE status = 'pending';
