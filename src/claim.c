@@ -29,9 +29,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -226,21 +228,72 @@ check_duration(Interval *d, const char *argname)
 }
 
 /*
- * A claim alone in its transaction (autocommit) need not wait for the WAL
- * flush: if the server crashes before the flush, the claim is lost, the task
- * is pending again and will be handed out again, and the lost claim's token
- * is refused — what an expired lease means anyway, and at-least-once
- * delivery allows it.  What the worker does next is durable: a return
- * commits synchronously, and a commit's flush covers every earlier commit
- * record, the claim's included.  Inside an explicit transaction block we
- * cannot know what else the transaction writes, so it keeps its setting.
+ * A transaction that wrote nothing but claims need not wait for the WAL
+ * flush at commit: if the server crashes before the flush, the claim is
+ * lost, the task is pending again and will be handed out again, and the
+ * lost claim's token is refused — what an expired lease means anyway, and
+ * at-least-once delivery allows it.  What the worker does next is durable:
+ * a return commits synchronously, and a commit's flush covers every earlier
+ * commit record, the claim's included.
+ *
+ * "Nothing but claims" is checked, not assumed: before a claim the
+ * transaction must have no transaction id (it wrote nothing) or have
+ * written nothing since its last claim; after the claim we note where this
+ * transaction's WAL ended, and at pre-commit the commit goes asynchronous
+ * only if the transaction's WAL still ends there.  So a statement that also
+ * returns or inserts tasks, or a writable CTE around own_tasks, commits as
+ * the session says.  (Writes that make no WAL, to temporary or unlogged
+ * tables, do not survive a crash anyway.)  A claim inside an explicit
+ * transaction block keeps the session's setting, as documented: that is
+ * how a caller asks for a durable claim.
  */
-static void
-commit_claim_asynchronously(void)
+static LocalTransactionId claims_only_lxid = InvalidLocalTransactionId;
+static XLogRecPtr claims_only_end = InvalidXLogRecPtr;
+
+/* Has this transaction written nothing but claims so far? */
+static bool
+wrote_only_claims(void)
 {
-	(void) set_config_option("synchronous_commit", "off",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
-							 true, 0, false);
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return true;
+	return claims_only_lxid == MyProc->lxid && claims_only_end == XactLastRecEnd;
+}
+
+/* After a claim that wrote rows; only_claims is wrote_only_claims() before it. */
+static void
+note_claim_written(bool only_claims)
+{
+	if (only_claims)
+	{
+		claims_only_lxid = MyProc->lxid;
+		claims_only_end = XactLastRecEnd;
+	}
+	else
+		claims_only_lxid = InvalidLocalTransactionId;
+}
+
+static void
+claims_only_xact_callback(XactEvent event, void *arg)
+{
+	if (claims_only_lxid != MyProc->lxid)
+		return;
+	if (event == XACT_EVENT_PRE_COMMIT && taskq_async_claims &&
+		claims_only_end == XactLastRecEnd)
+	{
+		(void) set_config_option("synchronous_commit", "off",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+								 true, 0, false);
+		elog(DEBUG1, "taskq: the transaction wrote only claims: its commit does not wait for the WAL flush");
+	}
+	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE)
+		claims_only_lxid = InvalidLocalTransactionId;
+}
+
+/* Called once from _PG_init. */
+void
+taskq_register_claim_callbacks(void)
+{
+	RegisterXactCallback(claims_only_xact_callback, NULL);
 }
 
 typedef struct ClaimedRow
@@ -283,6 +336,7 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	uint64		n;
 	bool		isnull;
 	bool		limited;
+	bool		only_claims;
 	int			direct;
 
 	actor = taskq_text_arg(fcinfo, 0, "actor", TASKQ_MAX_ACTOR_LEN);
@@ -310,6 +364,8 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	if (max_tasks == 0 || (kind == CLAIM_ACTIONS && actions == NIL))
 		return (Datum) 0;
 
+	/* the sweep's writes count as the claim's: a lost one is done again */
+	only_claims = !IsTransactionBlock() && wrote_only_claims();
 	SPI_connect();
 	taskq_sweep_expired();
 
@@ -320,8 +376,8 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 								rsinfo->setResult, rsinfo->setDesc);
 	if (direct >= 0)
 	{
-		if (direct > 0 && taskq_async_claims && !IsTransactionBlock())
-			commit_claim_asynchronously();
+		if (direct > 0)
+			note_claim_written(only_claims);
 		SPI_finish();
 		return (Datum) 0;
 	}
@@ -338,8 +394,8 @@ taskq_own_tasks(PG_FUNCTION_ARGS)
 	taskq_execute(claim_plan(kind, max_tasks), values, nulls, false, 0);
 
 	n = SPI_processed;
-	if (n > 0 && taskq_async_claims && !IsTransactionBlock())
-		commit_claim_asynchronously();
+	if (n > 0)
+		note_claim_written(only_claims);
 	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{

@@ -64,7 +64,7 @@ _PG_init(void)
 							 PGC_POSTMASTER, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("taskq.async_claims",
-							 "Lets own_tasks called in its own transaction commit without waiting for the WAL flush.",
+							 "Lets a transaction that wrote only claims commit without waiting for the WAL flush.",
 							 "A claim lost in a server crash only means the task is handed out again; returns stay durable.",
 							 &taskq_async_claims,
 							 true,
@@ -88,4 +88,5 @@ _PG_init(void)
 	}
 	taskq_install_utility_hook();
 	taskq_register_xact_callbacks();
+	taskq_register_claim_callbacks();
 }

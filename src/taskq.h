@@ -171,6 +171,7 @@ extern void taskq_note_deferred(void);
 extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
+extern void taskq_register_claim_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 
 #endif							/* TASKQ_H */
