@@ -3,7 +3,8 @@
  * client).
  *
  *   driver SYSTEM WORKLOAD [options]
- *     SYSTEM    taskq | baseline | floor | bound   (the others: bench/schema.sql)
+ *     SYSTEM    taskq | cycle | baseline | floor | bound   (the last three:
+ *               bench/schema.sql; cycle: taskq with return_and_own)
  *     WORKLOAD  enqueue   insert --tasks tasks from --clients clients,
  *                         --batch tasks per transaction
  *               drain     claim --per-claim tasks and complete them until the
@@ -409,6 +410,64 @@ drain_thread(void *arg)
 			last_done_at = now_s();
 			claim_join(conn, actor);
 		}
+	}
+	PQfinish(conn);
+	free(ids);
+	free(tokens);
+	free(codes);
+	return NULL;
+}
+
+/*
+ * drain, system cycle: taskq's worker loop with return_and_own.  Each call
+ * returns the tasks the previous one claimed and claims the next ones: one
+ * round trip and one transaction per cycle.  The first call only claims,
+ * the last only returns.
+ */
+static void *
+cycle_thread(void *arg)
+{
+	int			me = (int) (long) arg;
+	PGconn	   *conn = connect_db();
+	char		actor[32];
+	char		limit[16];
+	char		sql[320];
+	size_t		cap = (size_t) opt.per_claim * 80 + 16;
+	char	   *ids = malloc(cap);
+	char	   *tokens = malloc(cap);
+	char	   *codes = malloc((size_t) opt.per_claim * 12 + 16);
+	int			held = 0;
+
+	snprintf(actor, sizeof(actor), "w%d", me);
+	snprintf(limit, sizeof(limit), "%d", opt.per_claim);
+	snprintf(sql, sizeof(sql),
+			 "SELECT id, token FROM taskq.return_and_own($3::text[], $4::uuid[], NULL,"
+			 " $5::taskq.status[], $1, $2::int, '{%s}', '5 minutes')", opt.action);
+	prepare(conn, "cycle", sql);
+	strcpy(ids, "{}");
+	strcpy(tokens, "{}");
+	strcpy(codes, "{}");
+	for (;;)
+	{
+		const char *params[5] = {actor, limit, ids, tokens, codes};
+		PGresult   *res = exec_prepared(conn, "cycle", 5, params);
+		int			n = PQntuples(res);
+
+		/* the reply came after the commit: the returns are done */
+		atomic_fetch_add(&done_tasks, held);
+		strcpy(ids, "{}");
+		strcpy(tokens, "{}");
+		strcpy(codes, "{}");
+		for (int i = 0; i < n; i++)
+		{
+			append_array_elem(ids, PQgetvalue(res, i, 0));
+			append_array_elem(tokens, PQgetvalue(res, i, 1));
+			append_array_elem(codes, "completed");
+		}
+		held = n;
+		PQclear(res);
+		if (n == 0)
+			break;
 	}
 	PQfinish(conn);
 	free(ids);
@@ -952,7 +1011,7 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 	{
-		fprintf(stderr, "usage: driver taskq|baseline|floor|bound enqueue|drain|latency|depth|fanin|chain|soak [options]\n");
+		fprintf(stderr, "usage: driver taskq|cycle|baseline|floor|bound enqueue|drain|latency|depth|fanin|chain|soak [options]\n");
 		return 2;
 	}
 	opt.system = argv[1];
@@ -991,9 +1050,10 @@ main(int argc, char **argv)
 		}
 	}
 
-	if (strcmp(opt.system, "bound") == 0 && strcmp(opt.workload, "drain") != 0)
+	if ((strcmp(opt.system, "bound") == 0 || strcmp(opt.system, "cycle") == 0) &&
+		strcmp(opt.workload, "drain") != 0)
 	{
-		fprintf(stderr, "driver: system bound has the drain workload only\n");
+		fprintf(stderr, "driver: system %s has the drain workload only\n", opt.system);
 		return 2;
 	}
 	if (strcmp(opt.workload, "depth") == 0 || strcmp(opt.workload, "fanin") == 0 ||
@@ -1019,7 +1079,8 @@ main(int argc, char **argv)
 	start = now_s();
 	if (strcmp(opt.workload, "enqueue") == 0 || strcmp(opt.workload, "drain") == 0)
 	{
-		void	   *(*fn) (void *) = opt.workload[0] == 'e' ? enqueue_thread : drain_thread;
+		void	   *(*fn) (void *) = opt.workload[0] == 'e' ? enqueue_thread :
+			strcmp(opt.system, "cycle") == 0 ? cycle_thread : drain_thread;
 
 		for (long i = 0; i < opt.clients; i++)
 			pthread_create(&threads[i], NULL, fn, (void *) i);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh — `make bench`: taskq against the hand-written SKIP LOCKED
 # queue (baseline), the least work a durable pop can do (floor) and, for the
-# drain, the least work a leased queue that keeps finished rows can do
-# (bound), measured in the same run on a throwaway cluster with durable
+# drain, taskq's worker loop with return_and_own (cycle) and the least work a
+# leased queue that keeps finished rows can do (bound), measured in the same run on a throwaway cluster with durable
 # settings (fsync on, synchronous_commit on).  Each figure is the median of RUNS runs; the table
 # gives ratios against the baselines of the same run.
 #
@@ -96,7 +96,7 @@ reset_tables() {
 prefill() {
     local body='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
     case $1 in
-    taskq) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $2) g))" >/dev/null ;;
+    taskq|cycle) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $2) g))" >/dev/null ;;
     baseline) sql "INSERT INTO bench.baseline (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
     floor) sql "INSERT INTO bench.floor (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
     bound) sql "INSERT INTO bench.bound (part, seq, body) SELECT g % ${3:-1}, g, '$body'::jsonb FROM generate_series(1, $2) g" ;;
@@ -125,10 +125,10 @@ measure() {
 }
 
 declare -A R
-row() {   # row KEY ARGS... : measure taskq, baseline, floor (and bound for a drain)
+row() {   # row KEY ARGS... : measure taskq, baseline, floor (and cycle, bound for a drain)
     local key=$1; shift
     local systems=(taskq baseline floor)
-    [[ $1 == drain ]] && systems+=(bound)
+    [[ $1 == drain ]] && systems=(taskq cycle baseline floor bound)
     for s in "${systems[@]}"; do
         R[$key.$s]=$(measure "$key $s" "$s" "$@")
     done
@@ -243,13 +243,14 @@ s() { field "$1" <<<"$soak"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 {
     if want enqueue || want drain; then
-        echo "| workload | taskq tasks/s | baseline | floor | bound | taskq ÷ baseline | taskq ÷ floor | bound ÷ floor |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor | return_and_own | ÷ baseline | ÷ floor | bound | bound ÷ floor |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         line() {
             [[ -n ${R[$2.taskq]:-} ]] || return 0
-            local b=${R[$2.bound]:-–} bf=–
+            local c=${R[$2.cycle]:-–} cb=– cf=– b=${R[$2.bound]:-–} bf=–
+            [[ $c != – ]] && cb=$(ratio "$c" "${R[$2.baseline]}") && cf=$(ratio "$c" "${R[$2.floor]}")
             [[ $b != – ]] && bf=$(ratio "$b" "${R[$2.floor]}")
-            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $b | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $bf |"
+            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $c | $cb | $cf | $b | $bf |"
         }
         line "enqueue, 1 per transaction, 4 clients" enq1
         line "enqueue, batches of 1,000, 4 clients" enq1000

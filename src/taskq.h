@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "nodes/pg_list.h"
 #include "storage/condition_variable.h"
 #include "utils/jsonb.h"
@@ -172,6 +173,10 @@ extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
 extern void taskq_register_claim_callbacks(void);
+
+/* SQL entry points return_and_own (cycle.c) is made of */
+extern Datum taskq_own_tasks(PG_FUNCTION_ARGS);
+extern Datum taskq_return_tasks(PG_FUNCTION_ARGS);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 
 #endif							/* TASKQ_H */

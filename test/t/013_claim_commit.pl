@@ -65,6 +65,16 @@ is( async_commits(
 	0,
 	'a return and a claim in one statement: the return stays durable');
 is( async_commits(
+		"SELECT count(*) FROM public.kept AS k, LATERAL taskq.return_and_own(ARRAY[k.id],"
+		  . " ARRAY[k.token], NULL, ARRAY['completed']::taskq.status[], 'w', 1, '{c}')"
+		  . " WHERE k.id = '$kept[2]'"),
+	0,
+	'return_and_own with something to return: the return stays durable');
+is( async_commits(
+		"SELECT count(*) FROM taskq.return_and_own('{}', '{}', NULL, '{}', 'w', 1, '{c}')"),
+	1,
+	'return_and_own with nothing to return is a claim alone');
+is( async_commits(
 		"SELECT (SELECT count(*) FROM taskq.own_tasks('w', 1, '{c}')),"
 		  . " taskq.insert_tasks('[{\"id\": \"n1\", \"action\": \"c\"}]')"),
 	0,
