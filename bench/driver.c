@@ -235,6 +235,58 @@ append_array_elem(char *arr, const char *v)
 }
 
 /*
+ * What a client returns next, as array literals: the ids, tokens and
+ * status codes ("completed") of the rows of a claim's result.
+ */
+typedef struct Held
+{
+	char	   *ids;
+	char	   *tokens;
+	char	   *codes;
+} Held;
+
+static void
+held_init(Held *h)
+{
+	size_t		cap = (size_t) opt.per_claim * 80 + 16;
+
+	h->ids = malloc(cap);
+	h->tokens = malloc(cap);
+	h->codes = malloc((size_t) opt.per_claim * 12 + 16);
+	strcpy(h->ids, "{}");
+	strcpy(h->tokens, "{}");
+	strcpy(h->codes, "{}");
+}
+
+/*
+ * The rows of res (id in column 0; with tokens, the token in column 1).
+ * Without tokens only the ids are kept (bound: its column 1 is the body).
+ */
+static void
+held_set(Held *h, PGresult *res, int tokens)
+{
+	strcpy(h->ids, "{}");
+	strcpy(h->tokens, "{}");
+	strcpy(h->codes, "{}");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		append_array_elem(h->ids, PQgetvalue(res, i, 0));
+		if (!tokens)
+			continue;
+		append_array_elem(h->tokens, PQgetvalue(res, i, 1));
+		append_array_elem(h->codes, "completed");
+	}
+}
+
+static void
+held_free(Held *h)
+{
+	free(h->ids);
+	free(h->tokens);
+	free(h->codes);
+}
+
+/*
  * fanin: called by the client whose return completed the last member, right
  * after that return's reply.  Claims the join with back-to-back own_tasks
  * calls and records how long it took and how many calls it needed: one call
@@ -274,13 +326,11 @@ drain_thread(void *arg)
 	PGconn	   *conn = connect_db();
 	char		actor[32];
 	char		limit[16];
-	size_t		cap = (size_t) opt.per_claim * 80 + 16;
-	char	   *ids = malloc(cap);
-	char	   *tokens = malloc(cap);
-	char	   *codes = malloc((size_t) opt.per_claim * 12 + 16);
+	Held		held;
 	char		part[16];
 	int			bound = strcmp(opt.system, "bound") == 0;
 
+	held_init(&held);
 	snprintf(actor, sizeof(actor), "w%d", me);
 	snprintf(part, sizeof(part), "%d", me);
 	snprintf(limit, sizeof(limit), "%d", opt.per_claim);
@@ -379,20 +429,10 @@ drain_thread(void *arg)
 			}
 			else
 			{
-				strcpy(ids, "{}");
-				strcpy(tokens, "{}");
-				strcpy(codes, "{}");
-				for (int i = 0; i < n; i++)
-				{
-					append_array_elem(ids, PQgetvalue(res, i, 0));
-					if (bound)
-						continue;	/* its column 1 is the body: no token */
-					append_array_elem(tokens, PQgetvalue(res, i, 1));
-					append_array_elem(codes, "completed");
-				}
-				params[0] = ids;
-				params[1] = tokens;
-				params[2] = codes;
+				held_set(&held, res, !bound);
+				params[0] = held.ids;
+				params[1] = held.tokens;
+				params[2] = held.codes;
 				PQclear(exec_prepared(conn, "doneN",
 									  strcmp(opt.system, "taskq") == 0 ? 3 : bound ? 1 : 2,
 									  params));
@@ -412,9 +452,7 @@ drain_thread(void *arg)
 		}
 	}
 	PQfinish(conn);
-	free(ids);
-	free(tokens);
-	free(codes);
+	held_free(&held);
 	return NULL;
 }
 
@@ -432,11 +470,8 @@ cycle_thread(void *arg)
 	char		actor[32];
 	char		limit[16];
 	char		sql[320];
-	size_t		cap = (size_t) opt.per_claim * 80 + 16;
-	char	   *ids = malloc(cap);
-	char	   *tokens = malloc(cap);
-	char	   *codes = malloc((size_t) opt.per_claim * 12 + 16);
-	int			held = 0;
+	Held		held;
+	int			nheld = 0;
 
 	snprintf(actor, sizeof(actor), "w%d", me);
 	snprintf(limit, sizeof(limit), "%d", opt.per_claim);
@@ -444,35 +479,23 @@ cycle_thread(void *arg)
 			 "SELECT id, token FROM taskq.return_and_own($3::text[], $4::uuid[], NULL,"
 			 " $5::taskq.status[], $1, $2::int, '{%s}', '5 minutes')", opt.action);
 	prepare(conn, "cycle", sql);
-	strcpy(ids, "{}");
-	strcpy(tokens, "{}");
-	strcpy(codes, "{}");
+	held_init(&held);			/* nothing to return yet */
 	for (;;)
 	{
-		const char *params[5] = {actor, limit, ids, tokens, codes};
+		const char *params[5] = {actor, limit, held.ids, held.tokens, held.codes};
 		PGresult   *res = exec_prepared(conn, "cycle", 5, params);
 		int			n = PQntuples(res);
 
 		/* the reply came after the commit: the returns are done */
-		atomic_fetch_add(&done_tasks, held);
-		strcpy(ids, "{}");
-		strcpy(tokens, "{}");
-		strcpy(codes, "{}");
-		for (int i = 0; i < n; i++)
-		{
-			append_array_elem(ids, PQgetvalue(res, i, 0));
-			append_array_elem(tokens, PQgetvalue(res, i, 1));
-			append_array_elem(codes, "completed");
-		}
-		held = n;
+		atomic_fetch_add(&done_tasks, nheld);
+		held_set(&held, res, 1);
+		nheld = n;
 		PQclear(res);
 		if (n == 0)
 			break;
 	}
 	PQfinish(conn);
-	free(ids);
-	free(tokens);
-	free(codes);
+	held_free(&held);
 	return NULL;
 }
 
