@@ -4,7 +4,7 @@
 -- nothing, the claim's rows as own_tasks gives them, the arguments checked
 -- under their own names, and EXECUTE for workers and admins only.
 BEGIN;
-SELECT plan(20);
+SELECT plan(21);
 
 SELECT has_function('taskq', 'return_and_own',
     ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]', 'text', 'integer', 'text[]', 'interval'],
@@ -93,6 +93,13 @@ SELECT is_empty($$SELECT * FROM taskq.return_and_own(ARRAY['ro-4'], ARRAY[(SELEC
                 'max_tasks 0 claims nothing');
 SELECT is((SELECT status_code FROM taskq.tasks WHERE id = 'ro-4'), 'completed'::taskq.status,
           'but returns');
+
+-- A successor that the return makes ready is there for the claim of the same call.
+SELECT taskq.insert_tasks('[{"id": "rc-2", "action": "rc"}, {"id": "rc-1", "action": "rc", "to_signal_after": ["rc-2"]}]');
+CREATE TEMP TABLE c4 AS SELECT * FROM taskq.own_tasks('rw', 5, '{rc}', '1 min');
+SELECT is((SELECT string_agg(id, ',') FROM taskq.return_and_own(ARRAY['rc-1'], ARRAY[(SELECT token FROM c4)],
+                                   NULL, ARRAY['completed']::taskq.status[], 'rw', 5, '{rc}', '1 min')),
+          'rc-2', 'a chain''s next hop, made ready by the return, is claimed in the same call');
 
 SELECT * FROM finish();
 ROLLBACK;
