@@ -285,8 +285,8 @@ claims_only_xact_callback(XactEvent event, void *arg)
 								 true, 0, false);
 		elog(DEBUG1, "taskq: the transaction wrote only claims: its commit does not wait for the WAL flush");
 	}
-	if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE)
-		claims_only_lxid = InvalidLocalTransactionId;
+	if (event != XACT_EVENT_PRE_COMMIT)
+		claims_only_lxid = InvalidLocalTransactionId;	/* the end of it */
 }
 
 /* Called once from _PG_init. */

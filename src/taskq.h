@@ -135,6 +135,15 @@ extern int	taskq_fold_deferred_signals(void);
 extern void taskq_drop_empty_deferred(void);
 
 /* ----------
+ * claim.c and finish.c: the SQL entry points return_and_own (cycle.c) is
+ * made of, and the commit rule for transactions that wrote only claims.
+ * ----------
+ */
+extern Datum taskq_own_tasks(PG_FUNCTION_ARGS);
+extern Datum taskq_return_tasks(PG_FUNCTION_ARGS);
+extern void taskq_register_claim_callbacks(void);
+
+/* ----------
  * deps.c: the lock that serialises changes to edges between stored tasks,
  * and the cycle check run under it.
  * ----------
@@ -172,11 +181,6 @@ extern void taskq_note_deferred(void);
 extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
-extern void taskq_register_claim_callbacks(void);
-
-/* SQL entry points return_and_own (cycle.c) is made of */
-extern Datum taskq_own_tasks(PG_FUNCTION_ARGS);
-extern Datum taskq_return_tasks(PG_FUNCTION_ARGS);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 
 #endif							/* TASKQ_H */
