@@ -49,11 +49,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "common/int.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -118,7 +121,9 @@ typedef struct TaskColumns
 				performance_token,
 				not_before,
 				finished_at,
-				cancelled;
+				cancelled,
+				priority,
+				seq;
 } TaskColumns;
 
 typedef struct DirectRel
@@ -133,12 +138,14 @@ typedef struct DirectRel
 	ResultRelInfo *rri;
 	Snapshot	snapshot;
 	CommandId	cid;
+	bool		hints_ok;		/* the tasks_ready_hint triggers note SQL writes */
 	TupleTableSlot *oldslot;	/* the row as found */
 	TupleTableSlot *newslot;	/* the row as written */
 } DirectRel;
 
-static AttrNumber
-column(TupleDesc desc, const char *name)
+/* The attribute number of a column of taskq.tasks, or InvalidAttrNumber. */
+AttrNumber
+taskq_column(TupleDesc desc, const char *name)
 {
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -153,24 +160,26 @@ column(TupleDesc desc, const char *name)
 static bool
 find_columns(TupleDesc desc, TaskColumns *c)
 {
-	c->id = column(desc, "id");
-	c->action = column(desc, "action");
-	c->body = column(desc, "body");
-	c->status_code = column(desc, "status_code");
-	c->status = column(desc, "status");
-	c->num_tries = column(desc, "num_tries");
-	c->num_signals = column(desc, "num_signals");
-	c->to_signal_after = column(desc, "to_signal_after");
-	c->actor_id = column(desc, "actor_id");
-	c->action_deadline = column(desc, "action_deadline");
-	c->performance_token = column(desc, "performance_token");
-	c->not_before = column(desc, "not_before");
-	c->finished_at = column(desc, "finished_at");
-	c->cancelled = column(desc, "cancelled");
+	c->id = taskq_column(desc, "id");
+	c->action = taskq_column(desc, "action");
+	c->body = taskq_column(desc, "body");
+	c->status_code = taskq_column(desc, "status_code");
+	c->status = taskq_column(desc, "status");
+	c->num_tries = taskq_column(desc, "num_tries");
+	c->num_signals = taskq_column(desc, "num_signals");
+	c->to_signal_after = taskq_column(desc, "to_signal_after");
+	c->actor_id = taskq_column(desc, "actor_id");
+	c->action_deadline = taskq_column(desc, "action_deadline");
+	c->performance_token = taskq_column(desc, "performance_token");
+	c->not_before = taskq_column(desc, "not_before");
+	c->finished_at = taskq_column(desc, "finished_at");
+	c->cancelled = taskq_column(desc, "cancelled");
+	c->priority = taskq_column(desc, "priority");
+	c->seq = taskq_column(desc, "seq");
 	return c->id && c->action && c->body && c->status_code && c->status &&
 		c->num_tries && c->num_signals && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
-		c->finished_at && c->cancelled;
+		c->finished_at && c->cancelled && c->priority && c->seq;
 }
 
 static Oid
@@ -178,6 +187,52 @@ enum_label(Oid enumtype, const char *label)
 {
 	return GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
 						   ObjectIdGetDatum(enumtype), CStringGetDatum(label));
+}
+
+/* The OID of taskq.tasks_written(), looked up again when it seems to change. */
+static Oid
+written_fn(bool again)
+{
+	static Oid	fn = InvalidOid;
+
+	if (!OidIsValid(fn) || again)
+		fn = LookupFuncName(list_make2(makeString("taskq"), makeString("tasks_written")),
+							0, NULL, true);
+	return fn;
+}
+
+/*
+ * The triggers of taskq.tasks are only the install script's, which this
+ * path needs not fire: tasks_ready_hint_insert and _update, statement
+ * triggers of taskq.tasks_written() over the new rows.  *hints_ok: both are
+ * there and enabled, so every SQL statement that adds a ready entry lowers
+ * the claims' start (hint.c); if not, claims walk from the first entry.
+ */
+static bool
+triggers_ours(Relation rel, bool *hints_ok)
+{
+	TriggerDesc *td = rel->trigdesc;
+	bool		ins = false,
+				upd = false;
+
+	*hints_ok = false;
+	if (td == NULL)
+		return true;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != written_fn(false) && t->tgfoid != written_fn(true))
+			return false;
+		if (t->tgenabled == TRIGGER_DISABLED || TRIGGER_FOR_ROW(t->tgtype) ||
+			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnewtable == NULL ||
+			t->tgnattr != 0 || t->tgqual != NULL)
+			continue;
+		ins |= TRIGGER_FOR_INSERT(t->tgtype);
+		upd |= TRIGGER_FOR_UPDATE(t->tgtype);
+	}
+	*hints_ok = ins && upd;
+	return true;
 }
 
 /*
@@ -201,7 +256,7 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 
 	d->rel = table_open(relid, RowExclusiveLock);
 	d->desc = RelationGetDescr(d->rel);
-	if (d->rel->trigdesc != NULL || d->rel->rd_rel->relrowsecurity ||
+	if (!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
 		!find_columns(d->desc, &d->col))
 	{
 		table_close(d->rel, RowExclusiveLock);
@@ -226,7 +281,7 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 	/* the changed columns tell the indexes which new entries repeat a key */
 	for (int i = 0; changed != NULL && i < nchanged; i++)
 		rte->updatedCols = bms_add_member(rte->updatedCols,
-										  column(d->desc, changed[i]) -
+										  taskq_column(d->desc, changed[i]) -
 										  FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(d->estate, list_make1(rte));
 	d->rri = makeNode(ResultRelInfo);
@@ -360,6 +415,182 @@ claimable(DirectRel *d, bool one_action, List *actions, TimestampTz now)
 		action_listed(actions, old_value(d, d->col.action, &isnull));
 }
 
+/* What one claim is doing: its arguments, its output and its walk. */
+typedef struct ClaimWalk
+{
+	DirectRel  *d;
+	int			limit;
+	bool		one_action;
+	List	   *actions;
+	TimestampTz now;
+	Datum		actor;
+	Datum		deadline;
+	bool		has_deadline;
+	Tuplestorestate *out;
+	TupleDesc	outdesc;
+	int			claimed;
+	/* moving the start of later claims (hint.c) */
+	AttrNumber	nb_key;			/* not_before's index column; priority and seq before it */
+	bool		advancing;		/* every entry walked so far was dead */
+	bool		passed;			/* ... and there was at least one */
+	bool		stopped;		/* advancing ended at an entry not known dead */
+	TaskqReadyKey last;			/* the last dead entry passed, or the stop */
+	TupleTableSlot *dirtyslot;
+	IndexFetchTableData *dirtyfetch;
+} ClaimWalk;
+
+/* The index entry's position (priority, seq). */
+static TaskqReadyKey
+entry_key(ClaimWalk *w, IndexScanDesc scan)
+{
+	TaskqReadyKey k;
+	bool		isnull;
+
+	k.priority = DatumGetInt32(index_getattr(scan->xs_itup, w->nb_key - 2,
+											 scan->xs_itupdesc, &isnull));
+	k.seq = DatumGetInt64(index_getattr(scan->xs_itup, w->nb_key - 1,
+										scan->xs_itupdesc, &isnull));
+	return k;
+}
+
+/*
+ * The entry at tid, invisible to the claim's snapshot: is its row version
+ * dead for good?  Yes if the index scan found it dead to everyone (it will
+ * mark the entry killed), or if no version in its HOT chain is visible to a
+ * dirty snapshot: updated or deleted by a committed transaction, or
+ * inserted by an aborted one.  An insert in progress or committed after
+ * the snapshot is live, and so is a version whose updater is in progress.
+ */
+static bool
+entry_dead(ClaimWalk *w, IndexScanDesc scan, ItemPointer tid)
+{
+	SnapshotData dirty;
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		found;
+
+	if (scan->kill_prior_tuple)
+		return true;
+	InitDirtySnapshot(dirty);
+	if (w->dirtyfetch == NULL)
+	{
+		w->dirtyfetch = table_index_fetch_begin(w->d->rel);
+		w->dirtyslot = table_slot_create(w->d->rel, NULL);
+	}
+	found = table_index_fetch_tuple(w->dirtyfetch, tid, &dirty, w->dirtyslot,
+									&call_again, &all_dead);
+	table_index_fetch_reset(w->dirtyfetch);
+	return !found;
+}
+
+/* Claim the visible row in d->oldslot if it is ready and nobody holds it. */
+static void
+claim_row(ClaimWalk *w)
+{
+	DirectRel  *d = w->d;
+	pg_uuid_t  *token;
+	int32		tries;
+	bool		isnull;
+	TM_FailureData tmfd;
+	TM_Result	result;
+	Datum		row[6];
+	bool		rownulls[6];
+
+	begin_new_row(d);
+	if (!claimable(d, w->one_action, w->actions, w->now))
+		return;
+	if (pg_add_s32_overflow(DatumGetInt32(old_value(d, d->col.num_tries, &isnull)),
+							1, &tries))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("task \"%s\" cannot be owned again: its number of tries is at the maximum",
+						TextDatumGetCString(old_value(d, d->col.id, &isnull)))));
+	token = palloc(sizeof(pg_uuid_t));
+	taskq_new_token(token);
+	set_column(d, d->col.status_code, ObjectIdGetDatum(d->in_progress), false);
+	set_column(d, d->col.num_tries, Int32GetDatum(tries), false);
+	set_column(d, d->col.actor_id, w->actor, false);
+	set_column(d, d->col.performance_token, UUIDPGetDatum(token), false);
+	set_column(d, d->col.action_deadline, w->deadline, !w->has_deadline);
+
+	result = update_row(d, &d->oldslot->tts_tid, false, &tmfd);
+	/*
+	 * Locked by this very transaction (FOR UPDATE earlier in it): SKIP
+	 * LOCKED would take it, and waiting for ourselves does not wait.
+	 */
+	if (result == TM_BeingModified && TransactionIdIsCurrentTransactionId(tmfd.xmax))
+		result = update_row(d, &d->oldslot->tts_tid, true, &tmfd);
+	if (result != TM_Ok)
+		return;					/* another claimer has it, or had it */
+
+	row[0] = old_value(d, d->col.id, &rownulls[0]);
+	row[1] = UUIDPGetDatum(token);
+	rownulls[1] = false;
+	row[2] = old_value(d, d->col.action, &rownulls[2]);
+	row[3] = old_value(d, d->col.body, &rownulls[3]);
+	row[4] = Int32GetDatum(tries);
+	rownulls[4] = false;
+	row[5] = w->deadline;
+	rownulls[5] = !w->has_deadline;
+	tuplestore_putvalues(w->out, w->outdesc, row, rownulls);
+	w->claimed++;
+}
+
+/*
+ * Walk idx with the given scan keys, claiming until the limit.  While the
+ * walk is advancing, each entry invisible to the snapshot is checked for
+ * being dead, and the first that is not (or the first visible entry) ends
+ * the advance; after that, invisible entries are skipped as index_getnext_slot
+ * skips them, and delayed ones without a heap visit.
+ */
+static void
+claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
+{
+	DirectRel  *d = w->d;
+	IndexScanDesc scan;
+	ItemPointer tid;
+
+	scan = index_beginscan(d->rel, idx, d->snapshot, nkeys, 0);
+	scan->xs_want_itup = true;	/* the keys and not_before, without the heap */
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while (w->claimed < w->limit &&
+		   (tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		bool		delayed;
+
+		CHECK_FOR_INTERRUPTS();
+		delayed = DatumGetTimestampTz(index_getattr(scan->xs_itup, w->nb_key,
+													scan->xs_itupdesc, &isnull)) > w->now;
+		if (delayed && !w->advancing)
+			continue;
+		if (!index_fetch_heap(scan, d->oldslot))
+		{
+			if (w->advancing)
+			{
+				w->last = entry_key(w, scan);
+				if (entry_dead(w, scan, tid))
+					w->passed = true;
+				else
+				{
+					w->advancing = false;
+					w->stopped = true;
+				}
+			}
+			continue;
+		}
+		if (w->advancing)
+		{
+			w->last = entry_key(w, scan);
+			w->advancing = false;
+			w->stopped = true;
+		}
+		if (!delayed)
+			claim_row(w);
+	}
+	index_endscan(scan);
+}
+
 /*
  * Claim up to limit ready tasks for actor, of one action (one_action), of
  * the listed actions, or of any (actions NIL and !one_action), with a lease
@@ -367,6 +598,10 @@ claimable(DirectRel *d, bool one_action, List *actions, TimestampTz now)
  * descending, then insertion order): id, token, action, body, num_tries,
  * action_deadline.  Returns the number claimed, or -1 if this path does not
  * apply and the caller must use the SQL claim.
+ *
+ * The walk starts where the claims of this database start (hint.c), in two
+ * index scans: the rest of the start's priority from its seq on, then the
+ * lower priorities.
  */
 int
 taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
@@ -374,91 +609,86 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 {
 	DirectRel	d;
 	Relation	idx;
-	int			nb_key = one_action ? 4 : 3;
-	ScanKeyData keys[2];
+	ClaimWalk	w;
+	TaskqHintScan hs;
+	ScanKeyData keys[3];
 	int			nkeys = 0;
-	IndexScanDesc scan;
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	Datum		actor_datum = CStringGetTextDatum(actor);
-	Datum		deadline = (Datum) 0;
-	int			claimed = 0;
+	AttrNumber	prio_col;
 
 	if (!direct_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
 		return -1;
 	/* (action, priority DESC, seq, not_before) or (priority DESC, seq, not_before) */
-	idx = find_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx", nb_key);
+	idx = find_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx",
+					 one_action ? 4 : 3);
 	if (idx == NULL)
 	{
 		direct_close(&d);
 		return -1;
 	}
 
+	memset(&w, 0, sizeof(w));
+	w.d = &d;
+	w.limit = limit;
+	w.one_action = one_action;
+	w.actions = actions;
+	w.now = GetCurrentTransactionStartTimestamp();
+	w.actor = CStringGetTextDatum(actor);
+	w.has_deadline = duration != NULL;
+	if (duration != NULL)
+		w.deadline = DirectFunctionCall2(timestamptz_pl_interval,
+										 TimestampTzGetDatum(w.now),
+										 IntervalPGetDatum(duration));
+	w.out = out;
+	w.outdesc = outdesc;
+	w.nb_key = one_action ? 4 : 3;
+	prio_col = w.nb_key - 2;
+
+	hs.slot = -1;
+	hs.valid = false;
+	if (d.hints_ok)
+		taskq_hint_begin(one_action ? linitial(actions) : NULL, &hs);
+	/*
+	 * A transaction that wrote before does not move the start: its own
+	 * updates look dead to a dirty snapshot, and may still roll back.
+	 */
+	w.advancing = hs.slot >= 0 && !TransactionIdIsValid(GetTopTransactionIdIfAny());
+
 	if (one_action)
 		ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_TEXTEQ,
 					CStringGetTextDatum(linitial(actions)));
-	/* delayed tasks are skipped inside the index */
-	ScanKeyInit(&keys[nkeys++], nb_key, BTLessEqualStrategyNumber,
-				F_TIMESTAMPTZ_LE, TimestampTzGetDatum(now));
-	if (duration != NULL)
-		deadline = DirectFunctionCall2(timestamptz_pl_interval,
-									   TimestampTzGetDatum(now),
-									   IntervalPGetDatum(duration));
-
-	scan = index_beginscan(d.rel, idx, d.snapshot, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (claimed < limit && index_getnext_slot(scan, ForwardScanDirection, d.oldslot))
+	if (!hs.valid)
+		claim_walk(&w, idx, keys, nkeys);
+	else
 	{
-		pg_uuid_t  *token;
-		int32		tries;
-		bool		isnull;
-		TM_FailureData tmfd;
-		TM_Result	result;
-		Datum		row[6];
-		bool		rownulls[6];
-
-		CHECK_FOR_INTERRUPTS();
-		begin_new_row(&d);
-		if (!claimable(&d, one_action, actions, now))
-			continue;
-		if (pg_add_s32_overflow(DatumGetInt32(old_value(&d, d.col.num_tries, &isnull)),
-								1, &tries))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("task \"%s\" cannot be owned again: its number of tries is at the maximum",
-							TextDatumGetCString(old_value(&d, d.col.id, &isnull)))));
-		token = palloc(sizeof(pg_uuid_t));
-		taskq_new_token(token);
-		set_column(&d, d.col.status_code, ObjectIdGetDatum(d.in_progress), false);
-		set_column(&d, d.col.num_tries, Int32GetDatum(tries), false);
-		set_column(&d, d.col.actor_id, actor_datum, false);
-		set_column(&d, d.col.performance_token, UUIDPGetDatum(token), false);
-		set_column(&d, d.col.action_deadline, deadline, duration == NULL);
-
-		result = update_row(&d, &d.oldslot->tts_tid, false, &tmfd);
-		/*
-		 * Locked by this very transaction (FOR UPDATE earlier in it): SKIP
-		 * LOCKED would take it, and waiting for ourselves does not wait.
-		 */
-		if (result == TM_BeingModified && TransactionIdIsCurrentTransactionId(tmfd.xmax))
-			result = update_row(&d, &d.oldslot->tts_tid, true, &tmfd);
-		if (result != TM_Ok)
-			continue;			/* another claimer has it, or had it */
-
-		row[0] = old_value(&d, d.col.id, &rownulls[0]);
-		row[1] = UUIDPGetDatum(token);
-		rownulls[1] = false;
-		row[2] = old_value(&d, d.col.action, &rownulls[2]);
-		row[3] = old_value(&d, d.col.body, &rownulls[3]);
-		row[4] = Int32GetDatum(tries);
-		rownulls[4] = false;
-		row[5] = deadline;
-		rownulls[5] = duration == NULL;
-		tuplestore_putvalues(out, outdesc, row, rownulls);
-		claimed++;
+		ScanKeyInit(&keys[nkeys], prio_col, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(hs.start.priority));
+		ScanKeyInit(&keys[nkeys + 1], prio_col + 1, BTGreaterEqualStrategyNumber,
+					F_INT8GE, Int64GetDatum(hs.start.seq));
+		claim_walk(&w, idx, keys, nkeys + 2);
+		if (w.claimed < limit)
+		{
+			/* priority DESC: the lower priorities come after in the index */
+			ScanKeyInit(&keys[nkeys], prio_col, BTLessStrategyNumber, F_INT4LT,
+						Int32GetDatum(hs.start.priority));
+			claim_walk(&w, idx, keys, nkeys + 1);
+		}
 	}
-	index_endscan(scan);
+
+	if (w.stopped || w.passed)
+	{
+		/* to the entry that ended the walk, or just past the last dead one */
+		if (!w.stopped && w.last.seq < PG_INT64_MAX)
+			w.last.seq++;
+		if (w.stopped || w.last.seq != PG_INT64_MAX)
+			taskq_hint_advance(&hs, w.last);
+	}
+	if (w.dirtyfetch != NULL)
+	{
+		table_index_fetch_end(w.dirtyfetch);
+		ExecDropSingleTupleTableSlot(w.dirtyslot);
+	}
 	direct_close(&d);
-	return claimed;
+	return w.claimed;
 }
 
 /* ----------
@@ -575,6 +805,20 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
  * ----------
  */
 
+/* Note the row in slot for the claims' start if it is ready (hint.c). */
+static void
+note_ready(DirectRel *d, TupleTableSlot *slot, TaskqHintBatch *ready)
+{
+	bool		isnull;
+
+	if (DatumGetObjectId(slot_getattr(slot, d->col.status_code, &isnull)) != d->pending ||
+		DatumGetInt32(slot_getattr(slot, d->col.num_signals, &isnull)) != 0)
+		return;
+	taskq_hint_note(ready, DatumGetTextPP(slot_getattr(slot, d->col.action, &isnull)),
+					DatumGetInt32(slot_getattr(slot, d->col.priority, &isnull)),
+					DatumGetInt64(slot_getattr(slot, d->col.seq, &isnull)));
+}
+
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000
 
@@ -600,9 +844,11 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	TupleTableSlot **slots;
 	ExprContext *econtext;
 	int			done = 0;
+	TaskqHintBatch ready;
 
 	if (!direct_open(&d, "INSERT", NULL, 0))
 		return false;
+	taskq_hint_batch_init(&ready);
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
 	defaults = palloc0(sizeof(ExprState *) * natts);
@@ -610,7 +856,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		given[a] = -1;
 	for (int c = 0; c < ncols; c++)
 	{
-		AttrNumber	att = column(d.desc, names[c]);
+		AttrNumber	att = taskq_column(d.desc, names[c]);
 
 		if (att == InvalidAttrNumber)
 		{
@@ -678,9 +924,12 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 			list_free(ExecInsertIndexTuples(d.rri, slots[j], d.estate, false, false,
 											NULL, NIL));
 			ResetPerTupleExprContext(d.estate);
+			note_ready(&d, slots[j], &ready);
 		}
 		done += k;
 	}
+	/* the entries are in the indexes: now the claims may start before them */
+	taskq_hint_flush(&ready);
 
 	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
 		ExecDropSingleTupleTableSlot(slots[k]);

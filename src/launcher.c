@@ -406,6 +406,17 @@ taskq_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	 */
 	if (OidIsValid(paused) && !IsA(pstmt->utilityStmt, DropdbStmt))
 		unpause_database(paused);
+
+	/*
+	 * DDL may have disabled the triggers that note SQL writes of ready
+	 * tasks (hint.c) or re-enabled them after writes they missed: claims
+	 * walk from the first entry again.
+	 */
+	if (IsA(pstmt->utilityStmt, AlterTableStmt) || IsA(pstmt->utilityStmt, CreateTrigStmt) ||
+		IsA(pstmt->utilityStmt, DropStmt) || IsA(pstmt->utilityStmt, RenameStmt) ||
+		IsA(pstmt->utilityStmt, AlterExtensionStmt) ||
+		IsA(pstmt->utilityStmt, CreateExtensionStmt))
+		taskq_hint_reset(MyDatabaseId);
 }
 
 void

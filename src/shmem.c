@@ -44,6 +44,7 @@ taskq_shmem_startup(void)
 		taskq_shared->lock = &(GetNamedLWLockTranche("taskq"))->lock;
 		for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 			ConditionVariableInit(&taskq_shared->finish_cv[i]);
+		SpinLockInit(&taskq_shared->hint_lock);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

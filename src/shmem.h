@@ -17,11 +17,16 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
+
+#include "taskq.h"
 
 #define TASKQ_FINISH_SLOTS		64	/* wait_for_task condition variables */
 #define TASKQ_MAX_DATABASES		64	/* databases with a worker */
 #define TASKQ_PENDING_ACTIONS	32	/* distinct actions awaiting NOTIFY */
 #define TASKQ_NOTIFY_NAME_LEN	258 /* kind byte + a name of up to 255 bytes + NUL */
+#define TASKQ_HINT_SLOTS		64	/* where claims start: (database, action) pairs */
+#define TASKQ_HINT_WRITES		16	/* recent ready-entry writes a claim checks */
 
 typedef struct TaskqDbSlot
 {
@@ -42,6 +47,27 @@ typedef struct TaskqDbSlot
 	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 } TaskqDbSlot;
 
+/*
+ * Where the claims of one database start in one ready index: every entry
+ * before start is known to point at a row version that no claim can take
+ * (hint.c says why that stays true).  action[0] == '\0' is the index of all
+ * actions (tasks_ready_idx), any other the per-action index for that action.
+ * writes counts the ready entries written (their keys in wlog, a ring), so
+ * that a claim that walked while they were written does not move start past
+ * them.
+ */
+typedef struct TaskqHintSlot
+{
+	Oid			dboid;			/* InvalidOid: free slot */
+	char		action[NAMEDATALEN];
+	bool		valid;			/* false: start at the beginning */
+	TaskqReadyKey start;
+	uint64		gen;			/* changes when the slot is reset or reused */
+	uint64		writes;
+	TaskqReadyKey wlog[TASKQ_HINT_WRITES];
+	uint64		last_used;		/* for reuse of the least recently used */
+} TaskqHintSlot;
+
 typedef struct TaskqSharedState
 {
 	LWLock	   *lock;
@@ -49,6 +75,9 @@ typedef struct TaskqSharedState
 	pid_t		launcher_pid;
 	TaskqDbSlot dbs[TASKQ_MAX_DATABASES];
 	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
+	slock_t		hint_lock;		/* protects hints and hint_clock */
+	uint64		hint_clock;
+	TaskqHintSlot hints[TASKQ_HINT_SLOTS];
 } TaskqSharedState;
 
 extern TaskqSharedState *taskq_shared;

@@ -183,4 +183,48 @@ extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
 
+/* ----------
+ * hint.c: where claims start in the ready indexes (past dead entries).
+ * ----------
+ */
+/* A position in a ready index, in its order: priority descending, then seq. */
+typedef struct TaskqReadyKey
+{
+	int32		priority;
+	int64		seq;
+} TaskqReadyKey;
+
+/* A claim's view of its start, from taskq_hint_begin. */
+typedef struct TaskqHintScan
+{
+	int			slot;			/* -1: no shared start; walk from the first entry */
+	uint64		gen;
+	uint64		writes;
+	bool		valid;			/* false: walk from the first entry */
+	TaskqReadyKey start;
+} TaskqHintScan;
+
+#define TASKQ_HINT_BATCH_ACTIONS 8
+
+/* The ready entries one statement wrote: lowest key overall and per action. */
+typedef struct TaskqHintBatch
+{
+	bool		any;
+	TaskqReadyKey anymin;
+	bool		overflow;		/* more actions than fit: lower them all */
+	int			nactions;
+	int			len[TASKQ_HINT_BATCH_ACTIONS];
+	char		action[TASKQ_HINT_BATCH_ACTIONS][NAMEDATALEN];
+	TaskqReadyKey min[TASKQ_HINT_BATCH_ACTIONS];
+} TaskqHintBatch;
+
+extern AttrNumber taskq_column(TupleDesc desc, const char *name);
+extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
+extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
+extern void taskq_hint_reset(Oid dboid);
+extern void taskq_hint_batch_init(TaskqHintBatch *b);
+extern void taskq_hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq);
+extern void taskq_hint_flush(TaskqHintBatch *b);
+extern Datum taskq_tasks_written(PG_FUNCTION_ARGS);
+
 #endif							/* TASKQ_H */

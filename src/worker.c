@@ -55,6 +55,8 @@ int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
 #define LOCKED_RETRY_MS 100
 /* Deferred signals are folded at most once per this many ms (they batch). */
 #define FOLD_INTERVAL_MS 2
+/* how often the claims' starts are forgotten (hint.c) */
+#define HINT_RESET_MS 1000
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
 
@@ -338,6 +340,7 @@ taskq_worker_main(Datum main_arg)
 	bool		announce_all = false;
 	bool		fold_pending = false;
 	TimestampTz last_fold = 0;
+	TimestampTz last_hint_reset = 0;
 	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
@@ -415,6 +418,12 @@ taskq_worker_main(Datum main_arg)
 			fold_pending |= taskq_deferred_take(true);
 		else
 			wake_for_fold = taskq_deferred_take(false);
+		/* writes no trigger saw (hint.c) wait at most this long */
+		if (now >= last_hint_reset + HINT_RESET_MS * (int64) 1000)
+		{
+			taskq_hint_reset(MyDatabaseId);
+			last_hint_reset = now;
+		}
 		if (first || now >= next_maintenance ||
 			!worker_announce(&notify_due, &announce_all))
 		{

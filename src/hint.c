@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ *
+ * hint.c
+ *	  Where claims start in the ready indexes: past the dead entries at
+ *	  their head.
+ *
+ * A claimed or finished task leaves its old entry at the head of the ready
+ * index until VACUUM removes it (its row version is dead, or soon will be).
+ * Every claim walked all of them from the first entry on: with autovacuum's
+ * default naptime of a minute, a busy queue piles up a minute of claims
+ * there, and each claim pays for all of them.
+ *
+ * So the claims of a database share, per ready index (per action for
+ * tasks_ready_action_idx), a start key in shared memory.  The invariant:
+ * every entry before start points at a row version that was updated or
+ * deleted by a committed transaction, or inserted by an aborted one.  Such
+ * a version is dead for good, and a claim could never take it.
+ *
+ *	- A claim moves start forward only over entries it found so (direct.c:
+ *	  invisible to its snapshot and to a dirty snapshot).  It stops at the
+ *	  first entry that is live for anyone, or delayed but not known dead,
+ *	  and never moves start in a transaction that already wrote something
+ *	  (its own updates look dead to a dirty snapshot, but may roll back).
+ *	- A writer that adds a ready entry (a pending row with no unfinished
+ *	  predecessor) lowers start to that entry's key if it is before it, and
+ *	  logs the key, after the entry is in the index and before it commits:
+ *	  direct.c's batch insert, and for every SQL statement the
+ *	  tasks_ready_hint triggers (statement level, over the new rows).
+ *	- A claim that walked while such an entry was added may have read that
+ *	  index page before the entry arrived; it moves start no further than
+ *	  the keys logged since it began (the ring of the last
+ *	  TASKQ_HINT_WRITES; if more came, it does not move start at all).
+ *
+ * A write that fires no trigger (logical replication's apply worker, or an
+ * admin who disabled the triggers) is not seen; the background worker
+ * forgets its database's starts every second, so such a task waits at most
+ * that long.  Without shared_preload_libraries there is no shared memory,
+ * and every claim walks from the first entry, as before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "catalog/pg_enum.h"
+
+#include "shmem.h"
+#include "taskq.h"
+
+/* a is before b in a ready index */
+static inline bool
+key_before(TaskqReadyKey a, TaskqReadyKey b)
+{
+	return a.priority > b.priority || (a.priority == b.priority && a.seq < b.seq);
+}
+
+static bool
+slot_is(TaskqHintSlot *s, Oid dboid, const char *action, int len)
+{
+	return s->dboid == dboid && strlen(s->action) == len &&
+		memcmp(s->action, action, len) == 0;
+}
+
+/*
+ * Begin a claim's walk of the ready index of action (NULL: of all actions):
+ * where to start, and what to check when moving the start.  hs->slot is -1
+ * if there is no shared memory or the action's name is too long for a slot.
+ */
+void
+taskq_hint_begin(const char *action, TaskqHintScan *hs)
+{
+	int			len = action ? strlen(action) : 0;
+	TaskqHintSlot *found = NULL;
+	TaskqHintSlot *victim = NULL;
+
+	hs->slot = -1;
+	hs->valid = false;
+	if (taskq_shared == NULL || len >= NAMEDATALEN || !OidIsValid(MyDatabaseId))
+		return;
+
+	SpinLockAcquire(&taskq_shared->hint_lock);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &taskq_shared->hints[i];
+
+		if (slot_is(s, MyDatabaseId, action ? action : "", len))
+		{
+			found = s;
+			break;
+		}
+		if (victim == NULL || !OidIsValid(s->dboid) ||
+			(OidIsValid(victim->dboid) && s->last_used < victim->last_used))
+			victim = s;
+	}
+	if (found == NULL)
+	{
+		/* a claim holding the old identity sees gen change and moves nothing */
+		found = victim;
+		found->dboid = MyDatabaseId;
+		memcpy(found->action, action ? action : "", len);
+		found->action[len] = '\0';
+		found->valid = false;
+		found->gen++;
+		found->writes = 0;
+	}
+	found->last_used = ++taskq_shared->hint_clock;
+	hs->slot = found - taskq_shared->hints;
+	hs->gen = found->gen;
+	hs->writes = found->writes;
+	hs->valid = found->valid;
+	hs->start = found->start;
+	SpinLockRelease(&taskq_shared->hint_lock);
+}
+
+/*
+ * The claim begun with hs found every entry from its start up to (not
+ * including) to dead: move the start there, unless the slot was reset or
+ * reused since, or a ready entry written meanwhile is before to.
+ */
+void
+taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
+{
+	TaskqHintSlot *s;
+
+	if (hs->slot < 0)
+		return;
+	s = &taskq_shared->hints[hs->slot];
+	SpinLockAcquire(&taskq_shared->hint_lock);
+	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_HINT_WRITES)
+	{
+		for (uint64 w = hs->writes + 1; w <= s->writes; w++)
+			if (key_before(s->wlog[w % TASKQ_HINT_WRITES], to))
+				to = s->wlog[w % TASKQ_HINT_WRITES];
+		if (!s->valid || key_before(s->start, to))
+		{
+			s->start = to;
+			s->valid = true;
+		}
+	}
+	SpinLockRelease(&taskq_shared->hint_lock);
+}
+
+/* Forget where the claims of a database start (the worker, every second). */
+void
+taskq_hint_reset(Oid dboid)
+{
+	if (taskq_shared == NULL)
+		return;
+	SpinLockAcquire(&taskq_shared->hint_lock);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &taskq_shared->hints[i];
+
+		if (s->dboid == dboid && s->valid)
+		{
+			s->valid = false;
+			s->gen++;
+		}
+	}
+	SpinLockRelease(&taskq_shared->hint_lock);
+}
+
+/* ----------
+ * Writers: the ready entries a statement added, lowest key per action
+ * ----------
+ */
+void
+taskq_hint_batch_init(TaskqHintBatch *b)
+{
+	b->any = false;
+	b->nactions = 0;
+	b->overflow = false;
+}
+
+void
+taskq_hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
+{
+	TaskqReadyKey k = {priority, seq};
+	const char *name = VARDATA_ANY(action);
+	int			len = VARSIZE_ANY_EXHDR(action);
+	int			i;
+
+	if (taskq_shared == NULL)
+		return;
+	if (!b->any || key_before(k, b->anymin))
+		b->anymin = k;
+	b->any = true;
+	if (len >= NAMEDATALEN)
+		return;					/* no slot can hold it */
+	for (i = 0; i < b->nactions; i++)
+		if (b->len[i] == len && memcmp(b->action[i], name, len) == 0)
+			break;
+	if (i == b->nactions)
+	{
+		if (i == TASKQ_HINT_BATCH_ACTIONS)
+		{
+			b->overflow = true; /* every action's slot gets anymin */
+			return;
+		}
+		memcpy(b->action[i], name, len);
+		b->len[i] = len;
+		b->min[i] = k;
+		b->nactions++;
+	}
+	else if (key_before(k, b->min[i]))
+		b->min[i] = k;
+}
+
+/* Lower and log, in every slot of this database that the batch touches. */
+void
+taskq_hint_flush(TaskqHintBatch *b)
+{
+	if (taskq_shared == NULL || !b->any)
+		return;
+	SpinLockAcquire(&taskq_shared->hint_lock);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &taskq_shared->hints[i];
+		bool		touched = false;
+		TaskqReadyKey k = b->anymin;
+
+		if (s->dboid != MyDatabaseId)
+			continue;
+		if (s->action[0] == '\0' || b->overflow)
+			touched = true;
+		else
+			for (int a = 0; a < b->nactions; a++)
+				if (slot_is(s, MyDatabaseId, b->action[a], b->len[a]))
+				{
+					k = b->min[a];
+					touched = true;
+					break;
+				}
+		if (!touched)
+			continue;
+		s->writes++;
+		s->wlog[s->writes % TASKQ_HINT_WRITES] = k;
+		if (s->valid && key_before(k, s->start))
+			s->start = k;
+	}
+	SpinLockRelease(&taskq_shared->hint_lock);
+}
+
+/*
+ * taskq.tasks_written(): AFTER INSERT and AFTER UPDATE trigger, for each
+ * statement, over its new rows: note the ready ones.
+ */
+PG_FUNCTION_INFO_V1(taskq_tasks_written);
+
+Datum
+taskq_tasks_written(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	TupleTableSlot *slot;
+	AttrNumber	status_att,
+				signals_att,
+				action_att,
+				priority_att,
+				seq_att;
+	Oid			pending;
+	TaskqHintBatch b;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"%s\" must be fired AFTER ... FOR EACH STATEMENT",
+						"taskq.tasks_written")));
+	if (taskq_shared == NULL || trigdata->tg_newtable == NULL)
+		return PointerGetDatum(NULL);
+
+	desc = RelationGetDescr(trigdata->tg_relation);
+	status_att = taskq_column(desc, "status_code");
+	signals_att = taskq_column(desc, "num_signals");
+	action_att = taskq_column(desc, "action");
+	priority_att = taskq_column(desc, "priority");
+	seq_att = taskq_column(desc, "seq");
+	if (!status_att || !signals_att || !action_att || !priority_att || !seq_att)
+	{
+		/* not the table the claims walk: forget every start, to be safe */
+		taskq_hint_reset(MyDatabaseId);
+		return PointerGetDatum(NULL);
+	}
+	pending = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+							  ObjectIdGetDatum(TupleDescAttr(desc, status_att - 1)->atttypid),
+							  CStringGetDatum("pending"));
+
+	taskq_hint_batch_init(&b);
+	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	tuplestore_rescan(trigdata->tg_newtable);
+	while (tuplestore_gettupleslot(trigdata->tg_newtable, true, false, slot))
+	{
+		bool		n0,
+					n1,
+					n2,
+					n3,
+					n4;
+		Datum		status = slot_getattr(slot, status_att, &n0);
+		Datum		signals = slot_getattr(slot, signals_att, &n1);
+		Datum		action = slot_getattr(slot, action_att, &n2);
+		Datum		priority = slot_getattr(slot, priority_att, &n3);
+		Datum		seq = slot_getattr(slot, seq_att, &n4);
+
+		if (n0 || n1 || n2 || n3 || n4)
+		{
+			/* cannot happen (NOT NULL); if it did, lower every start fully */
+			b.any = b.overflow = true;
+			b.anymin.priority = PG_INT32_MAX;
+			b.anymin.seq = PG_INT64_MIN;
+		}
+		else if (DatumGetObjectId(status) == pending && DatumGetInt32(signals) == 0)
+			taskq_hint_note(&b, DatumGetTextPP(action), DatumGetInt32(priority),
+							DatumGetInt64(seq));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	taskq_hint_flush(&b);
+	return PointerGetDatum(NULL);
+}
