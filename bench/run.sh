@@ -11,8 +11,11 @@
 #
 # Workloads (issue 4): enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
-# producer at 300 tasks/s, 4 idle workers on LISTEN), and, taskq against
-# itself (ratios the issue sets targets for):
+# producer at 300 tasks/s, 4 idle workers on LISTEN), lag (LAG_TASKS
+# (300,000) pending, autovacuum off, one worker drains 50 per claim in
+# LAG_CHUNKS (6) chunks: last chunk's rate against the first's, for taskq,
+# baseline and floor; LONG_RUNS runs), and, taskq against itself (ratios
+# the issue sets targets for):
 #   depth   drain rate over the first DEPTH_CLAIMS (100,000) claims with
 #           DEPTH_BIG (1,000,000) pending, against the same number of claims
 #           taken DEPTH_SMALL (10,000) at a time from a queue refilled to
@@ -42,10 +45,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
-WORKLOADS=${WORKLOADS:-enqueue drain latency depth fanin chain soak}   # a subset, for quick looks
+WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
 TASKS=${TASKS:-20000}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
 LONG_RUNS=${LONG_RUNS:-1}
+LAG_TASKS=${LAG_TASKS:-300000}
+LAG_CHUNKS=${LAG_CHUNKS:-6}
 DEPTH_BIG=${DEPTH_BIG:-1000000}
 DEPTH_SMALL=${DEPTH_SMALL:-10000}
 DEPTH_CLAIMS=${DEPTH_CLAIMS:-100000}
@@ -225,6 +230,35 @@ if want chain; then
     R[chain.plain_ms]=$(for ((r = 1; r <= RUNS; r++)); do echo "${L[chain.plain.$r]}"; done | median)
 fi
 
+# Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
+# 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
+# each): the rate of the last chunk against the first.  The entries of the
+# claimed tasks pile up at the head of each queue's pending index, as they
+# do between two autovacuum runs (naptime: a minute by default).
+if want lag; then
+    for s in taskq baseline floor; do
+        tbl=bench.$s
+        [[ $s == taskq ]] && tbl=taskq.tasks
+        firsts=() lasts=()
+        for ((r = 1; r <= LONG_RUNS; r++)); do
+            reset_tables
+            prefill "$s" "$LAG_TASKS"
+            sql "ALTER TABLE $tbl SET (autovacuum_enabled = off)"
+            chunk=$((LAG_TASKS / LAG_CHUNKS)) rates=()
+            for ((c = 1; c <= LAG_CHUNKS; c++)); do
+                line=$("$TQ_WORK/driver" "$s" drain --clients 1 --per-claim 50 --claims "$chunk" \
+                    --tasks "$chunk" --prefix "l$r.$c")
+                rates+=("$(field rate <<<"$line")")
+            done
+            echo "  lag $s run $r: ${rates[*]}" >&2
+            sql "ALTER TABLE $tbl RESET (autovacuum_enabled)"
+            firsts+=("${rates[0]}") lasts+=("${rates[-1]}")
+        done
+        R[lag.$s.first]=$(printf '%s\n' "${firsts[@]}" | median)
+        R[lag.$s.last]=$(printf '%s\n' "${lasts[@]}" | median)
+    done
+fi
+
 soak=""
 if want soak; then
     reset_tables
@@ -258,6 +292,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
             for k in 1 50; do
                 line "drain, $w worker(s), $k per claim" "drain.$w.$k"
             done
+        done
+        echo
+    fi
+    if want lag; then
+        echo "| vacuum lag: 1 worker, 50 per claim, $(fmt "$LAG_TASKS") pending, autovacuum off; tasks/s | first $(fmt $((LAG_TASKS / LAG_CHUNKS))) | last $(fmt $((LAG_TASKS / LAG_CHUNKS))) | last ÷ first |"
+        echo "|---|---:|---:|---:|"
+        for s in taskq baseline floor; do
+            echo "| $s | ${R[lag.$s.first]} | ${R[lag.$s.last]} | $(ratio "${R[lag.$s.last]}" "${R[lag.$s.first]}") |"
         done
         echo
     fi
