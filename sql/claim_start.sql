@@ -81,5 +81,18 @@ SELECT public.ret('r1', 'pending');
 ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_update;
 SELECT n, id FROM public.own('a', 5, '{s}');
 
+-- Enabled for origin sessions only, the trigger does not fire in a session
+-- with session_replication_role = replica (as logical replication tools
+-- and pg_restore set it): claims then do not move the start, and walk from
+-- the first entry, so such a write is found too.
+ALTER TABLE taskq.tasks ENABLE TRIGGER tasks_ready_hint_update;
+SELECT n, id FROM public.own('a', 5, '{s}');
+SELECT n, id FROM public.own('a', 5, '{s}');
+SET session_replication_role = replica;
+SELECT public.ret('r1', 'pending');
+RESET session_replication_role;
+SELECT n, id FROM public.own('a', 5, '{s}');
+ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_update;
+
 -- Nothing is left pending.
 SELECT count(*) FILTER (WHERE status_code = 'pending') AS pending FROM taskq.tasks;

@@ -205,8 +205,9 @@ written_fn(bool again)
  * The triggers of taskq.tasks are only the install script's, which this
  * path needs not fire: tasks_ready_hint_insert and _update, statement
  * triggers of taskq.tasks_written() over the new rows.  *hints_ok: both are
- * there and enabled, so every SQL statement that adds a ready entry lowers
- * the claims' start (hint.c); if not, claims walk from the first entry.
+ * there and enabled ALWAYS, so every SQL statement that adds a ready entry
+ * lowers the claims' start (hint.c); if not, claims walk from the first
+ * entry.
  */
 static bool
 triggers_ours(Relation rel, bool *hints_ok)
@@ -224,7 +225,8 @@ triggers_ours(Relation rel, bool *hints_ok)
 
 		if (t->tgfoid != written_fn(false) && t->tgfoid != written_fn(true))
 			return false;
-		if (t->tgenabled == TRIGGER_DISABLED || TRIGGER_FOR_ROW(t->tgtype) ||
+		/* only ALWAYS fires in every session, whatever its replication role */
+		if (t->tgenabled != TRIGGER_FIRES_ALWAYS || TRIGGER_FOR_ROW(t->tgtype) ||
 			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnewtable == NULL ||
 			t->tgnattr != 0 || t->tgqual != NULL)
 			continue;

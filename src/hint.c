@@ -62,11 +62,13 @@ key_before(TaskqReadyKey a, TaskqReadyKey b)
 	return a.priority > b.priority || (a.priority == b.priority && a.seq < b.seq);
 }
 
+/* s is the slot of dboid's index of all actions (action NULL) or of action */
 static bool
 slot_is(TaskqHintSlot *s, Oid dboid, const char *action, int len)
 {
-	return s->dboid == dboid && strlen(s->action) == len &&
-		memcmp(s->action, action, len) == 0;
+	if (s->dboid != dboid || s->all_actions != (action == NULL))
+		return false;
+	return action == NULL || (strlen(s->action) == len && memcmp(s->action, action, len) == 0);
 }
 
 /*
@@ -86,12 +88,12 @@ taskq_hint_begin(const char *action, TaskqHintScan *hs)
 	if (taskq_shared == NULL || len >= NAMEDATALEN || !OidIsValid(MyDatabaseId))
 		return;
 
-	SpinLockAcquire(&taskq_shared->hint_lock);
+	LWLockAcquire(taskq_shared->hint_lock, LW_EXCLUSIVE);
 	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
 	{
 		TaskqHintSlot *s = &taskq_shared->hints[i];
 
-		if (slot_is(s, MyDatabaseId, action ? action : "", len))
+		if (slot_is(s, MyDatabaseId, action, len))
 		{
 			found = s;
 			break;
@@ -105,6 +107,7 @@ taskq_hint_begin(const char *action, TaskqHintScan *hs)
 		/* a claim holding the old identity sees gen change and moves nothing */
 		found = victim;
 		found->dboid = MyDatabaseId;
+		found->all_actions = action == NULL;
 		memcpy(found->action, action ? action : "", len);
 		found->action[len] = '\0';
 		found->valid = false;
@@ -117,7 +120,7 @@ taskq_hint_begin(const char *action, TaskqHintScan *hs)
 	hs->writes = found->writes;
 	hs->valid = found->valid;
 	hs->start = found->start;
-	SpinLockRelease(&taskq_shared->hint_lock);
+	LWLockRelease(taskq_shared->hint_lock);
 }
 
 /*
@@ -133,7 +136,7 @@ taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
 	if (hs->slot < 0)
 		return;
 	s = &taskq_shared->hints[hs->slot];
-	SpinLockAcquire(&taskq_shared->hint_lock);
+	LWLockAcquire(taskq_shared->hint_lock, LW_EXCLUSIVE);
 	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_HINT_WRITES)
 	{
 		for (uint64 w = hs->writes + 1; w <= s->writes; w++)
@@ -145,7 +148,7 @@ taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
 			s->valid = true;
 		}
 	}
-	SpinLockRelease(&taskq_shared->hint_lock);
+	LWLockRelease(taskq_shared->hint_lock);
 }
 
 /* Forget where the claims of a database start (the worker, every second). */
@@ -154,7 +157,7 @@ taskq_hint_reset(Oid dboid)
 {
 	if (taskq_shared == NULL)
 		return;
-	SpinLockAcquire(&taskq_shared->hint_lock);
+	LWLockAcquire(taskq_shared->hint_lock, LW_EXCLUSIVE);
 	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
 	{
 		TaskqHintSlot *s = &taskq_shared->hints[i];
@@ -165,7 +168,7 @@ taskq_hint_reset(Oid dboid)
 			s->gen++;
 		}
 	}
-	SpinLockRelease(&taskq_shared->hint_lock);
+	LWLockRelease(taskq_shared->hint_lock);
 }
 
 /* ----------
@@ -220,7 +223,7 @@ taskq_hint_flush(TaskqHintBatch *b)
 {
 	if (taskq_shared == NULL || !b->any)
 		return;
-	SpinLockAcquire(&taskq_shared->hint_lock);
+	LWLockAcquire(taskq_shared->hint_lock, LW_EXCLUSIVE);
 	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
 	{
 		TaskqHintSlot *s = &taskq_shared->hints[i];
@@ -229,7 +232,7 @@ taskq_hint_flush(TaskqHintBatch *b)
 
 		if (s->dboid != MyDatabaseId)
 			continue;
-		if (s->action[0] == '\0' || b->overflow)
+		if (s->all_actions || b->overflow)
 			touched = true;
 		else
 			for (int a = 0; a < b->nactions; a++)
@@ -246,7 +249,7 @@ taskq_hint_flush(TaskqHintBatch *b)
 		if (s->valid && key_before(k, s->start))
 			s->start = k;
 	}
-	SpinLockRelease(&taskq_shared->hint_lock);
+	LWLockRelease(taskq_shared->hint_lock);
 }
 
 /*

@@ -25,7 +25,7 @@ taskq_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(TaskqSharedState)));
-	RequestNamedLWLockTranche("taskq", 1);
+	RequestNamedLWLockTranche("taskq", 2);
 }
 
 static void
@@ -41,10 +41,10 @@ taskq_shmem_startup(void)
 	if (!found)
 	{
 		memset(taskq_shared, 0, sizeof(TaskqSharedState));
-		taskq_shared->lock = &(GetNamedLWLockTranche("taskq"))->lock;
+		taskq_shared->lock = &(GetNamedLWLockTranche("taskq"))[0].lock;
+		taskq_shared->hint_lock = &(GetNamedLWLockTranche("taskq"))[1].lock;
 		for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 			ConditionVariableInit(&taskq_shared->finish_cv[i]);
-		SpinLockInit(&taskq_shared->hint_lock);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

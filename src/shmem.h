@@ -3,8 +3,8 @@
  * shmem.h
  *	  Layout of taskq's shared memory (only with shared_preload_libraries).
  *
- * TaskqShared->lock protects the database slots; the condition variables
- * need no lock.  A slot belongs to one database: the launcher fills dboid
+ * TaskqShared->lock protects the database slots, hint_lock the claims'
+ * starts (hint.c); the condition variables need no lock.  A slot belongs to one database: the launcher fills dboid
  * and the worker handle, the worker publishes its latch, producers add the
  * actions that got ready work at commit, and the worker takes them.
  *
@@ -17,7 +17,6 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/spin.h"
 
 #include "taskq.h"
 
@@ -50,8 +49,8 @@ typedef struct TaskqDbSlot
 /*
  * Where the claims of one database start in one ready index: every entry
  * before start is known to point at a row version that no claim can take
- * (hint.c says why that stays true).  action[0] == '\0' is the index of all
- * actions (tasks_ready_idx), any other the per-action index for that action.
+ * (hint.c says why that stays true): in the index of all actions
+ * (tasks_ready_idx), or in the per-action index for action.
  * writes counts the ready entries written (their keys in wlog, a ring), so
  * that a claim that walked while they were written does not move start past
  * them.
@@ -59,6 +58,7 @@ typedef struct TaskqDbSlot
 typedef struct TaskqHintSlot
 {
 	Oid			dboid;			/* InvalidOid: free slot */
+	bool		all_actions;	/* tasks_ready_idx; else action's entries */
 	char		action[NAMEDATALEN];
 	bool		valid;			/* false: start at the beginning */
 	TaskqReadyKey start;
@@ -75,7 +75,7 @@ typedef struct TaskqSharedState
 	pid_t		launcher_pid;
 	TaskqDbSlot dbs[TASKQ_MAX_DATABASES];
 	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
-	slock_t		hint_lock;		/* protects hints and hint_clock */
+	LWLock	   *hint_lock;		/* protects hints and hint_clock */
 	uint64		hint_clock;
 	TaskqHintSlot hints[TASKQ_HINT_SLOTS];
 } TaskqSharedState;
