@@ -94,5 +94,11 @@ RESET session_replication_role;
 SELECT n, id FROM public.own('a', 5, '{s}');
 ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_update;
 
+-- taskq.shared_claim_start = off: this session walks from the first entry.
+SELECT taskq.insert_tasks($$[{"id": "o1", "action": "s", "priority": 99}]$$);
+SET taskq.shared_claim_start = off;
+SELECT n, id FROM public.own('a', 5, '{s}');
+RESET taskq.shared_claim_start;
+
 -- Nothing is left pending.
 SELECT count(*) FILTER (WHERE status_code = 'pending') AS pending FROM taskq.tasks;

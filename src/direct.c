@@ -647,7 +647,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 
 	hs.slot = -1;
 	hs.valid = false;
-	if (d.hints_ok)
+	if (d.hints_ok && taskq_shared_claim_start)
 		taskq_hint_begin(one_action ? linitial(actions) : NULL, &hs);
 	/*
 	 * A transaction that wrote before does not move the start: its own

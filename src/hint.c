@@ -55,6 +55,8 @@
 #include "shmem.h"
 #include "taskq.h"
 
+bool		taskq_shared_claim_start = true;	/* taskq.shared_claim_start */
+
 /* a is before b in a ready index */
 static inline bool
 key_before(TaskqReadyKey a, TaskqReadyKey b)

@@ -70,6 +70,13 @@ _PG_init(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("taskq.shared_claim_start",
+							 "Starts claims past the dead entries at the head of the ready indexes.",
+							 "The claims of a database share the start in shared memory; off: this session's claims walk from the first entry and move no start.",
+							 &taskq_shared_claim_start,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	taskq_acl_define_settings();	/* taskq.worker_role */
 	DefineCustomBoolVariable("taskq.announce_progress",
 							 "Announces job progress with NOTIFY taskq_progress, '<job id>'.",

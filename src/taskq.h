@@ -218,6 +218,7 @@ typedef struct TaskqHintBatch
 	TaskqReadyKey min[TASKQ_HINT_BATCH_ACTIONS];
 } TaskqHintBatch;
 
+extern bool taskq_shared_claim_start;
 extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
 extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
