@@ -94,6 +94,29 @@ RESET session_replication_role;
 SELECT n, id FROM public.own('a', 5, '{s}');
 ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_update;
 
+-- return_and_own may move the start though its return wrote first, unless
+-- the return changed a ready row: here it completes x1, which a lease
+-- expiry put back to pending (the late owner keeps its token), and the
+-- transaction then rolls back.  x1 must be claimed next.
+SELECT taskq.insert_tasks($$[{"id": "x1", "action": "x"}, {"id": "x2", "action": "x"},
+                             {"id": "x3", "action": "x"}]$$);
+SELECT n, id FROM public.own('a', 1, '{x}', '1 minute');
+UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'x1';
+SELECT n, id FROM public.own('a', 1, '{nothing}');
+SELECT id, status_code, performance_token IS NOT NULL AS has_token FROM taskq.tasks WHERE id = 'x1';
+BEGIN;
+SELECT id FROM taskq.return_and_own(ARRAY['x1'],
+    ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'x1')], NULL,
+    ARRAY['completed']::taskq.status[], 'a', 1, ARRAY['x']);
+ROLLBACK;
+SELECT n, id FROM public.own('a', 5, '{x}');
+-- The usual cycle: it returns x1..x3 and claims what is left, moving the start.
+SELECT taskq.insert_tasks($$[{"id": "x4", "action": "x"}]$$);
+SELECT id FROM taskq.return_and_own(ARRAY['x1', 'x2', 'x3'],
+    ARRAY(SELECT k.token FROM public.tokens AS k WHERE k.id IN ('x1', 'x2', 'x3') ORDER BY k.id),
+    NULL, ARRAY['completed', 'completed', 'completed']::taskq.status[], 'a', 5, ARRAY['x']);
+SELECT n, id FROM public.own('a', 5, '{x}');
+
 -- taskq.shared_claim_start = off: this session walks from the first entry.
 SELECT taskq.insert_tasks($$[{"id": "o1", "action": "s", "priority": 99}]$$);
 SET taskq.shared_claim_start = off;

@@ -10,7 +10,8 @@
  * followed by own_tasks in the caller's transaction: the returns are all
  * or none, and a failed return claims nothing.  The transaction wrote a
  * return, so it commits as the session says (claim.c), which also makes the
- * new claims durable.
+ * new claims durable.  Its claim may move the claims' start past dead
+ * entries (hint.c) even though its transaction wrote the return.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,8 @@
 #include "taskq.h"
 
 PG_FUNCTION_INFO_V1(taskq_return_and_own);
+
+static Datum return_then_own(FunctionCallInfo fcinfo);
 
 /*
  * return_and_own(ids text[], tokens uuid[], statuses text[],
@@ -33,6 +36,24 @@ PG_FUNCTION_INFO_V1(taskq_return_and_own);
  */
 Datum
 taskq_return_and_own(PG_FUNCTION_ARGS)
+{
+	Datum		result;
+
+	taskq_hint_cycle(true);
+	PG_TRY();
+	{
+		result = return_then_own(fcinfo);
+	}
+	PG_FINALLY();
+	{
+		taskq_hint_cycle(false);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+static Datum
+return_then_own(FunctionCallInfo fcinfo)
 {
 	LOCAL_FCINFO(part, 4);
 

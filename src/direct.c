@@ -203,18 +203,20 @@ written_fn(bool again)
 
 /*
  * The triggers of taskq.tasks are only the install script's, which this
- * path needs not fire: tasks_ready_hint_insert and _update, statement
- * triggers of taskq.tasks_written() over the new rows.  *hints_ok: both are
- * there and enabled ALWAYS, so every SQL statement that adds a ready entry
- * lowers the claims' start (hint.c); if not, claims walk from the first
- * entry.
+ * path needs not fire: tasks_ready_hint_insert, _update and _delete,
+ * statement triggers of taskq.tasks_written() over the changed rows.
+ * *hints_ok: all three are there and enabled ALWAYS, so every SQL statement
+ * that adds a ready entry lowers the claims' start, and one that changes a
+ * ready row is noted for its transaction (hint.c); if not, claims walk from
+ * the first entry.
  */
 static bool
 triggers_ours(Relation rel, bool *hints_ok)
 {
 	TriggerDesc *td = rel->trigdesc;
 	bool		ins = false,
-				upd = false;
+				upd = false,
+				del = false;
 
 	*hints_ok = false;
 	if (td == NULL)
@@ -227,13 +229,13 @@ triggers_ours(Relation rel, bool *hints_ok)
 			return false;
 		/* only ALWAYS fires in every session, whatever its replication role */
 		if (t->tgenabled != TRIGGER_FIRES_ALWAYS || TRIGGER_FOR_ROW(t->tgtype) ||
-			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnewtable == NULL ||
-			t->tgnattr != 0 || t->tgqual != NULL)
+			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnattr != 0 || t->tgqual != NULL)
 			continue;
-		ins |= TRIGGER_FOR_INSERT(t->tgtype);
-		upd |= TRIGGER_FOR_UPDATE(t->tgtype);
+		ins |= TRIGGER_FOR_INSERT(t->tgtype) && t->tgnewtable != NULL;
+		upd |= TRIGGER_FOR_UPDATE(t->tgtype) && t->tgnewtable != NULL && t->tgoldtable != NULL;
+		del |= TRIGGER_FOR_DELETE(t->tgtype) && t->tgoldtable != NULL;
 	}
-	*hints_ok = ins && upd;
+	*hints_ok = ins && upd && del;
 	return true;
 }
 
@@ -524,6 +526,7 @@ claim_row(ClaimWalk *w)
 		result = update_row(d, &d->oldslot->tts_tid, true, &tmfd);
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
+	taskq_hint_ready_changed();
 
 	row[0] = old_value(d, d->col.id, &rownulls[0]);
 	row[1] = UUIDPGetDatum(token);
@@ -649,11 +652,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	hs.valid = false;
 	if (d.hints_ok && taskq_shared_claim_start)
 		taskq_hint_begin(one_action ? linitial(actions) : NULL, &hs);
-	/*
-	 * A transaction that wrote before does not move the start: its own
-	 * updates look dead to a dirty snapshot, and may still roll back.
-	 */
-	w.advancing = hs.slot >= 0 && !TransactionIdIsValid(GetTopTransactionIdIfAny());
+	w.advancing = hs.slot >= 0 && taskq_hint_may_move();
 
 	if (one_action)
 		ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_TEXTEQ,
@@ -779,6 +778,11 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 			if (result == TM_Ok)
 			{
 				Datum		s = old_value(&d, d.col.to_signal_after, &isnull);
+				bool		status_null;
+
+				/* a pending task held since a lease expiry: its ready version is gone */
+				if (DatumGetObjectId(old_value(&d, d.col.status_code, &status_null)) == d.pending)
+					taskq_hint_ready_changed();
 
 				done[i] = true;
 				succs[i] = isnull ? NIL : taskq_text_array_list(s);

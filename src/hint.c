@@ -46,6 +46,7 @@
 #include "commands/trigger.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -56,6 +57,54 @@
 #include "taskq.h"
 
 bool		taskq_shared_claim_start = true;	/* taskq.shared_claim_start */
+
+/* The transaction that changed a ready row version (claimed, completed, updated or deleted it). */
+static LocalTransactionId ready_changed_lxid = InvalidLocalTransactionId;
+
+void
+taskq_hint_ready_changed(void)
+{
+	ready_changed_lxid = MyProc->lxid;
+}
+
+bool
+taskq_hint_ready_changed_here(void)
+{
+	return ready_changed_lxid == MyProc->lxid;
+}
+
+/* The transaction of a return_and_own that began without an xid, while it runs. */
+static LocalTransactionId clean_cycle_lxid = InvalidLocalTransactionId;
+
+/*
+ * return_and_own around its two parts: the writes of its return are all
+ * noted (the completion itself, the triggers at the end of each statement
+ * it runs), so its claim may move the start unless they changed a ready row.
+ */
+void
+taskq_hint_cycle(bool begin)
+{
+	if (begin && !TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		clean_cycle_lxid = MyProc->lxid;
+	else
+		clean_cycle_lxid = InvalidLocalTransactionId;
+}
+
+/*
+ * May a claim now move the start?  Not in a transaction that changed a
+ * ready row version: its own updates look dead to a dirty snapshot, and may
+ * still roll back.  A transaction that wrote before the claim began is
+ * trusted only inside return_and_own: an SQL statement's changes are noted
+ * when its triggers fire, at its end, which may be after a claim it calls.
+ */
+bool
+taskq_hint_may_move(void)
+{
+	if (ready_changed_lxid == MyProc->lxid)
+		return false;
+	return !TransactionIdIsValid(GetTopTransactionIdIfAny()) ||
+		clean_cycle_lxid == MyProc->lxid;
+}
 
 /* a is before b in a ready index */
 static inline bool
@@ -255,8 +304,25 @@ taskq_hint_flush(TaskqHintBatch *b)
 }
 
 /*
- * taskq.tasks_written(): AFTER INSERT and AFTER UPDATE trigger, for each
- * statement, over its new rows: note the ready ones.
+ * Is the row in slot ready (pending with no unfinished predecessor)?  NULL
+ * columns cannot happen (NOT NULL); if they did, say yes, to be safe.
+ */
+static bool
+row_ready(TupleTableSlot *slot, AttrNumber status_att, AttrNumber signals_att, Oid pending)
+{
+	bool		n1,
+				n2;
+	Datum		status = slot_getattr(slot, status_att, &n1);
+	Datum		signals = slot_getattr(slot, signals_att, &n2);
+
+	return n1 || n2 || (DatumGetObjectId(status) == pending && DatumGetInt32(signals) == 0);
+}
+
+/*
+ * taskq.tasks_written(): AFTER INSERT, UPDATE and DELETE trigger, for each
+ * statement, over its transition tables: a ready old row marks the
+ * transaction (its claims then move no start), a ready new row lowers the
+ * starts.
  */
 PG_FUNCTION_INFO_V1(taskq_tasks_written);
 
@@ -280,7 +346,7 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"%s\" must be fired AFTER ... FOR EACH STATEMENT",
 						"taskq.tasks_written")));
-	if (taskq_shared == NULL || trigdata->tg_newtable == NULL)
+	if (taskq_shared == NULL)
 		return PointerGetDatum(NULL);
 
 	desc = RelationGetDescr(trigdata->tg_relation);
@@ -299,32 +365,44 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 							  ObjectIdGetDatum(TupleDescAttr(desc, status_att - 1)->atttypid),
 							  CStringGetDatum("pending"));
 
-	taskq_hint_batch_init(&b);
 	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	tuplestore_rescan(trigdata->tg_newtable);
-	while (tuplestore_gettupleslot(trigdata->tg_newtable, true, false, slot))
+	if (trigdata->tg_oldtable != NULL && !taskq_hint_ready_changed_here())
 	{
-		bool		n0,
-					n1,
-					n2,
-					n3,
-					n4;
-		Datum		status = slot_getattr(slot, status_att, &n0);
-		Datum		signals = slot_getattr(slot, signals_att, &n1);
-		Datum		action = slot_getattr(slot, action_att, &n2);
-		Datum		priority = slot_getattr(slot, priority_att, &n3);
-		Datum		seq = slot_getattr(slot, seq_att, &n4);
+		tuplestore_rescan(trigdata->tg_oldtable);
+		while (tuplestore_gettupleslot(trigdata->tg_oldtable, true, false, slot))
+			if (row_ready(slot, status_att, signals_att, pending))
+			{
+				taskq_hint_ready_changed();
+				break;
+			}
+	}
 
-		if (n0 || n1 || n2 || n3 || n4)
+	taskq_hint_batch_init(&b);
+	if (trigdata->tg_newtable != NULL)
+	{
+		tuplestore_rescan(trigdata->tg_newtable);
+		while (tuplestore_gettupleslot(trigdata->tg_newtable, true, false, slot))
 		{
-			/* cannot happen (NOT NULL); if it did, lower every start fully */
-			b.any = b.overflow = true;
-			b.anymin.priority = PG_INT32_MAX;
-			b.anymin.seq = PG_INT64_MIN;
+			bool		n1,
+						n2,
+						n3;
+			Datum		action = slot_getattr(slot, action_att, &n1);
+			Datum		priority = slot_getattr(slot, priority_att, &n2);
+			Datum		seq = slot_getattr(slot, seq_att, &n3);
+
+			if (!row_ready(slot, status_att, signals_att, pending))
+				continue;
+			if (n1 || n2 || n3)
+			{
+				/* cannot happen (NOT NULL); if it did, lower every start fully */
+				b.any = b.overflow = true;
+				b.anymin.priority = PG_INT32_MAX;
+				b.anymin.seq = PG_INT64_MIN;
+			}
+			else
+				taskq_hint_note(&b, DatumGetTextPP(action), DatumGetInt32(priority),
+								DatumGetInt64(seq));
 		}
-		else if (DatumGetObjectId(status) == pending && DatumGetInt32(signals) == 0)
-			taskq_hint_note(&b, DatumGetTextPP(action), DatumGetInt32(priority),
-							DatumGetInt64(seq));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	taskq_hint_flush(&b);
