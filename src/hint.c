@@ -19,13 +19,17 @@
  *	- A claim moves start forward only over entries it found so (direct.c:
  *	  invisible to its snapshot and to a dirty snapshot).  It stops at the
  *	  first entry that is live for anyone, or delayed but not known dead,
- *	  and never moves start in a transaction that already wrote something
- *	  (its own updates look dead to a dirty snapshot, but may roll back).
+ *	  and never moves start in a transaction that changed a ready row
+ *	  version itself (its own updates look dead to a dirty snapshot, but
+ *	  may roll back): claims, completions of tasks held while pending, and
+ *	  SQL updates and deletes (the triggers, over the old rows) note it,
+ *	  taskq_hint_may_move() asks.
  *	- A writer that adds a ready entry (a pending row with no unfinished
  *	  predecessor) lowers start to that entry's key if it is before it, and
  *	  logs the key, after the entry is in the index and before it commits:
  *	  direct.c's batch insert, and for every SQL statement the
  *	  tasks_ready_hint triggers (statement level, over the new rows).
+ *	  They run at the end of the statement, before its commit.
  *	- A claim that walked while such an entry was added may have read that
  *	  index page before the entry arrived; it moves start no further than
  *	  the keys logged since it began (the ring of the last
