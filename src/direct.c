@@ -182,8 +182,9 @@ find_columns(TupleDesc desc, TaskColumns *c)
 		c->finished_at && c->cancelled && c->priority && c->seq;
 }
 
-static Oid
-enum_label(Oid enumtype, const char *label)
+/* The OID of an enum type's label, or InvalidOid. */
+Oid
+taskq_enum_label(Oid enumtype, const char *label)
 {
 	return GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
 						   ObjectIdGetDatum(enumtype), CStringGetDatum(label));
@@ -267,9 +268,9 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 		return false;
 	}
 	status_type = TupleDescAttr(d->desc, d->col.status_code - 1)->atttypid;
-	d->pending = enum_label(status_type, "pending");
-	d->in_progress = enum_label(status_type, "in_progress");
-	d->completed = enum_label(status_type, "completed");
+	d->pending = taskq_enum_label(status_type, "pending");
+	d->in_progress = taskq_enum_label(status_type, "in_progress");
+	d->completed = taskq_enum_label(status_type, "completed");
 	if (!OidIsValid(d->pending) || !OidIsValid(d->in_progress) || !OidIsValid(d->completed))
 	{
 		table_close(d->rel, RowExclusiveLock);

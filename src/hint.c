@@ -54,8 +54,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
-#include "catalog/pg_enum.h"
 
 #include "shmem.h"
 #include "taskq.h"
@@ -188,7 +186,8 @@ taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
 {
 	TaskqHintSlot *s;
 
-	if (hs->slot < 0)
+	/* the walk stopped where it began (the usual case): nothing to move */
+	if (hs->slot < 0 || (hs->valid && !key_before(hs->start, to)))
 		return;
 	s = &taskq_shared->hints[hs->slot];
 	LWLockAcquire(taskq_shared->hint_lock, LW_EXCLUSIVE);
@@ -365,9 +364,7 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 		taskq_hint_reset(MyDatabaseId);
 		return PointerGetDatum(NULL);
 	}
-	pending = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-							  ObjectIdGetDatum(TupleDescAttr(desc, status_att - 1)->atttypid),
-							  CStringGetDatum("pending"));
+	pending = taskq_enum_label(TupleDescAttr(desc, status_att - 1)->atttypid, "pending");
 
 	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	if (trigdata->tg_oldtable != NULL && !taskq_hint_ready_changed_here())

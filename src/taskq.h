@@ -220,6 +220,7 @@ typedef struct TaskqHintBatch
 
 extern bool taskq_shared_claim_start;
 extern AttrNumber taskq_column(TupleDesc desc, const char *name);
+extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
 extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
 extern void taskq_hint_reset(Oid dboid);
