@@ -40,6 +40,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
 #include "access/sysattr.h"
@@ -123,7 +124,9 @@ typedef struct TaskColumns
 				finished_at,
 				cancelled,
 				priority,
-				seq;
+				seq,
+				post_result,
+				workflow;
 } TaskColumns;
 
 typedef struct DirectRel
@@ -176,7 +179,9 @@ find_columns(TupleDesc desc, TaskColumns *c)
 	c->cancelled = taskq_column(desc, "cancelled");
 	c->priority = taskq_column(desc, "priority");
 	c->seq = taskq_column(desc, "seq");
-	return c->id && c->action && c->body && c->status_code && c->status &&
+	c->post_result = taskq_column(desc, "post_result");
+	c->workflow = taskq_column(desc, "workflow");
+	return c->post_result && c->workflow && c->id && c->action && c->body && c->status_code && c->status &&
 		c->num_tries && c->num_signals && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
 		c->finished_at && c->cancelled && c->priority && c->seq;
@@ -488,6 +493,31 @@ entry_dead(ClaimWalk *w, IndexScanDesc scan, ItemPointer tid)
 	return !found;
 }
 
+/*
+ * The visible row in d->oldslot is being modified: is it only this
+ * transaction that holds it?  Then SKIP LOCKED would take it, and an update
+ * that waits does not wait for us.  A row locked FOR UPDATE earlier in the
+ * transaction has our xid as its xmax; one locked by it from two
+ * subtransactions (savepoints, PL/pgSQL exception blocks: the signals of
+ * two returns to one join) has a MultiXact, which only a lock that skips
+ * can sort out: it succeeds if every other member is gone.
+ */
+static bool
+held_by_us(DirectRel *d, TM_FailureData *tmfd)
+{
+	HeapTuple	tuple;
+	TM_FailureData lockfd;
+
+	if (TransactionIdIsCurrentTransactionId(tmfd->xmax))
+		return true;
+	tuple = ExecFetchSlotHeapTuple(d->oldslot, false, NULL);
+	if (!(tuple->t_data->t_infomask & HEAP_XMAX_IS_MULTI))
+		return false;			/* another claimer has it */
+	return table_tuple_lock(d->rel, &d->oldslot->tts_tid, d->snapshot, d->oldslot,
+							d->cid, LockTupleNoKeyExclusive, LockWaitSkip, 0,
+							&lockfd) == TM_Ok;
+}
+
 /* Claim the visible row in d->oldslot if it is ready and nobody holds it. */
 static void
 claim_row(ClaimWalk *w)
@@ -519,11 +549,7 @@ claim_row(ClaimWalk *w)
 	set_column(d, d->col.action_deadline, w->deadline, !w->has_deadline);
 
 	result = update_row(d, &d->oldslot->tts_tid, false, &tmfd);
-	/*
-	 * Locked by this very transaction (FOR UPDATE earlier in it): SKIP
-	 * LOCKED would take it, and waiting for ourselves does not wait.
-	 */
-	if (result == TM_BeingModified && TransactionIdIsCurrentTransactionId(tmfd.xmax))
+	if (result == TM_BeingModified && held_by_us(d, &tmfd))
 		result = update_row(d, &d->oldslot->tts_tid, true, &tmfd);
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
@@ -719,10 +745,27 @@ held_with(DirectRel *d, pg_uuid_t *token)
 }
 
 /*
+ * With taskq.retention = 0 nobody keeps a completed task, unless a caller
+ * means to wait for its result (post_result) or its workflow's job counts
+ * it: its completion deletes it instead of writing a finished version.
+ */
+static bool
+delete_on_completion(DirectRel *d)
+{
+	bool		isnull;
+
+	if (taskq_retention != 0 || DatumGetBool(old_value(d, d->col.post_result, &isnull)))
+		return false;
+	(void) old_value(d, d->col.workflow, &isnull);
+	return isnull;
+}
+
+/*
  * For caller (the SQL function, named in errors): complete the n tasks (ids
  * sorted, without repeats) that are still held
  * with their tokens: status_code completed, status set where given (NULL:
- * kept), finished_at now, no deadline.  done[i] says whether task i was
+ * kept), finished_at now, no deadline; or deleted, if nobody keeps it
+ * (delete_on_completion).  done[i] says whether task i was
  * completed, succs[i] its successors then (a List of C strings).  Returns
  * how many were completed, or -1 if this path does not apply and the caller
  * must use the SQL statement.
@@ -768,14 +811,20 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		{
 			if (!found || !held_with(&d, tokens[i]))
 				break;
-			begin_new_row(&d);
-			set_column(&d, d.col.status_code, ObjectIdGetDatum(d.completed), false);
-			if (statuses[i] != NULL)
-				set_column(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
-			set_column(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
-			set_column(&d, d.col.action_deadline, (Datum) 0, true);
 			tid = d.oldslot->tts_tid;
-			result = update_row(&d, &tid, true, &tmfd);
+			if (delete_on_completion(&d))
+				result = table_tuple_delete(d.rel, &tid, d.cid, d.snapshot,
+											InvalidSnapshot, true, &tmfd, false);
+			else
+			{
+				begin_new_row(&d);
+				set_column(&d, d.col.status_code, ObjectIdGetDatum(d.completed), false);
+				if (statuses[i] != NULL)
+					set_column(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
+				set_column(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
+				set_column(&d, d.col.action_deadline, (Datum) 0, true);
+				result = update_row(&d, &tid, true, &tmfd);
+			}
 			if (result == TM_Ok)
 			{
 				Datum		s = old_value(&d, d.col.to_signal_after, &isnull);

@@ -267,6 +267,22 @@ static TaskqPlan complete_held_batch_plan = {
 	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
+/*
+ * With taskq.retention = 0: delete the held tasks that nobody keeps (see
+ * direct.c's delete_on_completion), before complete_held_batch_plan
+ * completes the others.
+ */
+static TaskqPlan delete_held_batch_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])) AS r(id, token)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	" RETURNING t.id, t.to_signal_after",
+	2, {TEXTARRAYOID, UUIDARRAYOID}
+};
+
 /* The returned task, locked. */
 static TaskqPlan lock_plan = {
 	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action,"
@@ -511,8 +527,27 @@ taskq_complete_task(const char *id, const char *status)
 	complete_spontaneous(work);
 }
 
+/* The rows (id, to_signal_after) the last statement finished: done, succs. */
+static void
+note_held_done(int n, char **ids, bool *done, List **succs)
+{
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *id = taskq_get_text(r, 1, NULL);
+
+		for (int i = 0; i < n; i++)
+			if (!done[i] && strcmp(ids[i], id) == 0)
+			{
+				done[i] = true;
+				succs[i] = taskq_get_text_array(r, 2);
+				break;
+			}
+	}
+}
+
 /*
- * What taskq_complete_direct does, as one UPDATE: for the SQL fallback.
+ * What taskq_complete_direct does, as one UPDATE (and with retention 0 a
+ * DELETE before it): for the SQL fallback.
  */
 static void
 complete_held_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
@@ -540,19 +575,13 @@ complete_held_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 												false, TYPALIGN_CHAR));
 	values[2] = PointerGetDatum(construct_md_array(stdatums, snulls, 1, dims, lbs,
 												   TEXTOID, -1, false, TYPALIGN_INT));
-	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
+	if (taskq_retention == 0)
 	{
-		char	   *id = taskq_get_text(r, 1, NULL);
-
-		for (int i = 0; i < n; i++)
-			if (!done[i] && strcmp(ids[i], id) == 0)
-			{
-				done[i] = true;
-				succs[i] = taskq_get_text_array(r, 2);
-				break;
-			}
+		taskq_execute(&delete_held_batch_plan, values, NULL, false, 0);
+		note_held_done(n, ids, done, succs);
 	}
+	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+	note_held_done(n, ids, done, succs);
 }
 
 /*
@@ -622,6 +651,12 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errhint("Return it as completed, aborted or pending.")));
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
+	if (SPI_processed == 0 && taskq_retention == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
+				 errmsg("invalid performance token for task \"%s\"", id),
+				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed."),
+				 errhint("A worker holding a stale token must drop the task.")));
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

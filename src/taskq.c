@@ -51,10 +51,10 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("taskq.retention",
 							"How long finished tasks are kept before the background worker deletes them.",
-							"-1 keeps them forever.",
+							"-1 keeps them forever; 0 also makes the return that completes a task delete it, unless post_result is set or it belongs to a workflow.",
 							&taskq_retention,
 							7 * 24 * 3600, -1, INT_MAX,
-							PGC_SIGHUP, GUC_UNIT_S,
+							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("taskq.background_worker",
 							 "Starts the taskq background workers.",

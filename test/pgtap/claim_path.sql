@@ -5,7 +5,7 @@
 -- transactions, name a task whose tries cannot grow, and give way to the
 -- SQL claim when an admin put a trigger on taskq.tasks.
 BEGIN;
-SELECT plan(17);
+SELECT plan(18);
 
 \ir include/direct_paths.sql
 
@@ -81,6 +81,21 @@ ROLLBACK TO SAVEPOINT ro;
 SELECT id FROM taskq.tasks WHERE id = 'cp-ro' FOR UPDATE;
 SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-ro}')), 'cp-ro',
           'a row locked by the claiming transaction itself is claimed');
+
+-- A join whose two predecessors this transaction returned, the second in a
+-- subtransaction (a savepoint; a PL/pgSQL exception block is one too): the
+-- join's row has a MultiXact of our own (sub)transactions as its xmax.  It
+-- is claimed all the same.
+SELECT taskq.insert_tasks('[{"id": "cp-mj", "action": "cp-mj"},
+                            {"id": "cp-m1", "action": "cp-m", "to_signal_after": ["cp-mj"]},
+                            {"id": "cp-m2", "action": "cp-m", "to_signal_after": ["cp-mj"]}]');
+CREATE TEMP TABLE mheld AS SELECT * FROM taskq.own_tasks('cpw', 2, '{cp-m}');
+SELECT taskq.return_task(id, token, NULL, 'completed') FROM mheld WHERE id = 'cp-m1';
+SAVEPOINT m;
+SELECT taskq.return_task(id, token, NULL, 'completed') FROM mheld WHERE id = 'cp-m2';
+RELEASE SAVEPOINT m;
+SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-mj}')), 'cp-mj',
+          'a join signalled from a subtransaction of the claiming transaction is claimed');
 
 -- An admin's trigger on taskq.tasks: the SQL claim runs, and the trigger sees it.
 CREATE TRIGGER cp_audit AFTER UPDATE ON taskq.tasks
