@@ -191,6 +191,15 @@ SELECT expect_error($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_ob
            CASE WHEN i = 3 THEN 'big5' ELSE 'dup' || i END, 'action', 'pol'))
   FROM generate_series(1, 4) AS i))$$);
 SELECT count(*) FROM taskq.tasks WHERE id LIKE 'dup%';
+-- A large batch repeating an id that an earlier statement of the same
+-- transaction inserted: reported by id and position too.
+BEGIN;
+SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'tx' || i, 'action', 'pol'))
+  FROM generate_series(1, 20) AS i));
+SELECT expect_error($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id',
+           CASE WHEN i = 18 THEN 'tx7' ELSE 'ty' || i END, 'action', 'pol'))
+  FROM generate_series(1, 20) AS i))$$);
+ROLLBACK;
 SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'l' || i, 'action',
            CASE WHEN i % 2 = 0 THEN 'pol' ELSE 'nopol' END)
            || CASE WHEN i = 4 THEN '{"max_tries": 9}'::jsonb ELSE '{}' END)

@@ -879,18 +879,49 @@ note_ready(DirectRel *d, TupleTableSlot *slot, TaskqHintBatch *ready)
 #define INSERT_CHUNK 1000
 
 /*
+ * A row whose primary key entry may repeat a stored id (the insert checked
+ * the key UNIQUE_CHECK_PARTIAL, as ON CONFLICT's speculative insert does):
+ * is the id stored, as this call's snapshot sees the table (rows of earlier
+ * commands of the transaction included, the rows this call wrote not)?
+ * If not, the other entry is an insert in progress, or one committed after
+ * the snapshot: check the entry again as a deferred unique constraint does
+ * (UNIQUE_CHECK_EXISTING), which waits for that transaction and raises the
+ * primary key's own 23505 if it committed.
+ */
+static bool
+id_stored(DirectRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer tid)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+	bool		isnull = false;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, id);
+	scan = index_beginscan(d->rel, pkey, d->snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, d->oldslot);
+	index_endscan(scan);
+	if (!found)
+		(void) index_insert(pkey, &id, &isnull, tid, d->rel, UNIQUE_CHECK_EXISTING,
+							false, pkinfo);
+	return found;
+}
+
+/*
  * Insert n rows into taskq.tasks, given as column arrays: cols[c][i] and
  * nulls[c][i] are row i's value of column names[c].  The columns not named
  * take their defaults, and so does a NULL not_before (insert.c's INSERT had
  * COALESCE(not_before, now()), the column's default).  The rows are written
  * a page at a time (table_multi_insert, as COPY does: one WAL record per
- * page rather than per row), then their index entries are added; a
- * duplicate id fails with the primary key's own 23505, as the INSERT did.
- * False if this path does not apply and the caller must run the INSERT.
+ * page rather than per row), then their index entries are added.  The
+ * primary key is checked without a lookup of its own first: *stored is the
+ * first row whose id is stored already (the caller reports it, and the
+ * error undoes the insert), or -1.  False if this path does not apply and
+ * the caller must run the INSERT.
  */
 bool
 taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
-					bool **nulls)
+					bool **nulls, int *stored)
 {
 	DirectRel	d;
 	int			natts;
@@ -901,9 +932,28 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	ExprContext *econtext;
 	int			done = 0;
 	TaskqHintBatch ready;
+	int			id_col = -1;
+	Relation	pkey;
+	IndexInfo  *pkinfo = NULL;
+	int			nrepeats = 0;	/* rows whose id may repeat a stored one */
+	int		   *repeat_rows = palloc(sizeof(int) * n);
+	ItemPointerData *repeat_tids = palloc(sizeof(ItemPointerData) * n);
 
+	*stored = -1;
 	if (!direct_open(&d, "INSERT", NULL, 0))
 		return false;
+	pkey = find_index(&d, "tasks_pkey", 1);
+	for (int i = 0; pkey != NULL && i < d.rri->ri_NumIndices; i++)
+		if (d.rri->ri_IndexRelationDescs[i] == pkey)
+			pkinfo = d.rri->ri_IndexRelationInfo[i];
+	for (int c = 0; c < ncols; c++)
+		if (strcmp(names[c], "id") == 0)
+			id_col = c;
+	if (pkinfo == NULL || !pkinfo->ii_Unique || id_col < 0)
+	{
+		direct_close(&d);
+		return false;
+	}
 	taskq_hint_batch_init(&ready);
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
@@ -977,13 +1027,23 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		table_multi_insert(d.rel, slots, k, d.cid, 0, NULL);
 		for (int j = 0; j < k; j++)
 		{
-			list_free(ExecInsertIndexTuples(d.rri, slots[j], d.estate, false, false,
-											NULL, NIL));
+			bool		repeat = false;
+
+			list_free(ExecInsertIndexTuples(d.rri, slots[j], d.estate, false, true,
+											&repeat, NIL));
 			ResetPerTupleExprContext(d.estate);
+			if (repeat)
+			{
+				repeat_rows[nrepeats] = done + j;
+				repeat_tids[nrepeats++] = slots[j]->tts_tid;
+			}
 			note_ready(&d, slots[j], &ready);
 		}
 		done += k;
 	}
+	for (int r = 0; r < nrepeats && *stored < 0; r++)
+		if (id_stored(&d, pkey, pkinfo, cols[id_col][repeat_rows[r]], &repeat_tids[r]))
+			*stored = repeat_rows[r];
 	/* the entries are in the indexes: now the claims may start before them */
 	taskq_hint_flush(&ready);
 

@@ -511,15 +511,10 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	}
 
 	/*
-	 * A large batch: a stored duplicate is looked for first, so that it is
-	 * reported by id and batch position.  (A plain INSERT is much cheaper
-	 * than ON CONFLICT, which takes a speculative-insertion lock and writes
-	 * a second WAL record per row.)  Only an insert of the same id racing
-	 * this one between the look and the insert gets the unique index's own
-	 * error: the same SQLSTATE, 23505, with the id in its detail.
+	 * A large batch: written a page at a time, its primary key entries
+	 * checked as they go in (direct.c), and a stored duplicate reported by
+	 * id and batch position.
 	 */
-	report_stored_duplicate(specs, stored_among(column_array(COL_ID, cols[COL_ID],
-															 colnulls[COL_ID], n)));
 	{
 		/* total_dependencies starts equal to num_signals (cols[5]) */
 		static const char *const names[] = {"id", "action", "body", "status",
@@ -534,9 +529,27 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 			colnulls[6], colnulls[7], colnulls[8], colnulls[9], colnulls[10],
 		colnulls[11], colnulls[12]};
 
-		if (taskq_insert_direct(n, lengthof(names), names, dcols, dnulls))
+		int			stored;
+
+		if (taskq_insert_direct(n, lengthof(names), names, dcols, dnulls, &stored))
+		{
+			if (stored >= 0)
+				report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
 			return;
+		}
 	}
+
+	/*
+	 * The INSERT, when the direct path does not apply: a stored duplicate is
+	 * looked for first, so that it is reported by id and batch position.  (A
+	 * plain INSERT is much cheaper than ON CONFLICT, which takes a
+	 * speculative-insertion lock and writes a second WAL record per row.)
+	 * Only an insert of the same id racing this one between the look and
+	 * the insert gets the unique index's own error: the same SQLSTATE,
+	 * 23505, with the id in its detail.
+	 */
+	report_stored_duplicate(specs, stored_among(column_array(COL_ID, cols[COL_ID],
+															 colnulls[COL_ID], n)));
 
 	/* The INSERT: successors as array literals, every column as an array. */
 	i = 0;

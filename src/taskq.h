@@ -57,7 +57,7 @@ extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
 							   List *actions, Interval *duration,
 							   Tuplestorestate *out, TupleDesc outdesc);
 extern bool taskq_insert_direct(int n, int ncols, const char *const *names,
-								Datum **cols, bool **nulls);
+								Datum **cols, bool **nulls, int *stored);
 extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 								  pg_uuid_t **tokens, char **statuses,
 								  bool *done, List **succs);
