@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bench/run.sh — `make bench`: taskq against the hand-written SKIP LOCKED
 # queue (baseline), the least work a durable pop can do (floor) and, for the
-# drain, taskq's worker loop with return_and_own (cycle) and the least work a
-# leased queue that keeps finished rows can do (bound), measured in the same run on a throwaway cluster with durable
-# settings (fsync on, synchronous_commit on).  Each figure is the median of RUNS runs; the table
+# drain, taskq's worker loop with return_and_own (cycle), the same with
+# taskq.retention = 0 so that completing deletes (cycle0), and the least work
+# a leased queue that keeps finished rows can do (bound), measured in the
+# same run on a throwaway cluster with durable settings (fsync on,
+# synchronous_commit on).  Each figure is the median of RUNS runs; the table
 # gives ratios against the baselines of the same run.
 #
-#   RUNS=3 TASKS=20000 LATENCY_SECONDS=20 bash bench/run.sh
+#   RUNS=3 TASKS=100000 LATENCY_SECONDS=20 bash bench/run.sh
 #   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
 #
 # Workloads (issue 4): enqueue (1 per transaction from 4 clients; batches of
@@ -46,7 +48,7 @@ source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
 WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
-TASKS=${TASKS:-20000}
+TASKS=${TASKS:-100000}   # issue 4: enqueue and drain 100,000
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
 LONG_RUNS=${LONG_RUNS:-1}
 LAG_TASKS=${LAG_TASKS:-300000}
@@ -101,7 +103,7 @@ reset_tables() {
 prefill() {
     local body='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
     case $1 in
-    taskq|cycle) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $2) g))" >/dev/null ;;
+    taskq|cycle|cycle0) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $2) g))" >/dev/null ;;
     baseline) sql "INSERT INTO bench.baseline (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
     floor) sql "INSERT INTO bench.floor (body) SELECT '$body'::jsonb FROM generate_series(1, $2)" ;;
     bound) sql "INSERT INTO bench.bound (part, seq, body) SELECT g % ${3:-1}, g, '$body'::jsonb FROM generate_series(1, $2) g" ;;
@@ -121,8 +123,10 @@ measure() {
         case $1 in
         drain) prefill "$system" "$TASKS" "$3" ;;   # drain --clients N ...
         esac
-        local line
-        line=$("$TQ_WORK/driver" "$system" "$@" --tasks "$TASKS" --prefix "r$r")
+        local line driver_system=$system options=${PGOPTIONS:-}
+        # cycle0: return_and_own in sessions with taskq.retention = 0
+        [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
+        line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
         echo "  $label run $r: $line" >&2
         rates+=("$(field rate <<<"$line")")
     done
@@ -130,10 +134,10 @@ measure() {
 }
 
 declare -A R
-row() {   # row KEY ARGS... : measure taskq, baseline, floor (and cycle, bound for a drain)
+row() {   # row KEY ARGS... : measure taskq, baseline, floor (and cycle, cycle0, bound for a drain)
     local key=$1; shift
     local systems=(taskq baseline floor)
-    [[ $1 == drain ]] && systems=(taskq cycle baseline floor bound)
+    [[ $1 == drain ]] && systems=(taskq cycle cycle0 baseline floor bound)
     for s in "${systems[@]}"; do
         R[$key.$s]=$(measure "$key $s" "$s" "$@")
     done
@@ -277,14 +281,15 @@ s() { field "$1" <<<"$soak"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 {
     if want enqueue || want drain; then
-        echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor | return_and_own | ÷ baseline | ÷ floor | bound | bound ÷ floor |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor | return_and_own | ÷ baseline | ÷ floor | r&o, retention 0 | ÷ floor | bound | bound ÷ floor |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         line() {
             [[ -n ${R[$2.taskq]:-} ]] || return 0
-            local c=${R[$2.cycle]:-–} cb=– cf=– b=${R[$2.bound]:-–} bf=–
+            local c=${R[$2.cycle]:-–} cb=– cf=– z=${R[$2.cycle0]:-–} zf=– b=${R[$2.bound]:-–} bf=–
             [[ $c != – ]] && cb=$(ratio "$c" "${R[$2.baseline]}") && cf=$(ratio "$c" "${R[$2.floor]}")
+            [[ $z != – ]] && zf=$(ratio "$z" "${R[$2.floor]}")
             [[ $b != – ]] && bf=$(ratio "$b" "${R[$2.floor]}")
-            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $c | $cb | $cf | $b | $bf |"
+            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $c | $cb | $cf | $z | $zf | $b | $bf |"
         }
         line "enqueue, 1 per transaction, 4 clients" enq1
         line "enqueue, batches of 1,000, 4 clients" enq1000

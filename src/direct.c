@@ -47,6 +47,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
@@ -142,6 +143,8 @@ typedef struct DirectRel
 	Snapshot	snapshot;
 	CommandId	cid;
 	bool		hints_ok;		/* the tasks_ready_hint triggers note SQL writes */
+	Bitmapset  *changed;		/* the columns updates change (attnum - FirstLow...) */
+	bool		plain_indexes;	/* see insert_entries */
 	TupleTableSlot *oldslot;	/* the row as found */
 	TupleTableSlot *newslot;	/* the row as written */
 } DirectRel;
@@ -294,9 +297,20 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 										  taskq_column(d->desc, changed[i]) -
 										  FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(d->estate, list_make1(rte));
+	d->changed = rte->updatedCols;
 	d->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(d->rri, d->rel, 1, NULL, 0);
 	ExecOpenIndices(d->rri, false);
+	d->plain_indexes = true;
+	for (int i = 0; i < d->rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
+		Relation	idx = d->rri->ri_IndexRelationDescs[i];
+
+		if (ii->ii_Expressions != NIL || ii->ii_ExclusionOps != NULL ||
+			(idx->rd_index->indisunique && !idx->rd_index->indimmediate))
+			d->plain_indexes = false;
+	}
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -364,6 +378,70 @@ old_value(DirectRel *d, AttrNumber att, bool *isnull)
 }
 
 /* Write the new version over the old one found at tid; wait or not. */
+/* Does the update change a key column of this index? */
+static bool
+key_changed(DirectRel *d, IndexInfo *ii)
+{
+	for (int k = 0; k < ii->ii_NumIndexAttrs; k++)
+		if (bms_is_member(ii->ii_IndexAttrNumbers[k] - FirstLowInvalidHeapAttributeNumber,
+						  d->changed))
+			return true;
+	return false;
+}
+
+/*
+ * The index entries of the new version in d->newslot, written by an update,
+ * as ExecInsertIndexTuples adds them, but with one check fewer: a unique
+ * index without a predicate whose key the update does not change is not
+ * checked for uniqueness.  The old version had that key, was in the index
+ * (a partial index may have left it out) and was live, and this
+ * transaction has just updated it: any other inserter of the key conflicts
+ * with that version (it waits for us, then finds the new entry), so no
+ * other live row can have it, and the check would only visit the old
+ * version's heap tuple to find that out.  Indexes with expressions or
+ * exclusion constraints, and deferrable unique ones, take the executor's
+ * way (d->plain_indexes).
+ */
+static void
+insert_entries(DirectRel *d)
+{
+	ExprContext *econtext;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	if (!d->plain_indexes)
+	{
+		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
+										false, NULL, NIL));
+		return;
+	}
+	econtext = GetPerTupleExprContext(d->estate);
+	econtext->ecxt_scantuple = d->newslot;
+	for (int i = 0; i < d->rri->ri_NumIndices; i++)
+	{
+		Relation	idx = d->rri->ri_IndexRelationDescs[i];
+		IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
+		bool		changed;
+
+		if (idx == NULL || !ii->ii_ReadyForInserts)
+			continue;
+		if (ii->ii_Predicate != NIL)
+		{
+			if (ii->ii_PredicateState == NULL)
+				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, d->estate);
+			if (!ExecQual(ii->ii_PredicateState, econtext))
+				continue;
+		}
+		FormIndexDatum(ii, d->newslot, d->estate, values, isnull);
+		changed = key_changed(d, ii);
+		(void) index_insert(idx, values, isnull, &d->newslot->tts_tid, d->rel,
+							idx->rd_index->indisunique &&
+							(changed || ii->ii_Predicate != NIL) ?
+							UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+							!changed, ii);
+	}
+}
+
 static TM_Result
 update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 {
@@ -376,8 +454,7 @@ update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 								InvalidSnapshot, wait, tmfd, &lockmode,
 								&update_indexes);
 	if (result == TM_Ok && update_indexes)
-		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
-										false, NULL, NIL));
+		insert_entries(d);
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }

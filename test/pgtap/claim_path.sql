@@ -5,7 +5,7 @@
 -- transactions, name a task whose tries cannot grow, and give way to the
 -- SQL claim when an admin put a trigger on taskq.tasks.
 BEGIN;
-SELECT plan(18);
+SELECT plan(19);
 
 \ir include/direct_paths.sql
 
@@ -96,6 +96,15 @@ SELECT taskq.return_task(id, token, NULL, 'completed') FROM mheld WHERE id = 'cp
 RELEASE SAVEPOINT m;
 SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-mj}')), 'cp-mj',
           'a join signalled from a subtransaction of the claiming transaction is claimed');
+
+-- An admin's partial unique index, here one task in progress per action:
+-- the claim's new version enters it, and a second one of the action fails.
+CREATE UNIQUE INDEX cp_one_running ON taskq.tasks (action)
+    WHERE status_code = 'in_progress' AND action = 'cp-u';
+SELECT taskq.insert_tasks('[{"id": "cp-u1", "action": "cp-u"}, {"id": "cp-u2", "action": "cp-u"}]');
+SELECT throws_ok($$SELECT * FROM taskq.own_tasks('cpw', 2, '{cp-u}')$$, '23505', NULL,
+                 'a claim that would break an admin''s partial unique index fails with 23505');
+DROP INDEX taskq.cp_one_running;
 
 -- An admin's trigger on taskq.tasks: the SQL claim runs, and the trigger sees it.
 CREATE TRIGGER cp_audit AFTER UPDATE ON taskq.tasks
