@@ -10,9 +10,12 @@
     LISTEN taskq; then, until SIGTERM or SIGINT (which let the current task
     finish): own one ready task of our actions with a lease (own_tasks) and
     hand it to handle(task); while idle, wait on the connection's socket for a
-    NOTIFY on channel "taskq", or half a second.  A task whose lease another
-    worker took over (TQ001 from taskq, or LeaseLost) is counted and logged,
-    not fatal.  On stopping, log the counts in self.stats.
+    NOTIFY on channel "taskq", or half a second.  handle() returns the task
+    with give_back(cur, ...) in its own transaction: that call also claims
+    the next task (return_and_own: one round trip and one commit per task),
+    which the loop takes once that transaction committed.  A task whose lease
+    another worker took over (TQ001 from taskq, or LeaseLost) is counted and
+    logged, not fatal.  On stopping, log the counts in self.stats.
 """
 
 import os
@@ -73,6 +76,7 @@ class Worker:
         self.actions = actions
         self.lease = lease
         self.stopping = False
+        self.claimed = None         # what give_back's return_and_own claimed
         self.stats = Counter()
         self.conn = connect(application_name)
         with self.conn.cursor() as cur:
@@ -80,27 +84,51 @@ class Worker:
         self.conn.commit()
 
     def handle(self, task):
-        """Do the task and return it (return_task): the subclass's work."""
+        """Do the task and return it (give_back): the subclass's work."""
         raise NotImplementedError
+
+    def give_back(self, cur, task, status, code):
+        """Return task with status_code code, in the caller's transaction (cur),
+        and claim our next task in the same call (return_and_own), unless we
+        are stopping: then only return it (a claim we would not work on would
+        hold its task until the lease ran out).  If the transaction is retried,
+        the retry claims again; the claim only counts once it committed."""
+        if self.stopping:
+            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
+                        (task.id, task.token, status, code))
+            self.claimed = None
+            return
+        cur.execute("SELECT id, token, action, body, num_tries"
+                    "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s],"
+                    "                            ARRAY[%s]::taskq.status[], %s, 1, %s,"
+                    "                            make_interval(secs => %s))",
+                    (task.id, task.token, status, code, self.actor, self.actions, self.lease))
+        self.claimed = self.task_of(cur.fetchone())
 
     def run(self):
         def stop(signum, frame):
             self.stopping = True
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        task = None
         while not self.stopping:
-            task = self.own()
+            if task is None:
+                task = self.own()
             if task is None:
                 self.idle(IDLE_WAIT)
                 continue
+            self.claimed = None
             try:
                 self.handle(task)
+                task = self.claimed     # committed with the return
             except LeaseLost as e:
                 self.lease_lost(task, e)
+                task = None
             except psycopg2.Error as e:
                 if e.pgcode != INVALID_TOKEN:
                     raise
                 self.lease_lost(task, e.diag.message_primary)
+                task = None
         summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
         log(self.name, f"stopped: {summary}")
 
@@ -116,7 +144,10 @@ class Worker:
                         "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
                         (self.actor, self.actions, self.lease))
             return cur.fetchone()
-        row = transaction(self.conn, claim)
+        return self.task_of(transaction(self.conn, claim))
+
+    def task_of(self, row):
+        """A claimed row (id, token, action, body, num_tries) as a task, or None."""
         if row is None:
             return None
         return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])

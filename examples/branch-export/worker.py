@@ -2,9 +2,10 @@
 """worker.py: a taskq worker for the branch-export story.
 
 The loop: own one ready task of our actions with a lease (own_tasks), dispatch
-on its action, and return it (return_task) in the same transaction as the
-task's own writes and a row in export_demo.events.  While idle, sleep until a
-NOTIFY on channel "taskq" (or half a second).
+on its action, and return it in the same transaction as the task's own writes
+and a row in export_demo.events, with return_and_own, which claims the next
+task in the same call (taskq_worker.Worker.give_back).  While idle, sleep
+until a NOTIFY on channel "taskq" (or half a second).
 
   next-export-{branch}    create start-export-{branch} and a fresh, spontaneous
                           done-export-{branch} that start-export signals
@@ -71,8 +72,8 @@ class ExportWorker(Worker):
     def handle(self, task):
         self.handlers[task.action](task)
 
-    def own(self):
-        task = super().own()
+    def task_of(self, row):
+        task = super().task_of(row)
         if task is not None:
             task.heartbeat = time.monotonic()       # the lease was granted now
         return task
@@ -80,15 +81,14 @@ class ExportWorker(Worker):
     def finish(self, task, writes=None, path=None, code="completed", status="done",
                fence=False):
         """In one transaction: the task's writes, its event row (when completed)
-        and return_task.  Raises psycopg2.Error TQ001 when our token is no
+        and the return (give_back).  Raises psycopg2.Error TQ001 when our token is no
         longer valid (the loop counts the lease as lost).
 
         fence: first check that the task's export is still current; if it is
         not, abort the task instead, without writing."""
         def txn(cur):
             if fence and not export_is_current(cur, task.body):
-                cur.execute("SELECT taskq.return_task(%s, %s, %s, 'aborted')",
-                            (task.id, task.token, f"export {task.body['commit']} was abandoned"))
+                self.give_back(cur, task, f"export {task.body['commit']} was abandoned", "aborted")
                 return "abandoned"
             if writes:
                 writes(cur)
@@ -98,8 +98,7 @@ class ExportWorker(Worker):
                             " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                             (task.body["branch"], task.body["commit"], task.id, task.action,
                              path, self.actor, task.tries))
-            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
-                        (task.id, task.token, status, code))
+            self.give_back(cur, task, status, code)
             return code
         result = transaction(self.conn, txn)
         self.stats[f"{task.action} {result}"] += 1

@@ -2,8 +2,9 @@
 """worker.py: a taskq worker for the file-import story (the job-progress seed).
 
 The loop: own one ready task of our actions with a lease (own_tasks), dispatch
-on its action, and return it (return_task) in the same transaction as the
-task's own writes.  While idle, sleep until a NOTIFY on channel "taskq" (or
+on its action, and return it in the same transaction as the task's own writes,
+with return_and_own, which claims the next task in the same call
+(taskq_worker.Worker.give_back).  While idle, sleep until a NOTIFY on channel "taskq" (or
 half a second).
 
   create-job      read the file's row count, set_job_item_count, then insert
@@ -14,7 +15,7 @@ half a second).
   job-completed   runs once every process-item completed (the chord's join):
                   marks the job done in import_demo.jobs_done
 
-A worker whose lease was taken over gets TQ001 from return_task and its
+A worker whose lease was taken over gets TQ001 from the return and its
 transaction rolls back: the row is not recorded, the progress not counted.
 So every row is processed exactly once, and item_progress is exact.
 """
@@ -42,8 +43,7 @@ class ImportWorker(Worker):
         self.stats[task.action] += 1
 
     def complete(self, cur, task, status="done"):
-        cur.execute("SELECT taskq.return_task(%s, %s, %s, 'completed')",
-                    (task.id, task.token, status))
+        self.give_back(cur, task, status, "completed")
 
     # ---- the seed's handlers ---------------------------------------------------
 

@@ -13,6 +13,9 @@ step's work (sleep a little), then in one transaction:
   4. otherwise set the step's flag (mark-running: state 'running'), record
      an 'ok' execution and return 'completed'.
 
+Each return is return_and_own, which claims the next task in the same call
+and commits with the return (taskq_worker.Worker.give_back).
+
 The deletion updates the same row in the transaction that calls
 cancel_workflow, so a step either commits before the deletion or sees
 'deleting' and does nothing; and taskq never hands out a task of a
@@ -47,8 +50,7 @@ class SiteWorker(Worker):
                         (site,))
             state = cur.fetchone()[0]
             if state != "creating":
-                cur.execute("SELECT taskq.return_task(%s, %s, %s, 'aborted')",
-                            (task.id, task.token, f"site is {state}"))
+                self.give_back(cur, task, f"site is {state}", "aborted")
                 return f"skipped ({state})"
             if fails:
                 outcome, code, status = "failed", "pending", f"try {task.tries} failed"
@@ -64,8 +66,7 @@ class SiteWorker(Worker):
                 else:
                     cur.execute(f"UPDATE site_demo.sites SET {FLAG[task.action]} = true"
                                 " WHERE site_id = %s", (site,))
-            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
-                        (task.id, task.token, status, code))
+            self.give_back(cur, task, status, code)
             cur.execute("INSERT INTO site_demo.executions"
                         " (site_id, task_id, action, outcome, try, actor)"
                         " VALUES (%s, %s, %s, %s, %s, %s)",
