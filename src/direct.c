@@ -47,7 +47,6 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
@@ -143,8 +142,6 @@ typedef struct DirectRel
 	Snapshot	snapshot;
 	CommandId	cid;
 	bool		hints_ok;		/* the tasks_ready_hint triggers note SQL writes */
-	Bitmapset  *changed;		/* the columns updates change (attnum - FirstLow...) */
-	bool		plain_indexes;	/* see insert_entries */
 	TupleTableSlot *oldslot;	/* the row as found */
 	TupleTableSlot *newslot;	/* the row as written */
 } DirectRel;
@@ -297,20 +294,9 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 										  taskq_column(d->desc, changed[i]) -
 										  FirstLowInvalidHeapAttributeNumber);
 	ExecInitRangeTable(d->estate, list_make1(rte));
-	d->changed = rte->updatedCols;
 	d->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(d->rri, d->rel, 1, NULL, 0);
 	ExecOpenIndices(d->rri, false);
-	d->plain_indexes = true;
-	for (int i = 0; i < d->rri->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
-		Relation	idx = d->rri->ri_IndexRelationDescs[i];
-
-		if (ii->ii_Expressions != NIL || ii->ii_ExclusionOps != NULL ||
-			(idx->rd_index->indisunique && !idx->rd_index->indimmediate))
-			d->plain_indexes = false;
-	}
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -337,9 +323,12 @@ direct_close(DirectRel *d)
 	CommandCounterIncrement();
 }
 
-/* An index of taskq.tasks by name, if it is a btree with nkeys key columns. */
+/*
+ * An index of taskq.tasks by name, if it is a btree with nkeys key columns;
+ * its IndexInfo in *info, if info is given.
+ */
 static Relation
-find_index(DirectRel *d, const char *name, int nkeys)
+find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info)
 {
 	for (int i = 0; i < d->rri->ri_NumIndices; i++)
 	{
@@ -348,7 +337,11 @@ find_index(DirectRel *d, const char *name, int nkeys)
 		if (strcmp(RelationGetRelationName(idx), name) == 0 &&
 			idx->rd_rel->relam == BTREE_AM_OID &&
 			IndexRelationGetNumberOfKeyAttributes(idx) == nkeys)
+		{
+			if (info != NULL)
+				*info = d->rri->ri_IndexRelationInfo[i];
 			return idx;
+		}
 	}
 	return NULL;
 }
@@ -378,70 +371,6 @@ old_value(DirectRel *d, AttrNumber att, bool *isnull)
 }
 
 /* Write the new version over the old one found at tid; wait or not. */
-/* Does the update change a key column of this index? */
-static bool
-key_changed(DirectRel *d, IndexInfo *ii)
-{
-	for (int k = 0; k < ii->ii_NumIndexAttrs; k++)
-		if (bms_is_member(ii->ii_IndexAttrNumbers[k] - FirstLowInvalidHeapAttributeNumber,
-						  d->changed))
-			return true;
-	return false;
-}
-
-/*
- * The index entries of the new version in d->newslot, written by an update,
- * as ExecInsertIndexTuples adds them, but with one check fewer: a unique
- * index without a predicate whose key the update does not change is not
- * checked for uniqueness.  The old version had that key, was in the index
- * (a partial index may have left it out) and was live, and this
- * transaction has just updated it: any other inserter of the key conflicts
- * with that version (it waits for us, then finds the new entry), so no
- * other live row can have it, and the check would only visit the old
- * version's heap tuple to find that out.  Indexes with expressions or
- * exclusion constraints, and deferrable unique ones, take the executor's
- * way (d->plain_indexes).
- */
-static void
-insert_entries(DirectRel *d)
-{
-	ExprContext *econtext;
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-
-	if (!d->plain_indexes)
-	{
-		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
-										false, NULL, NIL));
-		return;
-	}
-	econtext = GetPerTupleExprContext(d->estate);
-	econtext->ecxt_scantuple = d->newslot;
-	for (int i = 0; i < d->rri->ri_NumIndices; i++)
-	{
-		Relation	idx = d->rri->ri_IndexRelationDescs[i];
-		IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
-		bool		changed;
-
-		if (idx == NULL || !ii->ii_ReadyForInserts)
-			continue;
-		if (ii->ii_Predicate != NIL)
-		{
-			if (ii->ii_PredicateState == NULL)
-				ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, d->estate);
-			if (!ExecQual(ii->ii_PredicateState, econtext))
-				continue;
-		}
-		FormIndexDatum(ii, d->newslot, d->estate, values, isnull);
-		changed = key_changed(d, ii);
-		(void) index_insert(idx, values, isnull, &d->newslot->tts_tid, d->rel,
-							idx->rd_index->indisunique &&
-							(changed || ii->ii_Predicate != NIL) ?
-							UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-							!changed, ii);
-	}
-}
-
 static TM_Result
 update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 {
@@ -454,7 +383,8 @@ update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 								InvalidSnapshot, wait, tmfd, &lockmode,
 								&update_indexes);
 	if (result == TM_Ok && update_indexes)
-		insert_entries(d);
+		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
+										false, NULL, NIL));
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }
@@ -728,7 +658,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 		return -1;
 	/* (action, priority DESC, seq, not_before) or (priority DESC, seq, not_before) */
 	idx = find_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx",
-					 one_action ? 4 : 3);
+					 one_action ? 4 : 3, NULL);
 	if (idx == NULL)
 	{
 		direct_close(&d);
@@ -858,7 +788,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 
 	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
-	pkey = find_index(&d, "tasks_pkey", 1);
+	pkey = find_index(&d, "tasks_pkey", 1, NULL);
 	if (pkey == NULL)
 	{
 		direct_close(&d);
@@ -1013,24 +943,23 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	Relation	pkey;
 	IndexInfo  *pkinfo = NULL;
 	int			nrepeats = 0;	/* rows whose id may repeat a stored one */
-	int		   *repeat_rows = palloc(sizeof(int) * n);
-	ItemPointerData *repeat_tids = palloc(sizeof(ItemPointerData) * n);
+	int		   *repeat_rows;
+	ItemPointerData *repeat_tids;
 
 	*stored = -1;
 	if (!direct_open(&d, "INSERT", NULL, 0))
 		return false;
-	pkey = find_index(&d, "tasks_pkey", 1);
-	for (int i = 0; pkey != NULL && i < d.rri->ri_NumIndices; i++)
-		if (d.rri->ri_IndexRelationDescs[i] == pkey)
-			pkinfo = d.rri->ri_IndexRelationInfo[i];
+	pkey = find_index(&d, "tasks_pkey", 1, &pkinfo);
 	for (int c = 0; c < ncols; c++)
 		if (strcmp(names[c], "id") == 0)
 			id_col = c;
-	if (pkinfo == NULL || !pkinfo->ii_Unique || id_col < 0)
+	if (pkey == NULL || !pkinfo->ii_Unique || id_col < 0)
 	{
 		direct_close(&d);
 		return false;
 	}
+	repeat_rows = palloc(sizeof(int) * n);
+	repeat_tids = palloc(sizeof(ItemPointerData) * n);
 	taskq_hint_batch_init(&ready);
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);

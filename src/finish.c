@@ -640,9 +640,10 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 		   const char *code, Interval *retry_delay)
 {
 	Datum		arg = CStringGetTextDatum(id);
-	bool		isnull;
-	char	   *cur;
-	Datum		cur_token;
+	bool		isnull = false;
+	bool		gone;
+	char	   *cur = NULL;
+	Datum		cur_token = (Datum) 0;
 
 	if (strcmp(code, "in_progress") == 0)
 		ereport(ERROR,
@@ -651,24 +652,24 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errhint("Return it as completed, aborted or pending.")));
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
-	if (SPI_processed == 0 && taskq_retention == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
-				 errmsg("invalid performance token for task \"%s\"", id),
-				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed."),
-				 errhint("A worker holding a stale token must drop the task.")));
-	if (SPI_processed == 0)
+	/* with taskq.retention = 0 a missing task may be one completed and deleted */
+	gone = SPI_processed == 0;
+	if (gone && taskq_retention != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("task \"%s\" does not exist", id)));
-
-	cur = taskq_get_text(0, 1, NULL);
-	cur_token = taskq_get_datum(0, 2, &isnull);
-	if (isnull ||
+	if (!gone)
+	{
+		cur = taskq_get_text(0, 1, NULL);
+		cur_token = taskq_get_datum(0, 2, &isnull);
+	}
+	if (gone || isnull ||
 		memcmp(DatumGetUUIDP(cur_token), token, sizeof(pg_uuid_t)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
 				 errmsg("invalid performance token for task \"%s\"", id),
+				 gone ?
+				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
 				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
 				 errhint("A worker holding a stale token must drop the task.")));
 	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
