@@ -868,20 +868,6 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
  * ----------
  */
 
-/* Note the row in slot for the claims' start if it is ready (hint.c). */
-static void
-note_ready(DirectRel *d, TupleTableSlot *slot, TaskqHintBatch *ready)
-{
-	bool		isnull;
-
-	if (DatumGetObjectId(slot_getattr(slot, d->col.status_code, &isnull)) != d->pending ||
-		DatumGetInt32(slot_getattr(slot, d->col.num_signals, &isnull)) != 0)
-		return;
-	taskq_hint_note(ready, DatumGetTextPP(slot_getattr(slot, d->col.action, &isnull)),
-					DatumGetInt32(slot_getattr(slot, d->col.priority, &isnull)),
-					DatumGetInt64(slot_getattr(slot, d->col.seq, &isnull)));
-}
-
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000
 
@@ -939,6 +925,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	ExprContext *econtext;
 	int			done = 0;
 	TaskqHintBatch ready;
+	TaskqReadyCols ready_cols;
 	int			id_col = -1;
 	Relation	pkey;
 	IndexInfo  *pkinfo = NULL;
@@ -961,6 +948,12 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	repeat_rows = palloc(sizeof(int) * n);
 	repeat_tids = palloc(sizeof(ItemPointerData) * n);
 	taskq_hint_batch_init(&ready);
+	ready_cols.status_code = d.col.status_code;
+	ready_cols.num_signals = d.col.num_signals;
+	ready_cols.action = d.col.action;
+	ready_cols.priority = d.col.priority;
+	ready_cols.seq = d.col.seq;
+	ready_cols.pending = d.pending;
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
 	defaults = palloc0(sizeof(ExprState *) * natts);
@@ -1043,7 +1036,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 				repeat_rows[nrepeats] = done + j;
 				repeat_tids[nrepeats++] = slots[j]->tts_tid;
 			}
-			note_ready(&d, slots[j], &ready);
+			taskq_hint_note_row(&ready, slots[j], &ready_cols);	/* hint.c */
 		}
 		done += k;
 	}

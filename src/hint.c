@@ -237,8 +237,8 @@ taskq_hint_batch_init(TaskqHintBatch *b)
 	b->overflow = false;
 }
 
-void
-taskq_hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
+static void
+hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
 {
 	TaskqReadyKey k = {priority, seq};
 	const char *name = VARDATA_ANY(action);
@@ -310,15 +310,42 @@ taskq_hint_flush(TaskqHintBatch *b)
  * Is the row in slot ready (pending with no unfinished predecessor)?  NULL
  * columns cannot happen (NOT NULL); if they did, say yes, to be safe.
  */
-static bool
-row_ready(TupleTableSlot *slot, AttrNumber status_att, AttrNumber signals_att, Oid pending)
+bool
+taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c)
 {
 	bool		n1,
 				n2;
-	Datum		status = slot_getattr(slot, status_att, &n1);
-	Datum		signals = slot_getattr(slot, signals_att, &n2);
+	Datum		status = slot_getattr(slot, c->status_code, &n1);
+	Datum		signals = slot_getattr(slot, c->num_signals, &n2);
 
-	return n1 || n2 || (DatumGetObjectId(status) == pending && DatumGetInt32(signals) == 0);
+	return n1 || n2 || (DatumGetObjectId(status) == c->pending && DatumGetInt32(signals) == 0);
+}
+
+/* If the row in slot is ready, note its entry's key in b. */
+void
+taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot, const TaskqReadyCols *c)
+{
+	bool		n1,
+				n2,
+				n3;
+	Datum		action,
+				priority,
+				seq;
+
+	if (taskq_shared == NULL || !taskq_row_ready(slot, c))
+		return;
+	action = slot_getattr(slot, c->action, &n1);
+	priority = slot_getattr(slot, c->priority, &n2);
+	seq = slot_getattr(slot, c->seq, &n3);
+	if (n1 || n2 || n3)
+	{
+		/* cannot happen (NOT NULL); if it did, lower every start fully */
+		b->any = b->overflow = true;
+		b->anymin.priority = PG_INT32_MAX;
+		b->anymin.seq = PG_INT64_MIN;
+	}
+	else
+		hint_note(b, DatumGetTextPP(action), DatumGetInt32(priority), DatumGetInt64(seq));
 }
 
 /*
@@ -335,12 +362,7 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	TupleDesc	desc;
 	TupleTableSlot *slot;
-	AttrNumber	status_att,
-				signals_att,
-				action_att,
-				priority_att,
-				seq_att;
-	Oid			pending;
+	TaskqReadyCols c;
 	TaskqHintBatch b;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
@@ -353,25 +375,25 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	desc = RelationGetDescr(trigdata->tg_relation);
-	status_att = taskq_column(desc, "status_code");
-	signals_att = taskq_column(desc, "num_signals");
-	action_att = taskq_column(desc, "action");
-	priority_att = taskq_column(desc, "priority");
-	seq_att = taskq_column(desc, "seq");
-	if (!status_att || !signals_att || !action_att || !priority_att || !seq_att)
+	c.status_code = taskq_column(desc, "status_code");
+	c.num_signals = taskq_column(desc, "num_signals");
+	c.action = taskq_column(desc, "action");
+	c.priority = taskq_column(desc, "priority");
+	c.seq = taskq_column(desc, "seq");
+	if (!c.status_code || !c.num_signals || !c.action || !c.priority || !c.seq)
 	{
 		/* not the table the claims walk: forget every start, to be safe */
 		taskq_hint_reset(MyDatabaseId);
 		return PointerGetDatum(NULL);
 	}
-	pending = taskq_enum_label(TupleDescAttr(desc, status_att - 1)->atttypid, "pending");
+	c.pending = taskq_enum_label(TupleDescAttr(desc, c.status_code - 1)->atttypid, "pending");
 
 	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	if (trigdata->tg_oldtable != NULL && !taskq_hint_ready_changed_here())
 	{
 		tuplestore_rescan(trigdata->tg_oldtable);
 		while (tuplestore_gettupleslot(trigdata->tg_oldtable, true, false, slot))
-			if (row_ready(slot, status_att, signals_att, pending))
+			if (taskq_row_ready(slot, &c))
 			{
 				taskq_hint_ready_changed();
 				break;
@@ -383,27 +405,7 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 	{
 		tuplestore_rescan(trigdata->tg_newtable);
 		while (tuplestore_gettupleslot(trigdata->tg_newtable, true, false, slot))
-		{
-			bool		n1,
-						n2,
-						n3;
-			Datum		action = slot_getattr(slot, action_att, &n1);
-			Datum		priority = slot_getattr(slot, priority_att, &n2);
-			Datum		seq = slot_getattr(slot, seq_att, &n3);
-
-			if (!row_ready(slot, status_att, signals_att, pending))
-				continue;
-			if (n1 || n2 || n3)
-			{
-				/* cannot happen (NOT NULL); if it did, lower every start fully */
-				b.any = b.overflow = true;
-				b.anymin.priority = PG_INT32_MAX;
-				b.anymin.seq = PG_INT64_MIN;
-			}
-			else
-				taskq_hint_note(&b, DatumGetTextPP(action), DatumGetInt32(priority),
-								DatumGetInt64(seq));
-		}
+			taskq_hint_note_row(&b, slot, &c);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	taskq_hint_flush(&b);

@@ -229,7 +229,20 @@ extern bool taskq_hint_ready_changed_here(void);
 extern void taskq_hint_cycle(bool begin);
 extern bool taskq_hint_may_move(void);
 extern void taskq_hint_batch_init(TaskqHintBatch *b);
-extern void taskq_hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq);
+/* The columns of taskq.tasks that say whether a row is ready, and its key. */
+typedef struct TaskqReadyCols
+{
+	AttrNumber	status_code,
+				num_signals,
+				action,
+				priority,
+				seq;
+	Oid			pending;		/* the label's OID */
+} TaskqReadyCols;
+
+extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
+extern void taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot,
+								const TaskqReadyCols *c);
 extern void taskq_hint_flush(TaskqHintBatch *b);
 extern Datum taskq_tasks_written(PG_FUNCTION_ARGS);
 
