@@ -114,32 +114,41 @@ prefill() {
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# measure LABEL SYSTEM ARGS...: median rate of RUNS runs
-measure() {
-    local label=$1 system=$2; shift 2
-    local rates=()
-    for ((r = 1; r <= RUNS; r++)); do
-        reset_tables
-        case $1 in
-        drain) prefill "$system" "$TASKS" "$3" ;;   # drain --clients N ...
-        esac
-        local line driver_system=$system options=${PGOPTIONS:-}
-        # cycle0: return_and_own in sessions with taskq.retention = 0
-        [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
-        line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
-        echo "  $label run $r: $line" >&2
-        rates+=("$(field rate <<<"$line")")
-    done
-    printf '%s\n' "${rates[@]}" | median
+# run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its rate
+run_once() {
+    local label=$1 system=$2 r=$3; shift 3
+    reset_tables
+    case $1 in
+    drain) prefill "$system" "$TASKS" "$3" ;;   # drain --clients N ...
+    esac
+    local line driver_system=$system options=${PGOPTIONS:-}
+    # cycle0: return_and_own in sessions with taskq.retention = 0
+    [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
+    line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
+    echo "  $label run $r: $line" >&2
+    field rate <<<"$line"
 }
 
+# row KEY ARGS...: the median rate of RUNS runs of taskq, baseline and floor
+# (and cycle, cycle0 and bound for a drain).  The systems take turns, one
+# run each per round, each round beginning with the next system: a slow
+# minute of this shared machine then falls on all of them, not on the runs
+# of one.
 declare -A R
-row() {   # row KEY ARGS... : measure taskq, baseline, floor (and cycle, cycle0, bound for a drain)
+row() {
     local key=$1; shift
     local systems=(taskq baseline floor)
     [[ $1 == drain ]] && systems=(taskq cycle cycle0 baseline floor bound)
+    local n=${#systems[@]} r i s
+    declare -A rates=()
+    for ((r = 1; r <= RUNS; r++)); do
+        for ((i = 0; i < n; i++)); do
+            s=${systems[(i + r - 1) % n]}
+            rates[$s]+="$(run_once "$key $s" "$s" "$r" "$@") "
+        done
+    done
     for s in "${systems[@]}"; do
-        R[$key.$s]=$(measure "$key $s" "$s" "$@")
+        R[$key.$s]=$(printf '%s\n' ${rates[$s]} | median)
     done
 }
 

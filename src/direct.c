@@ -59,6 +59,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/procarray.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -266,7 +267,9 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 
 	d->rel = table_open(relid, RowExclusiveLock);
 	d->desc = RelationGetDescr(d->rel);
-	if (!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
+	/* heap: held_by_us and held_by_another read the row's header */
+	if (d->rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
 		!find_columns(d->desc, &d->col))
 	{
 		table_close(d->rel, RowExclusiveLock);
@@ -525,6 +528,31 @@ held_by_us(DirectRel *d, TM_FailureData *tmfd)
 							&lockfd) == TM_Ok;
 }
 
+/*
+ * Is the visible row in d->oldslot being updated or locked by another
+ * transaction that is still running?  Then the update would only find that
+ * out, after forming the new version, taking the page's exclusive lock and
+ * comparing the indexed columns of both versions; with many claimers that
+ * is most of the rows a claim walks over (each other's).  The header is
+ * read without the page lock, as a hint: a holder that ends just after the
+ * look is a race the update's own check has too, and a MultiXact (which
+ * may be only ours, see held_by_us) is left to the update.
+ */
+static bool
+held_by_another(DirectRel *d)
+{
+	HeapTupleHeader h = ExecFetchSlotHeapTuple(d->oldslot, false, NULL)->t_data;
+	uint16		infomask = h->t_infomask;
+	TransactionId xmax;
+
+	if (infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED | HEAP_XMAX_IS_MULTI))
+		return false;
+	xmax = HeapTupleHeaderGetRawXmax(h);
+	return TransactionIdIsNormal(xmax) &&
+		!TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdIsInProgress(xmax);
+}
+
 /* Claim the visible row in d->oldslot if it is ready and nobody holds it. */
 static void
 claim_row(ClaimWalk *w)
@@ -538,6 +566,8 @@ claim_row(ClaimWalk *w)
 	Datum		row[6];
 	bool		rownulls[6];
 
+	if (held_by_another(d))
+		return;					/* another claimer has it */
 	begin_new_row(d);
 	if (!claimable(d, w->one_action, w->actions, w->now))
 		return;
