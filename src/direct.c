@@ -978,12 +978,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	repeat_rows = palloc(sizeof(int) * n);
 	repeat_tids = palloc(sizeof(ItemPointerData) * n);
 	taskq_hint_batch_init(&ready);
-	ready_cols.status_code = d.col.status_code;
-	ready_cols.num_signals = d.col.num_signals;
-	ready_cols.action = d.col.action;
-	ready_cols.priority = d.col.priority;
-	ready_cols.seq = d.col.seq;
-	ready_cols.pending = d.pending;
+	(void) taskq_ready_cols(d.desc, &ready_cols);	/* find_columns found them all */
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
 	defaults = palloc0(sizeof(ExprState *) * natts);

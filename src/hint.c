@@ -306,6 +306,21 @@ taskq_hint_flush(TaskqHintBatch *b)
 	LWLockRelease(taskq_shared->hint_lock);
 }
 
+/* The ready columns of a table like taskq.tasks; false if one is missing. */
+bool
+taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)
+{
+	c->status_code = taskq_column(desc, "status_code");
+	c->num_signals = taskq_column(desc, "num_signals");
+	c->action = taskq_column(desc, "action");
+	c->priority = taskq_column(desc, "priority");
+	c->seq = taskq_column(desc, "seq");
+	if (!c->status_code || !c->num_signals || !c->action || !c->priority || !c->seq)
+		return false;
+	c->pending = taskq_enum_label(TupleDescAttr(desc, c->status_code - 1)->atttypid, "pending");
+	return true;
+}
+
 /*
  * Is the row in slot ready (pending with no unfinished predecessor)?  NULL
  * columns cannot happen (NOT NULL); if they did, say yes, to be safe.
@@ -375,18 +390,12 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 		return PointerGetDatum(NULL);
 
 	desc = RelationGetDescr(trigdata->tg_relation);
-	c.status_code = taskq_column(desc, "status_code");
-	c.num_signals = taskq_column(desc, "num_signals");
-	c.action = taskq_column(desc, "action");
-	c.priority = taskq_column(desc, "priority");
-	c.seq = taskq_column(desc, "seq");
-	if (!c.status_code || !c.num_signals || !c.action || !c.priority || !c.seq)
+	if (!taskq_ready_cols(desc, &c))
 	{
 		/* not the table the claims walk: forget every start, to be safe */
 		taskq_hint_reset(MyDatabaseId);
 		return PointerGetDatum(NULL);
 	}
-	c.pending = taskq_enum_label(TupleDescAttr(desc, c.status_code - 1)->atttypid, "pending");
 
 	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	if (trigdata->tg_oldtable != NULL && !taskq_hint_ready_changed_here())

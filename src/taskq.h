@@ -240,6 +240,7 @@ typedef struct TaskqReadyCols
 	Oid			pending;		/* the label's OID */
 } TaskqReadyCols;
 
+extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
 extern void taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot,
 								const TaskqReadyCols *c);
