@@ -51,6 +51,12 @@ int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
 /* Expiry batches per iteration before the worker yields to its sleep. */
 #define MAX_SWEEPS_PER_ITERATION 16
 #define RETENTION_BATCH 500
+/*
+ * Finished tasks are deleted up to this late: with a steady stream of
+ * completions the next retention moment is always a few ms away, and
+ * waking for each would cost two transactions per handful of rows.
+ */
+#define RETENTION_SLACK_MS 1000
 #define MIN_SLEEP_MS 1
 #define LOCKED_RETRY_MS 100
 /* Deferred signals are folded at most once per this many ms (they batch). */
@@ -274,8 +280,9 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			d = taskq_get_datum(0, 1, &isnull);
 			if (!isnull)
 				next = earliest(next,
-								TimestampTzPlusMilliseconds(DatumGetTimestampTz(d),
-															(int64) taskq_retention * 1000));
+								Max(TimestampTzPlusMilliseconds(DatumGetTimestampTz(d),
+																(int64) taskq_retention * 1000),
+									TimestampTzPlusMilliseconds(now, RETENTION_SLACK_MS)));
 		}
 		PopActiveSnapshot();
 		SPI_finish();
