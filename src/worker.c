@@ -54,7 +54,9 @@ int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
 /*
  * Finished tasks are deleted up to this late: with a steady stream of
  * completions the next retention moment is always a few ms away, and
- * waking for each would cost two transactions per handful of rows.
+ * waking for each would cost two transactions per handful of rows; and a
+ * finished task that must stay past its time (an unfinished predecessor
+ * still names it, or it was locked) would make that moment lie in the past.
  */
 #define RETENTION_SLACK_MS 1000
 #define MIN_SLEEP_MS 1
