@@ -111,12 +111,9 @@ taskq_new_token(pg_uuid_t *token)
 typedef struct TaskColumns
 {
 	AttrNumber	id,
-				action,
 				body,
-				status_code,
 				status,
 				num_tries,
-				num_signals,
 				to_signal_after,
 				actor_id,
 				action_deadline,
@@ -124,8 +121,6 @@ typedef struct TaskColumns
 				not_before,
 				finished_at,
 				cancelled,
-				priority,
-				seq,
 				post_result,
 				workflow;
 } TaskColumns;
@@ -135,8 +130,8 @@ typedef struct DirectRel
 	Relation	rel;
 	TupleDesc	desc;
 	TaskColumns col;
-	Oid			pending,
-				in_progress,
+	TaskqReadyCols ready;		/* status_code, num_signals, action, ...; pending */
+	Oid			in_progress,
 				completed;
 	EState	   *estate;
 	ResultRelInfo *rri;
@@ -161,16 +156,14 @@ taskq_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 
+/* The columns besides the ready ones (taskq_ready_cols, hint.c); false if one is missing. */
 static bool
 find_columns(TupleDesc desc, TaskColumns *c)
 {
 	c->id = taskq_column(desc, "id");
-	c->action = taskq_column(desc, "action");
 	c->body = taskq_column(desc, "body");
-	c->status_code = taskq_column(desc, "status_code");
 	c->status = taskq_column(desc, "status");
 	c->num_tries = taskq_column(desc, "num_tries");
-	c->num_signals = taskq_column(desc, "num_signals");
 	c->to_signal_after = taskq_column(desc, "to_signal_after");
 	c->actor_id = taskq_column(desc, "actor_id");
 	c->action_deadline = taskq_column(desc, "action_deadline");
@@ -178,14 +171,12 @@ find_columns(TupleDesc desc, TaskColumns *c)
 	c->not_before = taskq_column(desc, "not_before");
 	c->finished_at = taskq_column(desc, "finished_at");
 	c->cancelled = taskq_column(desc, "cancelled");
-	c->priority = taskq_column(desc, "priority");
-	c->seq = taskq_column(desc, "seq");
 	c->post_result = taskq_column(desc, "post_result");
 	c->workflow = taskq_column(desc, "workflow");
-	return c->post_result && c->workflow && c->id && c->action && c->body && c->status_code && c->status &&
-		c->num_tries && c->num_signals && c->to_signal_after && c->actor_id &&
+	return c->post_result && c->workflow && c->id && c->body && c->status &&
+		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
-		c->finished_at && c->cancelled && c->priority && c->seq;
+		c->finished_at && c->cancelled;
 }
 
 /* The OID of an enum type's label, or InvalidOid. */
@@ -270,16 +261,15 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 	/* heap: held_by_us and held_by_another read the row's header */
 	if (d->rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
-		!find_columns(d->desc, &d->col))
+		!find_columns(d->desc, &d->col) || !taskq_ready_cols(d->desc, &d->ready))
 	{
 		table_close(d->rel, RowExclusiveLock);
 		return false;
 	}
-	status_type = TupleDescAttr(d->desc, d->col.status_code - 1)->atttypid;
-	d->pending = taskq_enum_label(status_type, "pending");
+	status_type = TupleDescAttr(d->desc, d->ready.status_code - 1)->atttypid;
 	d->in_progress = taskq_enum_label(status_type, "in_progress");
 	d->completed = taskq_enum_label(status_type, "completed");
-	if (!OidIsValid(d->pending) || !OidIsValid(d->in_progress) || !OidIsValid(d->completed))
+	if (!OidIsValid(d->ready.pending) || !OidIsValid(d->in_progress) || !OidIsValid(d->completed))
 	{
 		table_close(d->rel, RowExclusiveLock);
 		return false;
@@ -425,14 +415,14 @@ static bool
 claimable(DirectRel *d, bool one_action, List *actions, TimestampTz now)
 {
 	bool		isnull;
-	Datum		status_code = old_value(d, d->col.status_code, &isnull);
+	Datum		status_code = old_value(d, d->ready.status_code, &isnull);
 
-	if (isnull || DatumGetObjectId(status_code) != d->pending ||
-		DatumGetInt32(old_value(d, d->col.num_signals, &isnull)) != 0 ||
+	if (isnull || DatumGetObjectId(status_code) != d->ready.pending ||
+		DatumGetInt32(old_value(d, d->ready.num_signals, &isnull)) != 0 ||
 		DatumGetTimestampTz(old_value(d, d->col.not_before, &isnull)) > now)
 		return false;
 	return one_action || actions == NIL ||
-		action_listed(actions, old_value(d, d->col.action, &isnull));
+		action_listed(actions, old_value(d, d->ready.action, &isnull));
 }
 
 /* What one claim is doing: its arguments, its output and its walk. */
@@ -579,7 +569,7 @@ claim_row(ClaimWalk *w)
 						TextDatumGetCString(old_value(d, d->col.id, &isnull)))));
 	token = palloc(sizeof(pg_uuid_t));
 	taskq_new_token(token);
-	set_column(d, d->col.status_code, ObjectIdGetDatum(d->in_progress), false);
+	set_column(d, d->ready.status_code, ObjectIdGetDatum(d->in_progress), false);
 	set_column(d, d->col.num_tries, Int32GetDatum(tries), false);
 	set_column(d, d->col.actor_id, w->actor, false);
 	set_column(d, d->col.performance_token, UUIDPGetDatum(token), false);
@@ -595,7 +585,7 @@ claim_row(ClaimWalk *w)
 	row[0] = old_value(d, d->col.id, &rownulls[0]);
 	row[1] = UUIDPGetDatum(token);
 	rownulls[1] = false;
-	row[2] = old_value(d, d->col.action, &rownulls[2]);
+	row[2] = old_value(d, d->ready.action, &rownulls[2]);
 	row[3] = old_value(d, d->col.body, &rownulls[3]);
 	row[4] = Int32GetDatum(tries);
 	rownulls[4] = false;
@@ -775,8 +765,8 @@ held_with(DirectRel *d, pg_uuid_t *token)
 	v = old_value(d, d->col.performance_token, &isnull);
 	if (isnull || memcmp(DatumGetUUIDP(v), token, UUID_LEN) != 0)
 		return false;
-	v = old_value(d, d->col.status_code, &isnull);
-	if (isnull || (DatumGetObjectId(v) != d->pending && DatumGetObjectId(v) != d->in_progress))
+	v = old_value(d, d->ready.status_code, &isnull);
+	if (isnull || (DatumGetObjectId(v) != d->ready.pending && DatumGetObjectId(v) != d->in_progress))
 		return false;
 	return !DatumGetBool(old_value(d, d->col.cancelled, &isnull));
 }
@@ -855,7 +845,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 			else
 			{
 				begin_new_row(&d);
-				set_column(&d, d.col.status_code, ObjectIdGetDatum(d.completed), false);
+				set_column(&d, d.ready.status_code, ObjectIdGetDatum(d.completed), false);
 				if (statuses[i] != NULL)
 					set_column(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
 				set_column(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
@@ -868,7 +858,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 				bool		status_null;
 
 				/* a pending task held since a lease expiry: its ready version is gone */
-				if (DatumGetObjectId(old_value(&d, d.col.status_code, &status_null)) == d.pending)
+				if (DatumGetObjectId(old_value(&d, d.ready.status_code, &status_null)) == d.ready.pending)
 					taskq_hint_ready_changed();
 
 				done[i] = true;
@@ -955,7 +945,6 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	ExprContext *econtext;
 	int			done = 0;
 	TaskqHintBatch ready;
-	TaskqReadyCols ready_cols;
 	int			id_col = -1;
 	Relation	pkey;
 	IndexInfo  *pkinfo = NULL;
@@ -978,7 +967,6 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	repeat_rows = palloc(sizeof(int) * n);
 	repeat_tids = palloc(sizeof(ItemPointerData) * n);
 	taskq_hint_batch_init(&ready);
-	(void) taskq_ready_cols(d.desc, &ready_cols);	/* find_columns found them all */
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
 	defaults = palloc0(sizeof(ExprState *) * natts);
@@ -1061,7 +1049,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 				repeat_rows[nrepeats] = done + j;
 				repeat_tids[nrepeats++] = slots[j]->tts_tid;
 			}
-			taskq_hint_note_row(&ready, slots[j], &ready_cols);	/* hint.c */
+			taskq_hint_note_row(&ready, slots[j], &d.ready);	/* hint.c */
 		}
 		done += k;
 	}
