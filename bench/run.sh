@@ -41,7 +41,9 @@
 #           (3) soaks, each from an empty table, reported by the one with
 #           the median throughput ratio
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
-# runs RUNS times.  KEEP=1 leaves the cluster running.
+# runs RUNS times.  KEEP=1 leaves the cluster running.  The cluster's shared
+# memory is in huge pages (test/bin/lib.sh, tq_huge_pages) unless
+# TQ_HUGE_PAGES=off; the results say which.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,6 +53,8 @@ source "$here/../test/bin/lib.sh"
 RUNS=${RUNS:-3}
 WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
 TASKS=${TASKS:-100000}   # issue 4: enqueue and drain 100,000
+DRAIN_WORKERS=${DRAIN_WORKERS:-1 4 16}   # a subset, for quick looks
+DRAIN_PER_CLAIM=${DRAIN_PER_CLAIM:-1 50}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
 LONG_RUNS=${LONG_RUNS:-1}
 LAG_TASKS=${LAG_TASKS:-300000}
@@ -155,15 +159,15 @@ row() {
     done
 }
 
-echo "bench: $RUNS runs of $TASKS tasks per figure, durable commits, $(nproc) cores" >&2
+echo "bench: $RUNS runs of $TASKS tasks per figure, durable commits, huge pages $TQ_HUGE_STATE, $(nproc) cores" >&2
 want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 if want enqueue; then
     row enq1 enqueue --clients 4 --batch 1
     row enq1000 enqueue --clients 4 --batch 1000
 fi
 if want drain; then
-    for w in 1 4 16; do
-        for k in 1 50; do
+    for w in $DRAIN_WORKERS; do
+        for k in $DRAIN_PER_CLAIM; do
             row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
         done
     done
@@ -313,8 +317,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         }
         line "enqueue, 1 per transaction, 4 clients" enq1
         line "enqueue, batches of 1,000, 4 clients" enq1000
-        for w in 1 4 16; do
-            for k in 1 50; do
+        for w in $DRAIN_WORKERS; do
+            for k in $DRAIN_PER_CLAIM; do
                 line "drain, $w worker(s), $k per claim" "drain.$w.$k"
             done
         done
@@ -377,5 +381,5 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
     runs="Median of $RUNS runs of $TASKS tasks"
     if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
-    echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, $(nproc) cores, $(date -u +%Y-%m-%d)."
+    echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"

@@ -271,6 +271,7 @@ tq_cluster_start() {
     if [[ -f $TQ_WORK/src/test/postgresql.conf ]]; then
         cat "$TQ_WORK/src/test/postgresql.conf" >>"$TQ_PGDATA/postgresql.conf"
     fi
+    [[ $mode == bench ]] && tq_huge_pages
     for _ in 1 2 3; do   # another process may take the port first
         TQ_PORT=$(tq_free_port) || { tq_warn "no free port found"; return 1; }
         echo "port = $TQ_PORT" >>"$TQ_PGDATA/postgresql.conf"   # last one wins
@@ -284,6 +285,45 @@ tq_cluster_start() {
     tail -n 40 "$TQ_PGLOG" >&2 2>/dev/null || true
     TQ_PORT=""
     return 1
+}
+
+# tq_huge_pages: the bench cluster's shared memory in huge pages, as a
+# production server's should be, unless TQ_HUGE_PAGES=off.  Without them
+# every new backend takes a page fault for each 4 kB of shared memory it
+# touches first: a pool of long-lived workers pays that once, but the
+# bench's short runs start fresh connections each time, and a 16-worker
+# drain of 50 per claim spent more CPU in those faults than in the claims'
+# writes (bench/README.md).  As root the kernel is asked for the pages the
+# server needs (postgres -C shared_memory_size_in_huge_pages) and given
+# back at tq_cleanup; if it cannot grant them, the cluster runs without.
+# TQ_HUGE_STATE says which it was, for the results.
+TQ_HUGE_STATE=off
+TQ_HUGE_SAVED=""
+tq_huge_pages() {
+    local conf=$TQ_PGDATA/postgresql.conf need have free
+    if [[ ${TQ_HUGE_PAGES:-on} == off ]]; then
+        echo "huge_pages = off" >>"$conf"
+        TQ_HUGE_STATE="off (TQ_HUGE_PAGES=off)"
+        return 0
+    fi
+    need=$(tq_as_user postgres -D "$TQ_PGDATA" -C shared_memory_size_in_huge_pages 2>/dev/null) || need=-1
+    free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
+    if [[ $need =~ ^[0-9]+$ && $need -gt 0 && -n $free ]]; then
+        if ((free < need)) && [[ -w /proc/sys/vm/nr_hugepages ]]; then
+            have=$(cat /proc/sys/vm/nr_hugepages)
+            TQ_HUGE_SAVED=$have
+            echo $((have + need - free)) >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+            free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+        fi
+        if ((free >= need)); then
+            echo "huge_pages = on" >>"$conf"
+            TQ_HUGE_STATE="on ($need pages of $(awk '/^Hugepagesize:/ {print $2 " " $3}' /proc/meminfo))"
+            return 0
+        fi
+    fi
+    echo "huge_pages = off" >>"$conf"
+    TQ_HUGE_STATE="off (the kernel did not grant $need huge pages)"
+    tq_warn "bench: no huge pages; the cluster runs without them ($TQ_HUGE_STATE)"
 }
 
 tq_cluster_running() {
@@ -344,6 +384,10 @@ tq_cleanup() {
         tq_cluster_stop
         tq_kill_postmasters
     } >/dev/null 2>&1 || true
+    if [[ -n $TQ_HUGE_SAVED ]]; then
+        echo "$TQ_HUGE_SAVED" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+        TQ_HUGE_SAVED=""
+    fi
     if [[ -n $TQ_WORK && -d $TQ_WORK ]]; then
         rm -rf "$TQ_WORK" 2>/dev/null || true
     fi
