@@ -72,6 +72,34 @@ SELECT n, id FROM public.own('a', 1, '{s}');
 ROLLBACK;
 SELECT n, id FROM public.own('a', 5, '{s}');
 
+-- A claim that walked from the start over nothing but its own rows moves
+-- the start past them when it commits (taskq_hint_defer), not before: here
+-- the claim is undone before the commit, in a savepoint, in a PL/pgSQL
+-- exception block, and by a retry of one of its tasks in the same
+-- transaction.  Each time the tasks must be claimed next.
+SELECT n, id FROM public.own('a', 5, '{s}');
+SELECT taskq.insert_tasks($$[{"id": "d1", "action": "s"}, {"id": "d2", "action": "s"},
+                             {"id": "d3", "action": "s"}]$$);
+BEGIN;
+SAVEPOINT sp;
+SELECT n, id FROM public.own('a', 2, '{s}');
+ROLLBACK TO sp;
+COMMIT;
+SELECT n, id FROM public.own('a', 1, '{s}');
+DO $$
+BEGIN
+    PERFORM taskq.own_tasks('a', 2, ARRAY['s']);
+    RAISE EXCEPTION 'undo the claim';
+EXCEPTION WHEN raise_exception THEN
+    NULL;
+END $$;
+SELECT n, id FROM public.own('a', 1, '{s}');
+BEGIN;
+SELECT n, id FROM public.own('a', 5, '{s}');
+SELECT public.ret('d3', 'pending');
+COMMIT;
+SELECT n, id, num_tries FROM public.own('a', 5, '{s}');
+
 -- With a trigger disabled, claims walk from the first entry; DDL on the
 -- table forgets the start, so writes it missed are found after it too.
 ALTER TABLE taskq.tasks DISABLE TRIGGER tasks_ready_hint_update;

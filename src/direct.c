@@ -445,6 +445,10 @@ typedef struct ClaimWalk
 	bool		passed;			/* ... and there was at least one */
 	bool		stopped;		/* advancing ended at an entry not known dead */
 	TaskqReadyKey last;			/* the last dead entry passed, or the stop */
+	/* ... and once this claim commits (taskq_hint_defer) */
+	bool		covering;		/* every entry walked was dead or claimed here */
+	bool		covered;		/* ... and the walk went past the stop */
+	TaskqReadyKey cover_to;		/* the entry after the last one */
 	TupleTableSlot *dirtyslot;
 	IndexFetchTableData *dirtyfetch;
 } ClaimWalk;
@@ -596,6 +600,37 @@ claim_row(ClaimWalk *w)
 }
 
 /*
+ * A walk that began at the start may leave its commit a further move of it
+ * (taskq_hint_defer): over entries that are dead, and rows it claimed,
+ * which are dead for good once it commits.  The first entry that is
+ * neither ends that; entries before the first live one are the advance's.
+ */
+static void
+extend_cover(ClaimWalk *w, IndexScanDesc scan)
+{
+	if (!w->covering || w->advancing)
+		return;
+	w->cover_to = entry_key(w, scan);
+	if (w->cover_to.seq == PG_INT64_MAX)
+		w->covering = false;	/* no key just after it in this priority */
+	else
+	{
+		w->cover_to.seq++;
+		w->covered = true;
+	}
+}
+
+static void
+end_cover(ClaimWalk *w, IndexScanDesc scan)
+{
+	if (!w->covering)
+		return;
+	w->covering = false;
+	if (w->covered)
+		w->cover_to = entry_key(w, scan);
+}
+
+/*
  * Walk idx with the given scan keys, claiming until the limit.  While the
  * walk is advancing, each entry invisible to the snapshot is checked for
  * being dead, and the first that is not (or the first visible entry) ends
@@ -622,7 +657,10 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
 		delayed = DatumGetTimestampTz(index_getattr(scan->xs_itup, w->nb_key,
 													scan->xs_itupdesc, &isnull)) > w->now;
 		if (delayed && !w->advancing)
+		{
+			end_cover(w, scan);
 			continue;
+		}
 		if (!index_fetch_heap(scan, d->oldslot))
 		{
 			if (w->advancing)
@@ -634,7 +672,15 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
 				{
 					w->advancing = false;
 					w->stopped = true;
+					w->covering = false;
 				}
+			}
+			else if (w->covering)
+			{
+				if (entry_dead(w, scan, tid))
+					extend_cover(w, scan);
+				else
+					end_cover(w, scan);
 			}
 			continue;
 		}
@@ -645,7 +691,17 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
 			w->stopped = true;
 		}
 		if (!delayed)
+		{
+			int			before = w->claimed;
+
 			claim_row(w);
+			if (w->claimed > before)
+			{
+				extend_cover(w, scan);
+				continue;
+			}
+		}
+		end_cover(w, scan);
 	}
 	index_endscan(scan);
 }
@@ -707,6 +763,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	if (d.hints_ok && taskq_shared_claim_start)
 		taskq_hint_begin(one_action ? linitial(actions) : NULL, &hs);
 	w.advancing = hs.slot >= 0 && taskq_hint_may_move();
+	w.covering = w.advancing;
 
 	if (one_action)
 		ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_TEXTEQ,
@@ -737,6 +794,8 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 		if (w.stopped || w.last.seq != PG_INT64_MAX)
 			taskq_hint_advance(&hs, w.last);
 	}
+	if (w.covered)
+		taskq_hint_defer(&hs, w.cover_to);
 	if (w.dirtyfetch != NULL)
 	{
 		table_index_fetch_end(w.dirtyfetch);

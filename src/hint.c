@@ -46,6 +46,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/tuptable.h"
@@ -203,6 +204,67 @@ taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
 		}
 	}
 	LWLockRelease(taskq_shared->hint_lock);
+}
+
+/*
+ * The advance a claim leaves for its commit.  A claim that walked from the
+ * start over dead entries and then only over rows it claimed itself (one
+ * worker's claim, which follows its own previous claim's rows) knows that
+ * once it commits, every entry up to its last claimed one is dead for good:
+ * the next claim need not walk over them.  Until then they may roll back, so
+ * the move waits for XACT_EVENT_COMMIT, which comes after the commit is
+ * visible to all; any subtransaction's abort (it may have undone the
+ * claims), an abort or PREPARE drops it.  Writes of ready entries since the
+ * claim began limit it as they do taskq_hint_advance.
+ */
+static bool deferred = false;
+static TaskqHintScan deferred_scan;
+static TaskqReadyKey deferred_to;
+
+void
+taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to)
+{
+	if (hs->slot < 0 || deferred)
+		return;					/* one per transaction: the first claim's */
+	deferred_scan = *hs;
+	deferred_to = to;
+	deferred = true;
+}
+
+static void
+hint_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (deferred && taskq_shared != NULL)
+				taskq_hint_advance(&deferred_scan, deferred_to);
+			deferred = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			deferred = false;
+			break;
+		default:
+			break;				/* the PRE_ events: the outcome is not known yet */
+	}
+}
+
+static void
+hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		deferred = false;
+}
+
+void
+taskq_hint_register_callbacks(void)
+{
+	RegisterXactCallback(hint_xact_callback, NULL);
+	RegisterSubXactCallback(hint_subxact_callback, NULL);
 }
 
 /* Forget where the claims of a database start (the worker, every second). */

@@ -95,5 +95,6 @@ _PG_init(void)
 	}
 	taskq_install_utility_hook();
 	taskq_register_xact_callbacks();
+	taskq_hint_register_callbacks();
 	taskq_register_claim_callbacks();
 }

@@ -223,6 +223,8 @@ extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
 extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
+extern void taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to);
+extern void taskq_hint_register_callbacks(void);
 extern void taskq_hint_reset(Oid dboid);
 extern void taskq_hint_ready_changed(void);
 extern bool taskq_hint_ready_changed_here(void);
