@@ -175,3 +175,26 @@ SELECT taskq.return_tasks(ARRAY['b3', 'b1', 'b2'],
     NULL, ARRAY['completed', 'completed', 'completed']::taskq.status[]);
 SELECT id, status_code, num_signals, deps FROM public.tq WHERE action = 'join' ORDER BY id;
 SELECT n, id FROM public.own('w', 10, '{join}');
+
+-- The completion finds the row where this session's claim wrote it (direct.c,
+-- fetch_claimed), and looks the id up as before when that version is not the
+-- one the snapshot sees: here an admin's UPDATE wrote a newer one.
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+SELECT taskq.insert_tasks($$[{"id": "u1", "action": "u"}, {"id": "u2", "action": "u"}]$$);
+SELECT n, id FROM public.own('w', 2, '{u}');
+UPDATE taskq.tasks SET body = '{"edited": true}' WHERE id = 'u1';
+SELECT public.ret('u1', 'completed'), public.ret('u2', 'completed');
+SELECT id, status_code, body FROM taskq.tasks WHERE id IN ('u1', 'u2') ORDER BY id;
+-- The claimed versions' pages are gone (VACUUM truncated the table) and
+-- the id is a new task's: the remembered place is not read, and the old
+-- token is refused as stale.
+SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'v' || g, 'action', 'v',
+    'body', jsonb_build_object('pad', repeat('x', 300)))) FROM generate_series(1, 200) g));
+SELECT count(*) FROM public.own('w', 200, '{v}');
+DELETE FROM taskq.tasks;
+VACUUM taskq.tasks;
+SELECT pg_relation_size('taskq.tasks') AS size_after_vacuum;
+SELECT taskq.insert_tasks($$[{"id": "v200", "action": "v"}]$$);
+SELECT public.ret('v200', 'completed');
+SELECT id, status_code FROM public.tq WHERE id = 'v200';

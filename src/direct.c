@@ -59,10 +59,12 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -547,6 +549,95 @@ held_by_another(DirectRel *d)
 		TransactionIdIsInProgress(xmax);
 }
 
+/* ----------
+ * Where this backend's claims put their rows
+ *
+ * A worker returns what it claimed, usually on the same connection.  The
+ * claim knows where each new row version went; the completion would look
+ * it up again by id, a descent of the primary key.  So the claims remember
+ * (id, TID) for the completion, which fetches the version at that TID and
+ * takes it if the snapshot sees it and its id is the one returned: the
+ * primary key is unique, so that is the version the lookup would have
+ * found.  A TID that no longer holds it (updated since, the claim rolled
+ * back, the page pruned and reused, the table rewritten) fails one of the
+ * two checks, and the completion looks the id up as before.
+ * ----------
+ */
+#define CLAIMED_ID_LEN	64		/* longer ids are not remembered */
+#define CLAIMED_MAX		4096	/* then the table starts over */
+
+typedef struct ClaimedRow
+{
+	char		id[CLAIMED_ID_LEN];
+	Oid			relid;
+	ItemPointerData tid;
+} ClaimedRow;
+
+static HTAB *claimed_rows = NULL;
+
+static void
+remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
+{
+	text	   *t = DatumGetTextPP(id);
+	int			len = VARSIZE_ANY_EXHDR(t);
+	char		key[CLAIMED_ID_LEN];
+	ClaimedRow *row;
+
+	if (len >= CLAIMED_ID_LEN || !ItemPointerIsValid(tid))
+		return;
+	if (claimed_rows != NULL && hash_get_num_entries(claimed_rows) >= CLAIMED_MAX)
+	{
+		hash_destroy(claimed_rows);
+		claimed_rows = NULL;
+	}
+	if (claimed_rows == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = CLAIMED_ID_LEN;
+		ctl.entrysize = sizeof(ClaimedRow);
+		ctl.hcxt = TopMemoryContext;
+		claimed_rows = hash_create("taskq claimed rows", 256, &ctl,
+								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	memset(key, 0, sizeof(key));
+	memcpy(key, VARDATA_ANY(t), len);
+	row = hash_search(claimed_rows, key, HASH_ENTER, NULL);
+	row->relid = RelationGetRelid(d->rel);
+	row->tid = *tid;
+}
+
+/*
+ * Fetch into d->oldslot the version of task id this backend's claim wrote,
+ * if the snapshot sees it; false if it is not known or not there.  nblocks
+ * is the table's size, taken under the lock that keeps VACUUM from
+ * truncating it: a TID past it is not read.
+ */
+static bool
+fetch_claimed(DirectRel *d, const char *id, BlockNumber nblocks)
+{
+	char		key[CLAIMED_ID_LEN];
+	size_t		len = strlen(id);
+	ClaimedRow *row;
+	ItemPointerData tid;
+	bool		isnull;
+
+	if (claimed_rows == NULL || len >= CLAIMED_ID_LEN)
+		return false;
+	memset(key, 0, sizeof(key));
+	memcpy(key, id, len);
+	row = hash_search(claimed_rows, key, HASH_FIND, NULL);
+	if (row == NULL)
+		return false;
+	tid = row->tid;
+	if (row->relid != RelationGetRelid(d->rel) ||
+		ItemPointerGetBlockNumber(&tid) >= nblocks ||
+		!table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->oldslot))
+		return false;
+	slot_getallattrs(d->oldslot);
+	return text_matches(old_value(d, d->col.id, &isnull), id) && !isnull;
+}
+
 /* Claim the visible row in d->oldslot if it is ready and nobody holds it. */
 static void
 claim_row(ClaimWalk *w)
@@ -585,6 +676,7 @@ claim_row(ClaimWalk *w)
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
 	taskq_hint_ready_changed();
+	remember_claimed(d, old_value(d, d->col.id, &isnull), &d->newslot->tts_tid);
 
 	row[0] = old_value(d, d->col.id, &rownulls[0]);
 	row[1] = UUIDPGetDatum(token);
@@ -864,6 +956,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 	Relation	pkey;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
+	BlockNumber nblocks = 0;
 
 	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
@@ -873,6 +966,8 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		direct_close(&d);
 		return -1;
 	}
+	if (claimed_rows != NULL)
+		nblocks = RelationGetNumberOfBlocks(d.rel);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -887,11 +982,15 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		CHECK_FOR_INTERRUPTS();
 		done[i] = false;
 		succs[i] = NIL;
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ids[i]));
-		scan = index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
-		index_rescan(scan, &key, 1, NULL, 0);
-		found = index_getnext_slot(scan, ForwardScanDirection, d.oldslot);
-		index_endscan(scan);
+		found = claimed_rows != NULL && fetch_claimed(&d, ids[i], nblocks);
+		if (!found)
+		{
+			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ids[i]));
+			scan = index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
+			index_rescan(scan, &key, 1, NULL, 0);
+			found = index_getnext_slot(scan, ForwardScanDirection, d.oldslot);
+			index_endscan(scan);
+		}
 
 		for (;;)
 		{
