@@ -290,12 +290,13 @@ tq_cluster_start() {
 # tq_huge_pages: the bench cluster's shared memory in huge pages, as a
 # production server's should be, unless TQ_HUGE_PAGES=off.  Without them
 # every new backend takes a page fault for each 4 kB of shared memory it
-# touches first: a pool of long-lived workers pays that once, but the
-# bench's short runs start fresh connections each time, and a 16-worker
-# drain of 50 per claim spent more CPU in those faults than in the claims'
-# writes (bench/README.md).  As root the kernel is asked for the pages the
-# server needs (postgres -C shared_memory_size_in_huge_pages) and given
-# back at tq_cleanup; if it cannot grant them, the cluster runs without.
+# touches first, and 16 backends on 2 cores keep missing the TLB across
+# 1 GB of shared buffers: a pool of long-lived workers pays the faults once,
+# but the bench's short runs start fresh connections each time, and a
+# 16-worker drain of 50 per claim took twice the CPU per task (see
+# docs/storage.md).  As root the kernel is asked for the pages the server
+# needs (postgres -C shared_memory_size_in_huge_pages) and given them back
+# at tq_cleanup; if it cannot grant them, the cluster runs without.
 # TQ_HUGE_STATE says which it was, for the results.
 TQ_HUGE_STATE=off
 TQ_HUGE_SAVED=""
