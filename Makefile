@@ -9,7 +9,7 @@ MODULE_big   = taskq
 OBJS         = src/taskq.o src/shmem.o src/wakeup.o src/notify.o src/worker.o \
                src/launcher.o src/spi_util.o src/task_input.o src/insert.o \
                src/claim.o src/direct.o src/finish.o src/deps.o src/wait.o src/control.o src/acl.o \
-               src/jobs.o src/cycle.o src/hint.o
+               src/jobs.o src/cycle.o src/hint.o src/local_table.o
 DATA         = $(wildcard src/sql/taskq--*.sql)
 PG_CPPFLAGS  = -I$(srcdir)/src
 

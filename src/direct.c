@@ -64,7 +64,6 @@
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -582,27 +581,14 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
 	int			len = VARSIZE_ANY_EXHDR(t);
 	char		key[CLAIMED_ID_LEN];
 	ClaimedRow *row;
+	bool		found;
 
 	if (len >= CLAIMED_ID_LEN || !ItemPointerIsValid(tid))
 		return;
-	if (claimed_rows != NULL && hash_get_num_entries(claimed_rows) >= CLAIMED_MAX)
-	{
-		hash_destroy(claimed_rows);
-		claimed_rows = NULL;
-	}
-	if (claimed_rows == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = CLAIMED_ID_LEN;
-		ctl.entrysize = sizeof(ClaimedRow);
-		ctl.hcxt = TopMemoryContext;
-		claimed_rows = hash_create("taskq claimed rows", 256, &ctl,
-								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	memset(key, 0, sizeof(key));
 	memcpy(key, VARDATA_ANY(t), len);
-	row = hash_search(claimed_rows, key, HASH_ENTER, NULL);
+	key[len] = '\0';
+	row = taskq_local_enter(&claimed_rows, "taskq claimed rows", CLAIMED_ID_LEN,
+							sizeof(ClaimedRow), CLAIMED_MAX, key, &found);
 	row->relid = RelationGetRelid(d->rel);
 	row->tid = *tid;
 }
@@ -616,17 +602,10 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
 static bool
 fetch_claimed(DirectRel *d, const char *id, BlockNumber nblocks)
 {
-	char		key[CLAIMED_ID_LEN];
-	size_t		len = strlen(id);
-	ClaimedRow *row;
+	ClaimedRow *row = taskq_local_find(claimed_rows, CLAIMED_ID_LEN, id);
 	ItemPointerData tid;
 	bool		isnull;
 
-	if (claimed_rows == NULL || len >= CLAIMED_ID_LEN)
-		return false;
-	memset(key, 0, sizeof(key));
-	memcpy(key, id, len);
-	row = hash_search(claimed_rows, key, HASH_FIND, NULL);
 	if (row == NULL)
 		return false;
 	tid = row->tid;

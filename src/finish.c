@@ -139,34 +139,16 @@ static HTAB *wide_joins = NULL;
 static bool
 known_wide(const char *id)
 {
-	return wide_joins != NULL && strlen(id) <= TASKQ_MAX_ID_LEN &&
-		hash_search(wide_joins, id, HASH_FIND, NULL) != NULL;
+	return taskq_local_find(wide_joins, TASKQ_MAX_ID_LEN + 1, id) != NULL;
 }
 
 static void
 remember_wide(const char *id)
 {
-	char		key[TASKQ_MAX_ID_LEN + 1];
+	bool		found;
 
-	if (strlen(id) > TASKQ_MAX_ID_LEN)
-		return;
-	if (wide_joins != NULL && hash_get_num_entries(wide_joins) >= WIDE_CACHE_SIZE)
-	{
-		hash_destroy(wide_joins);
-		wide_joins = NULL;
-	}
-	if (wide_joins == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = TASKQ_MAX_ID_LEN + 1;
-		ctl.entrysize = TASKQ_MAX_ID_LEN + 1;
-		ctl.hcxt = TopMemoryContext;
-		wide_joins = hash_create("taskq wide joins", 64, &ctl,
-								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	strlcpy(key, id, sizeof(key));
-	(void) hash_search(wide_joins, key, HASH_ENTER, NULL);
+	(void) taskq_local_enter(&wide_joins, "taskq wide joins", TASKQ_MAX_ID_LEN + 1,
+							 TASKQ_MAX_ID_LEN + 1, WIDE_CACHE_SIZE, id, &found);
 }
 
 /*

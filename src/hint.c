@@ -23,7 +23,9 @@
  *	  version itself (its own updates look dead to a dirty snapshot, but
  *	  may roll back): claims, completions of tasks held while pending, and
  *	  SQL updates and deletes (the triggers, over the old rows) note it,
- *	  taskq_hint_may_move() asks.
+ *	  taskq_hint_may_move() asks.  A claim that did move it, and went on
+ *	  over dead entries and rows it claimed itself only, moves it past
+ *	  them when it commits (taskq_hint_defer).
  *	- A writer that adds a ready entry (a pending row with no unfinished
  *	  predecessor) lowers start to that entry's key if it is before it, and
  *	  logs the key, after the entry is in the index and before it commits:

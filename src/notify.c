@@ -61,19 +61,10 @@ mark_entry(const char *entry)
 	ActionEntry *e;
 	bool		found;
 
-	if (strlen(entry) >= TASKQ_NOTIFY_NAME_LEN)
+	e = taskq_local_enter(&actions, "taskq announced actions", TASKQ_NOTIFY_NAME_LEN,
+						  sizeof(ActionEntry), 0, entry, &found);
+	if (e == NULL)
 		return;
-	if (actions == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = TASKQ_NOTIFY_NAME_LEN;
-		ctl.entrysize = sizeof(ActionEntry);
-		ctl.hcxt = TopMemoryContext;
-		actions = hash_create("taskq announced actions", 64, &ctl,
-							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	e = hash_search(actions, entry, HASH_ENTER, &found);
 	if (!found)
 		e->last_sent = 0;
 	e->pending = true;

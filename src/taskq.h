@@ -20,6 +20,7 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 #include "storage/condition_variable.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/tuplestore.h"
 #include "utils/timestamp.h"
@@ -182,6 +183,11 @@ extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
+
+/* local_table.c: backend-local hash tables keyed by short strings */
+extern void *taskq_local_enter(HTAB **table, const char *name, Size keysize,
+							   Size entrysize, long max, const char *key, bool *found);
+extern void *taskq_local_find(HTAB *table, Size keysize, const char *key);
 
 /* ----------
  * hint.c: where claims start in the ready indexes (past dead entries).
