@@ -595,22 +595,24 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
 
 /*
  * Fetch into d->oldslot the version of task id this backend's claim wrote,
- * if the snapshot sees it; false if it is not known or not there.  nblocks
- * is the table's size, taken under the lock that keeps VACUUM from
- * truncating it: a TID past it is not read.
+ * if the snapshot sees it; false if it is not known or not there.  *nblocks
+ * is the table's size (InvalidBlockNumber: not taken yet), taken at the
+ * first remembered id under the lock that keeps VACUUM from truncating the
+ * table: a TID past it is not read.
  */
 static bool
-fetch_claimed(DirectRel *d, const char *id, BlockNumber nblocks)
+fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks)
 {
 	ClaimedRow *row = taskq_local_find(claimed_rows, CLAIMED_ID_LEN, id);
 	ItemPointerData tid;
 	bool		isnull;
 
-	if (row == NULL)
+	if (row == NULL || row->relid != RelationGetRelid(d->rel))
 		return false;
+	if (*nblocks == InvalidBlockNumber)
+		*nblocks = RelationGetNumberOfBlocks(d->rel);
 	tid = row->tid;
-	if (row->relid != RelationGetRelid(d->rel) ||
-		ItemPointerGetBlockNumber(&tid) >= nblocks ||
+	if (ItemPointerGetBlockNumber(&tid) >= *nblocks ||
 		!table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->oldslot))
 		return false;
 	slot_getallattrs(d->oldslot);
@@ -655,9 +657,9 @@ claim_row(ClaimWalk *w)
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
 	taskq_hint_ready_changed();
-	remember_claimed(d, old_value(d, d->col.id, &isnull), &d->newslot->tts_tid);
 
 	row[0] = old_value(d, d->col.id, &rownulls[0]);
+	remember_claimed(d, row[0], &d->newslot->tts_tid);
 	row[1] = UUIDPGetDatum(token);
 	rownulls[1] = false;
 	row[2] = old_value(d, d->ready.action, &rownulls[2]);
@@ -935,7 +937,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 	Relation	pkey;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
-	BlockNumber nblocks = 0;
+	BlockNumber nblocks = InvalidBlockNumber;
 
 	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
@@ -945,8 +947,6 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		direct_close(&d);
 		return -1;
 	}
-	if (claimed_rows != NULL)
-		nblocks = RelationGetNumberOfBlocks(d.rel);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -961,7 +961,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		CHECK_FOR_INTERRUPTS();
 		done[i] = false;
 		succs[i] = NIL;
-		found = claimed_rows != NULL && fetch_claimed(&d, ids[i], nblocks);
+		found = fetch_claimed(&d, ids[i], &nblocks);
 		if (!found)
 		{
 			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ids[i]));
