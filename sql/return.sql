@@ -186,6 +186,16 @@ SELECT n, id FROM public.own('w', 2, '{u}');
 UPDATE taskq.tasks SET body = '{"edited": true}' WHERE id = 'u1';
 SELECT public.ret('u1', 'completed'), public.ret('u2', 'completed');
 SELECT id, status_code, body FROM taskq.tasks WHERE id IN ('u1', 'u2') ORDER BY id;
+-- The remembered place is used once: after a return that is rolled back,
+-- the second one looks the id up, and completes the task.
+SELECT taskq.insert_tasks($$[{"id": "u3", "action": "u"}]$$);
+SELECT n, id FROM public.own('w', 1, '{u}');
+BEGIN;
+SELECT public.ret('u3', 'completed');
+ROLLBACK;
+SELECT id, status_code FROM taskq.tasks WHERE id = 'u3';
+SELECT public.ret('u3', 'completed');
+SELECT id, status_code FROM taskq.tasks WHERE id = 'u3';
 -- The claimed versions' pages are gone (VACUUM truncated the table) and
 -- the id is a new task's: the remembered place is not read, and the old
 -- token is refused as stale.

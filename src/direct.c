@@ -595,7 +595,11 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
 
 /*
  * Fetch into d->oldslot the version of task id this backend's claim wrote,
- * if the snapshot sees it; false if it is not known or not there.  *nblocks
+ * if the snapshot sees it; false if it is not known or not there.  The id
+ * is forgotten either way: a worker returns a task once, so the table holds
+ * only the tasks still out (a few cache lines, not a growing table of
+ * misses), and a second look, after a rollback say, uses the primary key.
+ * *nblocks
  * is the table's size (InvalidBlockNumber: not taken yet), taken at the
  * first remembered id under the lock that keeps VACUUM from truncating the
  * table: a TID past it is not read.
@@ -603,15 +607,16 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
 static bool
 fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks)
 {
-	ClaimedRow *row = taskq_local_find(claimed_rows, CLAIMED_ID_LEN, id);
+	ClaimedRow	row;
 	ItemPointerData tid;
 	bool		isnull;
 
-	if (row == NULL || row->relid != RelationGetRelid(d->rel))
+	if (!taskq_local_take(claimed_rows, CLAIMED_ID_LEN, id, &row, sizeof(row)) ||
+		row.relid != RelationGetRelid(d->rel))
 		return false;
 	if (*nblocks == InvalidBlockNumber)
 		*nblocks = RelationGetNumberOfBlocks(d->rel);
-	tid = row->tid;
+	tid = row.tid;
 	if (ItemPointerGetBlockNumber(&tid) >= *nblocks ||
 		!table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->oldslot))
 		return false;

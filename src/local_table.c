@@ -57,3 +57,20 @@ taskq_local_find(HTAB *table, Size keysize, const char *key)
 		return NULL;
 	return hash_search(table, key, HASH_FIND, NULL);
 }
+
+/*
+ * Remove the entry for key from table, copying it to *out first (entrysize
+ * bytes); false if there is none.  For facts used once: the table then
+ * holds only what is still to be used, and stays small.
+ */
+bool
+taskq_local_take(HTAB *table, Size keysize, const char *key, void *out, Size entrysize)
+{
+	void	   *entry = taskq_local_find(table, keysize, key);
+
+	if (entry == NULL)
+		return false;
+	memcpy(out, entry, entrysize);
+	(void) hash_search(table, key, HASH_REMOVE, NULL);
+	return true;
+}

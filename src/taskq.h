@@ -188,6 +188,8 @@ extern ConditionVariable *taskq_finish_cv(const char *id);
 extern void *taskq_local_enter(HTAB **table, const char *name, Size keysize,
 							   Size entrysize, long max, const char *key, bool *found);
 extern void *taskq_local_find(HTAB *table, Size keysize, const char *key);
+extern bool taskq_local_take(HTAB *table, Size keysize, const char *key,
+							 void *out, Size entrysize);
 
 /* ----------
  * hint.c: where claims start in the ready indexes (past dead entries).
