@@ -41,7 +41,9 @@
 #           (3) soaks, each from an empty table, reported by the one with
 #           the median throughput ratio
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
-# runs RUNS times.  KEEP=1 leaves the cluster running.  The cluster's shared
+# runs RUNS times.  A drain of more than 1 task per claim lasts one to two
+# seconds, which a slow second of the shared machine moves by a fifth, so
+# those run BATCH_RUNS (RUNS + 2) times.  KEEP=1 leaves the cluster running.  The cluster's shared
 # memory is in huge pages (test/bin/lib.sh, tq_huge_pages) unless
 # TQ_HUGE_PAGES=off; the results say which.
 set -euo pipefail
@@ -57,6 +59,7 @@ DRAIN_WORKERS=${DRAIN_WORKERS:-1 4 16}   # a subset, for quick looks
 DRAIN_PER_CLAIM=${DRAIN_PER_CLAIM:-1 50}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
 LONG_RUNS=${LONG_RUNS:-1}
+BATCH_RUNS=${BATCH_RUNS:-$((RUNS + 2))}
 LAG_TASKS=${LAG_TASKS:-300000}
 LAG_CHUNKS=${LAG_CHUNKS:-6}
 DEPTH_BIG=${DEPTH_BIG:-1000000}
@@ -136,7 +139,7 @@ run_once() {
     field rate <<<"$line"
 }
 
-# row KEY ARGS...: the median rate of RUNS runs of taskq, baseline and floor
+# row KEY ARGS...: the median rate of RUNS (ROW_RUNS) runs of taskq, baseline and floor
 # (and cycle, cycle0 and bound for a drain).  The systems take turns, one
 # run each per round, each round beginning with the next system: a slow
 # minute of this shared machine then falls on all of them, not on the runs
@@ -146,9 +149,9 @@ row() {
     local key=$1; shift
     local systems=(taskq baseline floor)
     [[ $1 == drain ]] && systems=(taskq cycle cycle0 baseline floor bound)
-    local n=${#systems[@]} r i s
+    local n=${#systems[@]} runs=${ROW_RUNS:-$RUNS} r i s
     declare -A rates=()
-    for ((r = 1; r <= RUNS; r++)); do
+    for ((r = 1; r <= runs; r++)); do
         for ((i = 0; i < n; i++)); do
             s=${systems[(i + r - 1) % n]}
             rates[$s]+="$(run_once "$key $s" "$s" "$r" "$@") "
@@ -159,7 +162,7 @@ row() {
     done
 }
 
-echo "bench: $RUNS runs of $TASKS tasks per figure, durable commits, huge pages $TQ_HUGE_STATE, $(nproc) cores" >&2
+echo "bench: $RUNS runs ($BATCH_RUNS for drains of more than 1 per claim) of $TASKS tasks per figure, durable commits, huge pages $TQ_HUGE_STATE, $(nproc) cores" >&2
 want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 if want enqueue; then
     row enq1 enqueue --clients 4 --batch 1
@@ -168,7 +171,8 @@ fi
 if want drain; then
     for w in $DRAIN_WORKERS; do
         for k in $DRAIN_PER_CLAIM; do
-            row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
+            ROW_RUNS=$( ((k > 1)) && echo "$BATCH_RUNS" || echo "$RUNS") \
+                row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
         done
     done
 fi
@@ -379,6 +383,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
         fi
     fi
     runs="Median of $RUNS runs of $TASKS tasks"
+    if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
