@@ -599,10 +599,9 @@ remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
  * is forgotten either way: a worker returns a task once, so the table holds
  * only the tasks still out (a few cache lines, not a growing table of
  * misses), and a second look, after a rollback say, uses the primary key.
- * *nblocks
- * is the table's size (InvalidBlockNumber: not taken yet), taken at the
- * first remembered id under the lock that keeps VACUUM from truncating the
- * table: a TID past it is not read.
+ * *nblocks is the table's size (InvalidBlockNumber: not taken yet), taken
+ * at the first remembered id under the lock that keeps VACUUM from
+ * truncating the table: a TID past it is not read.
  */
 static bool
 fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks)

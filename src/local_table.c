@@ -66,11 +66,14 @@ taskq_local_find(HTAB *table, Size keysize, const char *key)
 bool
 taskq_local_take(HTAB *table, Size keysize, const char *key, void *out, Size entrysize)
 {
-	void	   *entry = taskq_local_find(table, keysize, key);
+	void	   *entry;
 
+	if (table == NULL || strlen(key) >= keysize)
+		return false;
+	/* a removed entry stays readable until the table's next insert */
+	entry = hash_search(table, key, HASH_REMOVE, NULL);
 	if (entry == NULL)
 		return false;
 	memcpy(out, entry, entrysize);
-	(void) hash_search(table, key, HASH_REMOVE, NULL);
 	return true;
 }
