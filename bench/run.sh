@@ -43,9 +43,9 @@
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
-# those run BATCH_RUNS (RUNS + 2) times.  KEEP=1 leaves the cluster running.  The cluster's shared
-# memory is in huge pages (test/bin/lib.sh, tq_huge_pages) unless
-# TQ_HUGE_PAGES=off; the results say which.
+# those run BATCH_RUNS (RUNS + 2) times.  KEEP=1 leaves the cluster
+# running.  The cluster's shared memory is in huge pages (test/bin/lib.sh,
+# tq_huge_pages) unless TQ_HUGE_PAGES=off; the results say which.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -171,8 +171,9 @@ fi
 if want drain; then
     for w in $DRAIN_WORKERS; do
         for k in $DRAIN_PER_CLAIM; do
-            ROW_RUNS=$( ((k > 1)) && echo "$BATCH_RUNS" || echo "$RUNS") \
-                row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
+            runs=$RUNS
+            ((k > 1)) && runs=$BATCH_RUNS
+            ROW_RUNS=$runs row "drain.$w.$k" drain --clients "$w" --per-claim "$k"
         done
     done
 fi

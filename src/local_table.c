@@ -49,29 +49,33 @@ taskq_local_enter(HTAB **table, const char *name, Size keysize, Size entrysize,
 	return hash_search(*table, key, HASH_ENTER, found);
 }
 
-/* The entry for key in table (which may not be made yet), or NULL. */
-void *
-taskq_local_find(HTAB *table, Size keysize, const char *key)
+/* Search table (which may not be made yet) for key with action. */
+static void *
+local_search(HTAB *table, Size keysize, const char *key, HASHACTION action)
 {
 	if (table == NULL || strlen(key) >= keysize)
 		return NULL;
-	return hash_search(table, key, HASH_FIND, NULL);
+	return hash_search(table, key, action, NULL);
+}
+
+/* The entry for key in table, or NULL. */
+void *
+taskq_local_find(HTAB *table, Size keysize, const char *key)
+{
+	return local_search(table, keysize, key, HASH_FIND);
 }
 
 /*
- * Remove the entry for key from table, copying it to *out first (entrysize
+ * Remove the entry for key from table, copying it to *out (entrysize
  * bytes); false if there is none.  For facts used once: the table then
  * holds only what is still to be used, and stays small.
  */
 bool
 taskq_local_take(HTAB *table, Size keysize, const char *key, void *out, Size entrysize)
 {
-	void	   *entry;
-
-	if (table == NULL || strlen(key) >= keysize)
-		return false;
 	/* a removed entry stays readable until the table's next insert */
-	entry = hash_search(table, key, HASH_REMOVE, NULL);
+	void	   *entry = local_search(table, keysize, key, HASH_REMOVE);
+
 	if (entry == NULL)
 		return false;
 	memcpy(out, entry, entrysize);
