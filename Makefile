@@ -6,10 +6,7 @@ EXTENSION    = taskq
 EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" taskq.control)
 
 MODULE_big   = taskq
-OBJS         = src/taskq.o src/shmem.o src/wakeup.o src/notify.o src/worker.o \
-               src/launcher.o src/spi_util.o src/task_input.o src/insert.o \
-               src/claim.o src/direct.o src/finish.o src/deps.o src/wait.o src/control.o src/acl.o \
-               src/jobs.o src/cycle.o src/hint.o src/local_table.o
+OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA         = $(wildcard src/sql/taskq--*.sql)
 PG_CPPFLAGS  = -I$(srcdir)/src
 
@@ -48,7 +45,7 @@ endif
 # PGXS tracks no header dependencies: without this, changing a struct in a
 # header rebuilds only the files one touched, and objects disagree about
 # the shared-memory layout.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*/*.h)
 
 .PHONY: test check-asan demo deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".

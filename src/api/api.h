@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.h
+ *	  Helpers the SQL entry points share: their arguments turned into the
+ *	  queue's C structs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_API_H
+#define TASKQ_API_H
+
+#include "fmgr.h"
+
+#include "queue/queue.h"
+
+/* return.c: a taskq.status argument */
+extern TaskqStatus taskq_status_code_arg(Datum d);
+
+/* return.c, own.c: return_tasks' and own_tasks' arguments, parsed */
+extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first, int *n);
+extern void taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req);
+
+#endif							/* TASKQ_API_H */

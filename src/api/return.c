@@ -1,0 +1,195 @@
+/*-------------------------------------------------------------------------
+ *
+ * return.c
+ *	  SQL faces of returning: return_task and return_tasks.  Arguments are
+ *	  checked and turned into the queue's TaskqReturnItem; the queue
+ *	  (queue/return.c) does the rest.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "common/args.h"
+#include "queue/queue.h"
+#include "api/action_limits.h"
+#include "api/api.h"
+
+PG_FUNCTION_INFO_V1(taskq_return_task);
+PG_FUNCTION_INFO_V1(taskq_return_tasks);
+
+/* A status_code argument: the enum's label, as the queue's status. */
+TaskqStatus
+taskq_status_code_arg(Datum d)
+{
+	return taskq_status_from_label(DatumGetCString(DirectFunctionCall1(enum_out, d)));
+}
+
+/*
+ * return_task(id text, token uuid, status text, status_code taskq.status,
+ *			   retry_delay interval DEFAULT NULL)
+ */
+Datum
+taskq_return_task(PG_FUNCTION_ARGS)
+{
+	char	   *id;
+	pg_uuid_t  *token;
+	char	   *status = NULL;
+	TaskqStatus code;
+	Interval   *retry_delay = NULL;
+	TaskqReturnItem item;
+
+	id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	taskq_require_arg(fcinfo, 1, "token");
+	token = PG_GETARG_UUID_P(1);
+	if (!PG_ARGISNULL(2))
+		status = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	taskq_require_arg(fcinfo, 3, "status_code");
+	code = taskq_status_code_arg(PG_GETARG_DATUM(3));
+
+	taskq_acl_check_return(list_make1(id));	/* action_limits.c: limited workers */
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		Interval	zero = {0};
+
+		retry_delay = PG_GETARG_INTERVAL_P(4);
+		if (code != TASKQ_PENDING)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"retry_delay\" applies only to a task returned as pending"),
+					 errdetail("Task \"%s\" is returned as %s.", id, taskq_status_label(code))));
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(retry_delay),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"retry_delay\" must not be negative")));
+	}
+
+	item.id = id;
+	item.token = token;
+	item.status = status;
+	item.code = code;
+	item.retry_delay = retry_delay;
+	SPI_connect();
+	taskq_return(&item, 1, "return_task()");
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+static int
+compare_return_items(const void *a, const void *b)
+{
+	return strcmp(((const TaskqReturnItem *) a)->id, ((const TaskqReturnItem *) b)->id);
+}
+
+/*
+ * return_tasks(ids text[], tokens uuid[], statuses text[],
+ *				status_codes taskq.status[]) returns bigint
+ *
+ * The arguments of return_tasks (from argument first on: return_and_own
+ * has them too), checked, as the queue's items in id order, so that
+ * concurrent batch returns lock rows in one order; the session's
+ * per-action limits are checked too.  statuses may be NULL (no status
+ * text).
+ */
+TaskqReturnItem *
+taskq_return_args(FunctionCallInfo fcinfo, int first, int *nitems)
+{
+	List	   *ids;
+	Datum	   *tokens,
+			   *statuses = NULL,
+			   *codes;
+	bool	   *tnulls,
+			   *snulls = NULL,
+			   *cnulls;
+	int			ntokens,
+				nstatuses = 0,
+				ncodes;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	TaskqReturnItem *items;
+	int			n,
+				i;
+	ListCell   *lc;
+
+	ids = taskq_text_array_arg(fcinfo, first, "ids", TASKQ_MAX_ID_LEN);
+	taskq_require_arg(fcinfo, first + 1, "tokens");
+	taskq_require_arg(fcinfo, first + 3, "status_codes");
+	n = list_length(ids);
+
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(first + 1), UUIDOID, UUID_LEN, false,
+					  TYPALIGN_CHAR, &tokens, &tnulls, &ntokens);
+	if (!PG_ARGISNULL(first + 2))
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(first + 2), TEXTOID, -1, false,
+						  TYPALIGN_INT, &statuses, &snulls, &nstatuses);
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(first + 3);
+
+		get_typlenbyvalalign(ARR_ELEMTYPE(arr), &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
+						  &codes, &cnulls, &ncodes);
+	}
+	if (ntokens != n || ncodes != n || (statuses && nstatuses != n))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("arrays \"ids\", \"tokens\", \"statuses\" and \"status_codes\" must have the same length"),
+				 errdetail("\"ids\" has %d elements, \"tokens\" %d, \"statuses\" %d, \"status_codes\" %d.",
+						   n, ntokens, statuses ? nstatuses : n, ncodes)));
+
+	items = palloc0(sizeof(TaskqReturnItem) * Max(n, 1));
+	i = 0;
+	foreach(lc, ids)
+	{
+		if (tnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"tokens\" must not contain null elements")));
+		if (cnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"status_codes\" must not contain null elements")));
+		items[i].id = lfirst(lc);
+		items[i].token = DatumGetUUIDP(tokens[i]);
+		items[i].status = (statuses && !snulls[i]) ?
+			TextDatumGetCString(statuses[i]) : NULL;
+		items[i].code = taskq_status_code_arg(codes[i]);
+		i++;
+	}
+	qsort(items, n, sizeof(TaskqReturnItem), compare_return_items);
+	for (i = 1; i < n; i++)
+		if (strcmp(items[i - 1].id, items[i].id) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("task \"%s\" appears more than once in argument \"ids\"",
+							items[i].id)));
+
+	taskq_acl_check_return(ids);	/* action_limits.c: limited workers */
+	*nitems = n;
+	return items;
+}
+
+/*
+ * return_tasks(ids text[], tokens uuid[], statuses text[],
+ *				status_codes taskq.status[]) returns bigint
+ *
+ * All or none.
+ */
+Datum
+taskq_return_tasks(PG_FUNCTION_ARGS)
+{
+	int			n;
+	TaskqReturnItem *items = taskq_return_args(fcinfo, 0, &n);
+
+	SPI_connect();
+	taskq_return(items, n, "return_tasks()");
+	SPI_finish();
+	PG_RETURN_INT64(n);
+}

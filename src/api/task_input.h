@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * task_input.h
+ *	  The JSON task objects of insert_tasks and replace_tasks, parsed and
+ *	  checked into the queue's TaskSpec (task_input.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_TASK_INPUT_H
+#define TASKQ_TASK_INPUT_H
+
+#include "queue/queue.h"
+
+extern List *taskq_parse_tasks(Jsonb *tasks, const char *argname);
+extern void taskq_check_retry_policy(Jsonb *policy, const char *argname);
+
+#endif							/* TASKQ_TASK_INPUT_H */

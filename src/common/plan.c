@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.c
+ * Every statement taskq runs is a TaskqPlan: prepared on first use in a
+ * backend and kept with SPI_keepplan, so repeated calls never re-parse or
+ * re-plan (the plan cache still re-plans after DDL on taskq.tasks).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "common/plan.h"
+
+
+/*
+ * Run a cached statement; prepare it first if this backend has not yet.
+ */
+int
+taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
+			  bool read_only, long tcount)
+{
+	int			rc;
+
+	if (plan->plan == NULL)
+	{
+		/*
+		 * A plan marked generic never gets custom plans.  That is for
+		 * statements with no choice of plan to make (an INSERT from
+		 * unnest(), a lookup in a small table), where the plan cache
+		 * would otherwise plan afresh on every call whose custom plan
+		 * merely looks cheaper: that planning was a fifth of the cost of
+		 * a one-task insert_tasks.  Lookups in taskq.tasks keep the
+		 * default: a generic plan made while the table was empty would
+		 * scan it sequentially until the next ANALYZE.
+		 */
+		SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
+										   plan->generic ? CURSOR_OPT_GENERIC_PLAN : 0);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: could not prepare statement: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(p) != 0)
+			elog(ERROR, "taskq: could not keep prepared statement");
+		plan->plan = p;
+	}
+
+	rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
+	if (rc < 0)
+		elog(ERROR, "taskq: statement failed: %s", SPI_result_code_string(rc));
+	return rc;
+}
+
+/* A column's datum; isnull may be NULL for a column that cannot be null. */
+Datum
+taskq_get_datum(int row, int col, bool *isnull)
+{
+	bool		dummy;
+
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 col, isnull ? isnull : &dummy);
+}
+
+/* A text column as a palloc'd C string in the caller's context, or NULL. */
+char *
+taskq_get_text(int row, int col, bool *isnull)
+{
+	bool		dummy;
+	Datum		d = taskq_get_datum(row, col, isnull ? isnull : &dummy);
+
+	if (isnull ? *isnull : dummy)
+		return NULL;
+	return TextDatumGetCString(d);
+}
+
+int32
+taskq_get_int32(int row, int col, bool *isnull)
+{
+	bool		dummy;
+	Datum		d = taskq_get_datum(row, col, isnull ? isnull : &dummy);
+
+	if (isnull ? *isnull : dummy)
+		return 0;
+	return DatumGetInt32(d);
+}
+
+bool
+taskq_get_bool(int row, int col, bool *isnull)
+{
+	bool		dummy;
+	Datum		d = taskq_get_datum(row, col, isnull ? isnull : &dummy);
+
+	if (isnull ? *isnull : dummy)
+		return false;
+	return DatumGetBool(d);
+}
+
+/* A text[] column as a List of C strings (NULL elements skipped). */
+List *
+taskq_get_text_array(int row, int col)
+{
+	bool		isnull;
+	Datum		d = taskq_get_datum(row, col, &isnull);
+
+	return isnull ? NIL : taskq_text_array_list(d);
+}
+
+/* The non-null elements of a text[] datum, as a List of C strings. */
+List *
+taskq_text_array_list(Datum d)
+{
+	Datum	   *elems;
+	bool	   *elnulls;
+	int			n;
+	List	   *result = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &elnulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!elnulls[i])
+			result = lappend(result, TextDatumGetCString(elems[i]));
+	return result;
+}
+
+/* A List of C strings as a text[] datum; an empty list gives '{}'. */
+Datum
+taskq_text_array_datum(List *strings)
+{
+	int			n = list_length(strings);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, strings)
+		elems[i++] = CStringGetTextDatum((char *) lfirst(lc));
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false,
+										   TYPALIGN_INT));
+}
+

@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  Layout of taskq's shared memory (only with shared_preload_libraries).
+ *
+ * TaskqShared->lock protects the database slots; the condition variables
+ * need no lock.  (The claims' starts have shared memory of their own:
+ * queue/claim_start.c.)  A slot belongs to one database: the launcher fills dboid
+ * and the worker handle, the worker publishes its latch, producers add the
+ * actions that got ready work at commit, and the worker takes them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_SHMEM_H
+#define TASKQ_SHMEM_H
+
+#include "postmaster/bgworker.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+
+#include "datatype/timestamp.h"
+
+#define TASKQ_FINISH_SLOTS		64	/* wait_for_task condition variables */
+#define TASKQ_MAX_DATABASES		64	/* databases with a worker */
+#define TASKQ_PENDING_ACTIONS	32	/* distinct actions awaiting NOTIFY */
+#define TASKQ_NOTIFY_NAME_LEN	258 /* kind byte + a name of up to 255 bytes + NUL */
+
+typedef struct TaskqDbSlot
+{
+	Oid			dboid;			/* InvalidOid: free slot */
+	bool		has_worker;		/* launcher registered a worker (it keeps the handle) */
+	pid_t		worker_pid;		/* set by the worker while it runs */
+	Latch	   *worker_latch;	/* likewise */
+	bool		paused;			/* DROP/RENAME DATABASE in progress */
+	TimestampTz retry_after;	/* no extension here: don't start before */
+	/*
+	 * Announcements not yet sent, each a kind byte and a name: 'a' + action
+	 * (new ready work, channel taskq), 'j' + job (progress, channel
+	 * taskq_progress).
+	 */
+	int			npending;
+	bool		pending_overflow;	/* too many: announce every ready action */
+	bool		signals_deferred;	/* taskq.deferred_signals has rows to fold */
+	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
+} TaskqDbSlot;
+
+typedef struct TaskqSharedState
+{
+	LWLock	   *lock;
+	Latch	   *launcher_latch;
+	pid_t		launcher_pid;
+	TaskqDbSlot dbs[TASKQ_MAX_DATABASES];
+	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
+} TaskqSharedState;
+
+extern TaskqSharedState *taskq_shared;
+
+/* The slot of a database, or NULL; caller holds taskq_shared->lock. */
+extern TaskqDbSlot *taskq_find_db_slot(Oid dboid);
+
+#endif							/* TASKQ_SHMEM_H */

@@ -1,0 +1,266 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.c
+ *	  What a transaction tells other processes when it commits: which
+ *	  tasks finished (wait_for_task's waiters wake), which actions got
+ *	  ready work (the database's worker announces them with NOTIFY), and
+ *	  whether it deferred signals for the worker to add (finish.c).
+ *
+ * The hot paths only note these in backend-local memory.  The commit
+ * callback runs after the commit is visible and publishes them: it
+ * broadcasts the condition variables of the finished tasks' slots, merges
+ * the actions into the database's slot and sets the worker's latch (or the
+ * launcher's, if the database has no worker yet).  So producers never
+ * NOTIFY themselves and never queue behind the notification lock.  Nothing
+ * here may fail: an error after commit would be a PANIC, so the local
+ * notes live in fixed arrays and an overflow just widens the announcement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+
+#include "common/settings.h"
+#include "ipc/shmem.h"
+#include "ipc/wakeup.h"
+
+#define LOCAL_READY_ACTIONS 16
+
+/* Notes of the current transaction. */
+static uint64 finished_slots = 0;
+static int	nready = 0;
+static bool ready_overflow = false;
+static bool deferred = false;
+static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
+
+static int
+finish_slot(const char *id)
+{
+	return hash_bytes((const unsigned char *) id, strlen(id)) % TASKQ_FINISH_SLOTS;
+}
+
+ConditionVariable *
+taskq_finish_cv(const char *id)
+{
+	Assert(taskq_shared != NULL);
+	return &taskq_shared->finish_cv[finish_slot(id)];
+}
+
+/* The current transaction finished this task: wake its waiters at commit. */
+void
+taskq_note_finished(const char *id)
+{
+	finished_slots |= UINT64CONST(1) << finish_slot(id);
+}
+
+/* Remember one announcement ("<kind><name>") for the commit. */
+static void
+note_announcement(char kind, const char *name)
+{
+	char		entry[TASKQ_NOTIFY_NAME_LEN];
+
+	if (ready_overflow)
+		return;
+	if (name == NULL || strlen(name) + 2 > TASKQ_NOTIFY_NAME_LEN)
+	{
+		ready_overflow = true;
+		return;
+	}
+	entry[0] = kind;
+	strlcpy(entry + 1, name, TASKQ_NOTIFY_NAME_LEN - 1);
+	for (int i = nready - 1; i >= 0; i--)
+		if (strcmp(ready[i], entry) == 0)
+			return;
+	if (nready == LOCAL_READY_ACTIONS)
+	{
+		ready_overflow = true;
+		return;
+	}
+	strlcpy(ready[nready++], entry, TASKQ_NOTIFY_NAME_LEN);
+}
+
+/*
+ * The current transaction made work of this action ready; NULL means some
+ * action we did not look up (announce all).
+ */
+void
+taskq_note_ready(const char *action)
+{
+	note_announcement('a', action);
+}
+
+/*
+ * The current transaction reported progress of this job, to be announced
+ * if taskq.announce_progress is on.  (On overflow the
+ * worker announces every action with ready work, but no progress: progress
+ * announcements are a convenience; the job's row is the truth.)
+ */
+void
+taskq_note_progress(const char *job)
+{
+	/* job ids may say something about the data: only when asked for */
+	if (taskq_announce_progress)
+		note_announcement('j', job);
+}
+
+/* The current transaction deferred signals: the worker must fold them. */
+void
+taskq_note_deferred(void)
+{
+	deferred = true;
+}
+
+/*
+ * Does this database's background worker run now?  Signals are deferred
+ * only then: with no worker to add them a join would wait.  (A worker that
+ * dies later is restarted by the postmaster and adds them then.)
+ */
+bool
+taskq_worker_running(void)
+{
+	TaskqDbSlot *slot;
+	bool		result;
+
+	if (taskq_shared == NULL)
+		return false;
+	LWLockAcquire(taskq_shared->lock, LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	result = slot != NULL && slot->worker_latch != NULL && !slot->paused;
+	LWLockRelease(taskq_shared->lock);
+	return result;
+}
+
+/*
+ * The worker: did a transaction defer signals since the flag was last
+ * cleared?  With clear false it only looks: the flag stays set, and
+ * committing transactions do not wake the worker again for it.
+ */
+bool
+taskq_deferred_take(bool clear)
+{
+	TaskqDbSlot *slot;
+	bool		result = false;
+
+	LWLockAcquire(taskq_shared->lock, clear ? LW_EXCLUSIVE : LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		result = slot->signals_deferred;
+		if (clear)
+			slot->signals_deferred = false;
+	}
+	LWLockRelease(taskq_shared->lock);
+	return result;
+}
+
+/*
+ * Merge one action into a slot's pending set; caller holds the lock.
+ * Returns true if the set changed (the worker has not yet been told).
+ */
+static bool
+slot_add_pending(TaskqDbSlot *slot, const char *action)
+{
+	if (slot->pending_overflow)
+		return false;
+	for (int i = 0; i < slot->npending; i++)
+		if (strcmp(slot->pending[i], action) == 0)
+			return false;
+	if (slot->npending == TASKQ_PENDING_ACTIONS)
+		slot->pending_overflow = true;
+	else
+		strlcpy(slot->pending[slot->npending++], action, TASKQ_NOTIFY_NAME_LEN);
+	return true;
+}
+
+/*
+ * Publish the notes in the database's slot and wake its worker, but only if
+ * the slot changed: what is there already was announced to the worker by
+ * the transaction that put it there, so a burst of commits for one action
+ * costs one wakeup, not one each.
+ */
+static void
+publish_ready(void)
+{
+	TaskqDbSlot *slot;
+	Latch	   *latch = NULL;
+	bool		changed = false;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		if (ready_overflow && !slot->pending_overflow)
+		{
+			slot->pending_overflow = true;
+			changed = true;
+		}
+		if (deferred && !slot->signals_deferred)
+		{
+			slot->signals_deferred = true;
+			changed = true;
+		}
+		for (int i = 0; i < nready; i++)
+			changed |= slot_add_pending(slot, ready[i]);
+		latch = slot->worker_latch;
+		if (latch == NULL)
+		{
+			slot->retry_after = 0;	/* taskq is used here: start a worker now */
+			changed = true;
+		}
+	}
+	if (latch == NULL)
+	{
+		latch = taskq_shared->launcher_latch;	/* start a worker here */
+		changed = true;
+	}
+	LWLockRelease(taskq_shared->lock);
+
+	if (latch != NULL && changed)
+		SetLatch(latch);
+}
+
+static void
+reset_notes(void)
+{
+	finished_slots = 0;
+	nready = 0;
+	ready_overflow = false;
+	deferred = false;
+}
+
+static void
+taskq_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (taskq_shared != NULL)
+			{
+				for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
+					if (finished_slots & (UINT64CONST(1) << i))
+						ConditionVariableBroadcast(&taskq_shared->finish_cv[i]);
+				if (nready > 0 || ready_overflow || deferred)
+					publish_ready();
+			}
+			reset_notes();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* a prepared transaction's work is found by polling */
+			reset_notes();
+			break;
+		default:
+			break;
+	}
+}
+
+void
+taskq_register_xact_callbacks(void)
+{
+	RegisterXactCallback(taskq_xact_callback, NULL);
+}

@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.h
+ *	  What a committing transaction tells other processes (wakeup.c):
+ *	  finished tasks wake their waiters, ready actions and deferred
+ *	  signals wake the database's background worker.
+ *
+ * Each note is backend-local until the commit; after the commit is
+ * visible, it is published under the shared-memory lock and the
+ * sleepers' latches or condition variables are set.  An abort drops it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_WAKEUP_H
+#define TASKQ_WAKEUP_H
+
+#include "storage/condition_variable.h"
+
+extern void taskq_note_finished(const char *id);
+extern void taskq_note_ready(const char *action);
+extern void taskq_note_progress(const char *job);
+extern void taskq_note_deferred(void);
+extern bool taskq_deferred_take(bool clear);
+extern bool taskq_worker_running(void);
+extern void taskq_register_xact_callbacks(void);
+extern ConditionVariable *taskq_finish_cv(const char *id);
+extern void taskq_shmem_init_hooks(void);
+extern bool taskq_shmem_available(void);
+
+#endif							/* TASKQ_WAKEUP_H */

@@ -1,0 +1,209 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ * The claim path: own_tasks' engine.  It runs the lease-expiry sweep, then
+ * the claim walk (claim_walk.c), or, when the direct path does not apply
+ * (an admin put triggers or row security on taskq.tasks), the SQL claim
+ * here: ready rows selected with LIMIT and FOR UPDATE SKIP LOCKED and
+ * updated by ctid in the same statement.
+ *
+ * Concurrent claimers never wait for each other and never get the same
+ * task, and the cost depends on the number of rows claimed, not on how many
+ * tasks are blocked, delayed, in progress or finished (the ready indexes
+ * are partial).  SQL plans are cached per (kind, limit): with LIMIT as a
+ * parameter a generic plan assumes a tenth of the table is wanted and may
+ * prefer a sequential scan on a deep queue, so the limit is a constant in
+ * each cached plan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "storage/proc.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "common/plan.h"
+#include "queue/relation.h"
+
+/* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
+#define CLAIM_PLAN_SLOTS 32
+
+typedef enum ClaimKind
+{
+	CLAIM_ONE_ACTION,
+	CLAIM_ACTIONS,
+	CLAIM_ANY
+} ClaimKind;
+
+typedef struct ClaimPlanSlot
+{
+	ClaimKind	kind;
+	int			limit;
+	TaskqPlan	plan;
+} ClaimPlanSlot;
+
+static ClaimPlanSlot claim_plans[CLAIM_PLAN_SLOTS];
+static int	n_claim_plans = 0;
+
+static const char *const claim_filter[] = {
+	[CLAIM_ONE_ACTION] = "c.action OPERATOR(pg_catalog.=) $3 AND ",
+	[CLAIM_ACTIONS] = "c.action OPERATOR(pg_catalog.=) ANY ($3) AND ",
+	[CLAIM_ANY] = "",
+};
+
+static TaskqPlan *
+claim_plan(ClaimKind kind, int limit)
+{
+	static TaskqPlan oneshot;
+	TaskqPlan  *plan = NULL;
+	char	   *sql;
+
+	for (int i = 0; i < n_claim_plans; i++)
+		if (claim_plans[i].kind == kind && claim_plans[i].limit == limit)
+			return &claim_plans[i].plan;
+
+	sql = MemoryContextStrdup(TopMemoryContext, psprintf(
+		"UPDATE taskq.tasks AS t"
+		"   SET status_code = 'in_progress',"
+		"       num_tries = t.num_tries OPERATOR(pg_catalog.+) 1,"
+		"       actor_id = $1,"
+		"       performance_token = pg_catalog.gen_random_uuid(),"
+		"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
+		" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+		"   SELECT c.ctid FROM taskq.tasks AS c"
+		"    WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+		"      AND c.num_signals OPERATOR(pg_catalog.=) 0"
+		"      AND c.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()"
+		"    ORDER BY c.priority DESC, c.seq"
+		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
+		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
+		"           t.action_deadline, t.priority, t.seq",
+		claim_filter[kind], limit));
+
+	if (n_claim_plans < CLAIM_PLAN_SLOTS)
+	{
+		claim_plans[n_claim_plans].kind = kind;
+		claim_plans[n_claim_plans].limit = limit;
+		plan = &claim_plans[n_claim_plans++].plan;
+	}
+	else
+	{
+		/* Rare: many distinct limits.  Plan without keeping. */
+		if (oneshot.plan)
+		{
+			SPI_freeplan(oneshot.plan);
+			oneshot.plan = NULL;
+		}
+		plan = &oneshot;
+	}
+	plan->sql = sql;
+	plan->nargs = kind == CLAIM_ANY ? 2 : 3;
+	plan->argtypes[0] = TEXTOID;
+	plan->argtypes[1] = INTERVALOID;
+	plan->argtypes[2] = kind == CLAIM_ONE_ACTION ? TEXTOID : TEXTARRAYOID;
+	plan->plan = NULL;
+	return plan;
+}
+
+
+typedef struct ClaimedRow
+{
+	int32		priority;
+	int64		seq;
+	Datum		values[6];
+	bool		nulls[6];
+} ClaimedRow;
+
+static int
+compare_claimed(const void *a, const void *b)
+{
+	const ClaimedRow *x = a;
+	const ClaimedRow *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->seq < y->seq ? -1 : (x->seq > y->seq ? 1 : 0);
+}
+
+/*
+ * Claim up to req->max_tasks ready tasks for req->actor (queue.h): first
+ * the lease-expiry sweep, then the claim walk (claim_walk.c), or the SQL
+ * claim if that path does not apply.  A transaction that wrote nothing
+ * but these claims commits without waiting for the WAL flush
+ * (claim_commit.c).
+ */
+int
+taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdesc)
+{
+	ClaimKind	kind;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	ClaimedRow *rows;
+	uint64		n;
+	bool		isnull;
+	bool		only_claims;
+	int			direct;
+
+	if (req->all_actions)
+		kind = CLAIM_ANY;
+	else
+		kind = list_length(req->actions) == 1 ? CLAIM_ONE_ACTION : CLAIM_ACTIONS;
+
+	/* Nothing asked for: no work at all. */
+	if (req->max_tasks == 0 || (kind == CLAIM_ACTIONS && req->actions == NIL))
+		return 0;
+
+	/* the sweep's writes count as the claim's: a lost one is done again */
+	only_claims = !IsTransactionBlock() && taskq_wrote_only_claims();
+	taskq_sweep_expired();
+
+	direct = taskq_claim_direct(req->actor, req->max_tasks, kind == CLAIM_ONE_ACTION,
+								kind == CLAIM_ANY ? NIL : req->actions, req->lease,
+								req->writes_noted, out, outdesc);
+	if (direct >= 0)
+	{
+		if (direct > 0)
+			taskq_note_claim_written(only_claims);
+		taskq_finished_dispatch();	/* the sweep's aborts */
+		return direct;
+	}
+
+	values[0] = CStringGetTextDatum(req->actor);
+	if (req->lease == NULL)
+		nulls[1] = 'n';
+	else
+		values[1] = IntervalPGetDatum(req->lease);
+	if (kind == CLAIM_ONE_ACTION)
+		values[2] = CStringGetTextDatum(linitial(req->actions));
+	else if (kind == CLAIM_ACTIONS)
+		values[2] = taskq_text_array_datum(req->actions);
+	taskq_execute(claim_plan(kind, req->max_tasks), values, nulls, false, 0);
+
+	n = SPI_processed;
+	if (n > 0)
+		taskq_note_claim_written(only_claims);
+	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		for (int c = 0; c < 6; c++)
+			rows[i].values[c] = taskq_get_datum(i, c + 1, &rows[i].nulls[c]);
+		rows[i].priority = taskq_get_int32(i, 7, NULL);
+		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
+	}
+	if (n > 1)
+		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);
+	for (uint64 i = 0; i < n; i++)
+		tuplestore_putvalues(out, outdesc, rows[i].values, rows[i].nulls);
+	taskq_finished_dispatch();	/* the sweep's aborts */
+	return (int) n;
+}

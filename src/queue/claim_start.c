@@ -1,0 +1,477 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_start.c
+ * Where claims start in the ready indexes: past the dead entries at their
+ * head.
+ *
+ * A claimed or finished task leaves its old entry at the head of the ready
+ * index until VACUUM removes it (its row version is dead, or soon will be).
+ * Every claim walked all of them from the first entry on: with autovacuum's
+ * default naptime of a minute, a busy queue piles up a minute of claims
+ * there, and each claim pays for all of them.
+ *
+ * So the claims of a database share, per ready index (per action for
+ * tasks_ready_action_idx), a start key in shared memory.  The invariant:
+ * every entry before start points at a row version that was updated or
+ * deleted by a committed transaction, or inserted by an aborted one.  Such
+ * a version is dead for good, and a claim could never take it.
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ *
+ * A write that fires no trigger (logical replication's apply worker, or an
+ * admin who disabled the triggers) is not seen; the background worker
+ * forgets its database's starts every second, so such a task waits at most
+ * that long.  Without shared_preload_libraries there is no shared memory,
+ * and every claim walks from the first entry, as before.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "common/settings.h"
+#include "queue/claim_start.h"
+#include "queue/relation.h"
+
+#define TASKQ_HINT_SLOTS		64	/* where claims start: (database, action) pairs */
+#define TASKQ_HINT_WRITES		16	/* recent ready-entry writes a claim checks */
+
+/*
+ * Where the claims of one database start in one ready index: every entry
+ * before start is known to point at a row version that no claim can take
+ * (the file header says why that stays true): in the index of all actions
+ * (tasks_ready_idx), or in the per-action index for action.
+ * writes counts the ready entries written (their keys in wlog, a ring), so
+ * that a claim that walked while they were written does not move start past
+ * them.
+ */
+typedef struct TaskqHintSlot
+{
+	Oid			dboid;			/* InvalidOid: free slot */
+	bool		all_actions;	/* tasks_ready_idx; else action's entries */
+	char		action[NAMEDATALEN];
+	bool		valid;			/* false: start at the beginning */
+	TaskqReadyKey start;
+	uint64		gen;			/* changes when the slot is reset or reused */
+	uint64		writes;
+	TaskqReadyKey wlog[TASKQ_HINT_WRITES];
+	uint64		last_used;		/* for reuse of the least recently used */
+} TaskqHintSlot;
+
+/* The claim starts of every database, in shared memory of their own. */
+typedef struct TaskqClaimStarts
+{
+	LWLock	   *lock;			/* protects every slot and clock */
+	uint64		clock;
+	TaskqHintSlot slots[TASKQ_HINT_SLOTS];
+} TaskqClaimStarts;
+
+static TaskqClaimStarts *starts = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+claim_start_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(TaskqClaimStarts)));
+	RequestNamedLWLockTranche("taskq claim starts", 1);
+}
+
+static void
+claim_start_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	starts = ShmemInitStruct("taskq claim starts", sizeof(TaskqClaimStarts), &found);
+	if (!found)
+	{
+		memset(starts, 0, sizeof(TaskqClaimStarts));
+		starts->lock = &(GetNamedLWLockTranche("taskq claim starts"))[0].lock;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static void hint_xact_callback(XactEvent event, void *arg);
+static void hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								  SubTransactionId parentSubid, void *arg);
+
+/*
+ * Called once from _PG_init: the shared memory when preloaded (without it
+ * every claim walks from the first entry), and the commit callbacks of
+ * taskq_hint_defer.
+ */
+void
+taskq_claim_start_init(void)
+{
+	if (process_shared_preload_libraries_in_progress)
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = claim_start_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = claim_start_shmem_startup;
+	}
+	RegisterXactCallback(hint_xact_callback, NULL);
+	RegisterSubXactCallback(hint_subxact_callback, NULL);
+}
+
+/* Is there a shared start to note writes in? */
+bool
+taskq_hint_available(void)
+{
+	return starts != NULL;
+}
+
+/* Forget where the claims of a database start (the worker, every second). */
+void
+taskq_claim_start_reset(Oid dboid)
+{
+	taskq_hint_reset(dboid);
+}
+
+/* The transaction that changed a ready row version (claimed, completed, updated or deleted it). */
+static LocalTransactionId ready_changed_lxid = InvalidLocalTransactionId;
+
+void
+taskq_hint_ready_changed(void)
+{
+	ready_changed_lxid = MyProc->lxid;
+}
+
+bool
+taskq_hint_ready_changed_here(void)
+{
+	return ready_changed_lxid == MyProc->lxid;
+}
+
+/*
+ * May a claim now move the start?  Not in a transaction that changed a
+ * ready row version: its own updates look dead to a dirty snapshot, and may
+ * still roll back.  A transaction that wrote before the claim began is
+ * trusted only when the caller says every earlier write was noted
+ * (writes_noted: return_and_own's own return): an SQL statement's changes are noted
+ * when its triggers fire, at its end, which may be after a claim it calls.
+ */
+bool
+taskq_hint_may_move(bool writes_noted)
+{
+	if (ready_changed_lxid == MyProc->lxid)
+		return false;
+	return !TransactionIdIsValid(GetTopTransactionIdIfAny()) || writes_noted;
+}
+
+/* a is before b in a ready index */
+static inline bool
+key_before(TaskqReadyKey a, TaskqReadyKey b)
+{
+	return a.priority > b.priority || (a.priority == b.priority && a.seq < b.seq);
+}
+
+/* s is the slot of dboid's index of all actions (action NULL) or of action */
+static bool
+slot_is(TaskqHintSlot *s, Oid dboid, const char *action, int len)
+{
+	if (s->dboid != dboid || s->all_actions != (action == NULL))
+		return false;
+	return action == NULL || (strlen(s->action) == len && memcmp(s->action, action, len) == 0);
+}
+
+/*
+ * Begin a claim's walk of the ready index of action (NULL: of all actions):
+ * where to start, and what to check when moving the start.  hs->slot is -1
+ * if there is no shared memory or the action's name is too long for a slot.
+ */
+void
+taskq_hint_begin(const char *action, TaskqHintScan *hs)
+{
+	int			len = action ? strlen(action) : 0;
+	TaskqHintSlot *found = NULL;
+	TaskqHintSlot *victim = NULL;
+
+	hs->slot = -1;
+	hs->valid = false;
+	if (starts == NULL || len >= NAMEDATALEN || !OidIsValid(MyDatabaseId))
+		return;
+
+	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &starts->slots[i];
+
+		if (slot_is(s, MyDatabaseId, action, len))
+		{
+			found = s;
+			break;
+		}
+		if (victim == NULL || !OidIsValid(s->dboid) ||
+			(OidIsValid(victim->dboid) && s->last_used < victim->last_used))
+			victim = s;
+	}
+	if (found == NULL)
+	{
+		/* a claim holding the old identity sees gen change and moves nothing */
+		found = victim;
+		found->dboid = MyDatabaseId;
+		found->all_actions = action == NULL;
+		memcpy(found->action, action ? action : "", len);
+		found->action[len] = '\0';
+		found->valid = false;
+		found->gen++;
+		found->writes = 0;
+	}
+	found->last_used = ++starts->clock;
+	hs->slot = found - starts->slots;
+	hs->gen = found->gen;
+	hs->writes = found->writes;
+	hs->valid = found->valid;
+	hs->start = found->start;
+	LWLockRelease(starts->lock);
+}
+
+/*
+ * The claim begun with hs found every entry from its start up to (not
+ * including) to dead: move the start there, unless the slot was reset or
+ * reused since, or a ready entry written meanwhile is before to.
+ */
+void
+taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
+{
+	TaskqHintSlot *s;
+
+	/* the walk stopped where it began (the usual case): nothing to move */
+	if (hs->slot < 0 || (hs->valid && !key_before(hs->start, to)))
+		return;
+	s = &starts->slots[hs->slot];
+	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
+	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_HINT_WRITES)
+	{
+		for (uint64 w = hs->writes + 1; w <= s->writes; w++)
+			if (key_before(s->wlog[w % TASKQ_HINT_WRITES], to))
+				to = s->wlog[w % TASKQ_HINT_WRITES];
+		if (!s->valid || key_before(s->start, to))
+		{
+			s->start = to;
+			s->valid = true;
+		}
+	}
+	LWLockRelease(starts->lock);
+}
+
+/*
+ * The advance a claim leaves for its commit.  A claim that walked from the
+ * start over dead entries and then only over rows it claimed itself (one
+ * worker's claim, which follows its own previous claim's rows) knows that
+ * once it commits, every entry up to its last claimed one is dead for good:
+ * the next claim need not walk over them.  Until then they may roll back, so
+ * the move waits for XACT_EVENT_COMMIT, which comes after the commit is
+ * visible to all; any subtransaction's abort (it may have undone the
+ * claims), an abort or PREPARE drops it.  Writes of ready entries since the
+ * claim began limit it as they do taskq_hint_advance.
+ */
+static bool deferred = false;
+static TaskqHintScan deferred_scan;
+static TaskqReadyKey deferred_to;
+
+void
+taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to)
+{
+	if (hs->slot < 0 || deferred)
+		return;					/* one per transaction: the first claim's */
+	deferred_scan = *hs;
+	deferred_to = to;
+	deferred = true;
+}
+
+static void
+hint_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (deferred && starts != NULL)
+				taskq_hint_advance(&deferred_scan, deferred_to);
+			deferred = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			deferred = false;
+			break;
+		default:
+			break;				/* the PRE_ events: the outcome is not known yet */
+	}
+}
+
+static void
+hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		deferred = false;
+}
+
+/* Forget where the claims of a database start (the worker, every second). */
+void
+taskq_hint_reset(Oid dboid)
+{
+	if (starts == NULL)
+		return;
+	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &starts->slots[i];
+
+		if (s->dboid == dboid && s->valid)
+		{
+			s->valid = false;
+			s->gen++;
+		}
+	}
+	LWLockRelease(starts->lock);
+}
+
+/* ----------
+ * Writers: the ready entries a statement added, lowest key per action
+ * ----------
+ */
+void
+taskq_hint_batch_init(TaskqHintBatch *b)
+{
+	b->any = false;
+	b->nactions = 0;
+	b->overflow = false;
+}
+
+static void
+hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
+{
+	TaskqReadyKey k = {priority, seq};
+	const char *name = VARDATA_ANY(action);
+	int			len = VARSIZE_ANY_EXHDR(action);
+	int			i;
+
+	if (starts == NULL)
+		return;
+	if (!b->any || key_before(k, b->anymin))
+		b->anymin = k;
+	b->any = true;
+	if (len >= NAMEDATALEN)
+		return;					/* no slot can hold it */
+	for (i = 0; i < b->nactions; i++)
+		if (b->len[i] == len && memcmp(b->action[i], name, len) == 0)
+			break;
+	if (i == b->nactions)
+	{
+		if (i == TASKQ_HINT_BATCH_ACTIONS)
+		{
+			b->overflow = true; /* every action's slot gets anymin */
+			return;
+		}
+		memcpy(b->action[i], name, len);
+		b->len[i] = len;
+		b->min[i] = k;
+		b->nactions++;
+	}
+	else if (key_before(k, b->min[i]))
+		b->min[i] = k;
+}
+
+/* Lower and log, in every slot of this database that the batch touches. */
+void
+taskq_hint_flush(TaskqHintBatch *b)
+{
+	if (starts == NULL || !b->any)
+		return;
+	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	{
+		TaskqHintSlot *s = &starts->slots[i];
+		bool		touched = false;
+		TaskqReadyKey k = b->anymin;
+
+		if (s->dboid != MyDatabaseId)
+			continue;
+		if (s->all_actions || b->overflow)
+			touched = true;
+		else
+			for (int a = 0; a < b->nactions; a++)
+				if (slot_is(s, MyDatabaseId, b->action[a], b->len[a]))
+				{
+					k = b->min[a];
+					touched = true;
+					break;
+				}
+		if (!touched)
+			continue;
+		s->writes++;
+		s->wlog[s->writes % TASKQ_HINT_WRITES] = k;
+		if (s->valid && key_before(k, s->start))
+			s->start = k;
+	}
+	LWLockRelease(starts->lock);
+}
+
+/* If the row in slot is ready, note its entry's key in b. */
+void
+taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot, const TaskqReadyCols *c)
+{
+	bool		n1,
+				n2,
+				n3;
+	Datum		action,
+				priority,
+				seq;
+
+	if (starts == NULL || !taskq_row_ready(slot, c))
+		return;
+	action = slot_getattr(slot, c->action, &n1);
+	priority = slot_getattr(slot, c->priority, &n2);
+	seq = slot_getattr(slot, c->seq, &n3);
+	if (n1 || n2 || n3)
+	{
+		/* cannot happen (NOT NULL); if it did, lower every start fully */
+		b->any = b->overflow = true;
+		b->anymin.priority = PG_INT32_MAX;
+		b->anymin.seq = PG_INT64_MIN;
+	}
+	else
+		hint_note(b, DatumGetTextPP(action), DatumGetInt32(priority), DatumGetInt64(seq));
+}

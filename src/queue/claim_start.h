@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_start.h
+ *	  Where claims start in the ready indexes (claim_start.c): the start
+ *	  key shared by a database's claims, moved forward by claims over dead
+ *	  entries and back by every writer of a ready entry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_CLAIM_START_H
+#define TASKQ_CLAIM_START_H
+
+#include "executor/tuptable.h"
+#include "fmgr.h"
+
+#include "queue/relation.h"
+
+/* A position in a ready index, in its order: priority descending, then seq. */
+typedef struct TaskqReadyKey
+{
+	int32		priority;
+	int64		seq;
+} TaskqReadyKey;
+
+/* A claim's view of its start, from taskq_hint_begin. */
+typedef struct TaskqHintScan
+{
+	int			slot;			/* -1: no shared start; walk from the first entry */
+	uint64		gen;
+	uint64		writes;
+	bool		valid;			/* false: walk from the first entry */
+	TaskqReadyKey start;
+} TaskqHintScan;
+
+#define TASKQ_HINT_BATCH_ACTIONS 8
+
+/* The ready entries one statement wrote: lowest key overall and per action. */
+typedef struct TaskqHintBatch
+{
+	bool		any;
+	TaskqReadyKey anymin;
+	bool		overflow;		/* more actions than fit: lower them all */
+	int			nactions;
+	int			len[TASKQ_HINT_BATCH_ACTIONS];
+	char		action[TASKQ_HINT_BATCH_ACTIONS][NAMEDATALEN];
+	TaskqReadyKey min[TASKQ_HINT_BATCH_ACTIONS];
+} TaskqHintBatch;
+
+extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
+extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
+extern void taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to);
+extern void taskq_hint_reset(Oid dboid);
+extern void taskq_hint_ready_changed(void);
+extern bool taskq_hint_ready_changed_here(void);
+extern bool taskq_hint_may_move(bool writes_noted);
+extern void taskq_hint_batch_init(TaskqHintBatch *b);
+extern void taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot,
+								const TaskqReadyCols *c);
+extern void taskq_hint_flush(TaskqHintBatch *b);
+extern bool taskq_hint_available(void);
+
+#endif							/* TASKQ_CLAIM_START_H */

@@ -1,0 +1,295 @@
+/*-------------------------------------------------------------------------
+ *
+ * complete.c
+ * The completion of held tasks: each row found where this backend's claim
+ * wrote it or by its primary key, its token checked, the row updated (or
+ * deleted with taskq.retention = 0); and the same as one SQL statement, the
+ * fallback when the direct path does not apply.
+ *
+ * The completion does what UPDATE ... FROM unnest(ids, tokens) did, row by
+ * row in id order (the lock order of batch returns): it waits for a row
+ * another transaction holds, and if that transaction updated it, it locks
+ * the newest version and checks that one again, as READ COMMITTED's
+ * EvalPlanQual does (under REPEATABLE READ it fails with 40001, as the
+ * UPDATE did).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/int.h"
+#include "executor/executor.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "rewrite/rewriteHandler.h"
+#include "storage/backendid.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
+#include "tcop/utility.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "common/plan.h"
+#include "common/settings.h"
+#include "queue/claim_start.h"
+#include "queue/relation.h"
+#include "queue/queue.h"
+
+/*
+ * Complete the tasks still held with these tokens, in the order of the
+ * arrays (sorted by id, so rows are locked in id order by the nested loop
+ * over them): the fallback of direct.c's completion.
+ */
+static TaskqPlan complete_held_batch_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                  pg_catalog.unnest($3::text[])) AS r(id, token, status)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled"
+	" RETURNING t.id, t.to_signal_after",
+	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
+};
+
+/*
+ * With taskq.retention = 0: delete the held tasks that nobody keeps (see
+ * direct.c's delete_on_completion), before complete_held_batch_plan
+ * completes the others.
+ */
+static TaskqPlan delete_held_batch_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])) AS r(id, token)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	" RETURNING t.id, t.to_signal_after",
+	2, {TEXTARRAYOID, UUIDARRAYOID}
+};
+
+/* ----------
+ * The completion
+ * ----------
+ */
+static const char *const complete_changes[] = {
+	"status_code", "status", "finished_at", "action_deadline"
+};
+
+/* Still held with this token: unfinished, not cancelled. */
+static bool
+held_with(DirectRel *d, pg_uuid_t *token)
+{
+	bool		isnull;
+	Datum		v;
+
+	slot_getallattrs(d->oldslot);
+	v = old_value(d, d->col.performance_token, &isnull);
+	if (isnull || memcmp(DatumGetUUIDP(v), token, UUID_LEN) != 0)
+		return false;
+	v = old_value(d, d->ready.status_code, &isnull);
+	if (isnull || (DatumGetObjectId(v) != d->ready.pending && DatumGetObjectId(v) != d->in_progress))
+		return false;
+	return !DatumGetBool(old_value(d, d->col.cancelled, &isnull));
+}
+
+/*
+ * With taskq.retention = 0 nobody keeps a completed task, unless a caller
+ * means to wait for its result (post_result) or its workflow's job counts
+ * it: its completion deletes it instead of writing a finished version.
+ */
+static bool
+delete_on_completion(DirectRel *d)
+{
+	bool		isnull;
+
+	if (taskq_retention != 0 || DatumGetBool(old_value(d, d->col.post_result, &isnull)))
+		return false;
+	(void) old_value(d, d->col.workflow, &isnull);
+	return isnull;
+}
+
+/*
+ * For caller (the SQL function, named in errors): complete the n tasks (ids
+ * sorted, without repeats) that are still held
+ * with their tokens: status_code completed, status set where given (NULL:
+ * kept), finished_at now, no deadline; or deleted, if nobody keeps it
+ * (delete_on_completion).  done[i] says whether task i was
+ * completed, succs[i] its successors then (a List of C strings).  Returns
+ * how many were completed, or -1 if this path does not apply and the caller
+ * must use the SQL statement.
+ */
+int
+taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
+					  char **statuses, bool *done, List **succs)
+{
+	DirectRel	d;
+	Relation	pkey;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int			ndone = 0;
+	BlockNumber nblocks = InvalidBlockNumber;
+
+	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
+		return -1;
+	pkey = find_index(&d, "tasks_pkey", 1, NULL);
+	if (pkey == NULL)
+	{
+		direct_close(&d);
+		return -1;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		ScanKeyData key;
+		IndexScanDesc scan;
+		bool		found;
+		bool		isnull;
+		TM_FailureData tmfd;
+		TM_Result	result;
+		ItemPointerData tid;
+
+		CHECK_FOR_INTERRUPTS();
+		done[i] = false;
+		succs[i] = NIL;
+		found = taskq_fetch_claimed(&d, ids[i], &nblocks);
+		if (!found)
+		{
+			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ids[i]));
+			scan = index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
+			index_rescan(scan, &key, 1, NULL, 0);
+			found = index_getnext_slot(scan, ForwardScanDirection, d.oldslot);
+			index_endscan(scan);
+		}
+
+		for (;;)
+		{
+			if (!found || !held_with(&d, tokens[i]))
+				break;
+			tid = d.oldslot->tts_tid;
+			if (delete_on_completion(&d))
+				result = table_tuple_delete(d.rel, &tid, d.cid, d.snapshot,
+											InvalidSnapshot, true, &tmfd, false);
+			else
+			{
+				begin_new_row(&d);
+				/* held_with() found it pending or in progress */
+				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, ids[i]);
+				set_column(&d, d.ready.status_code, ObjectIdGetDatum(d.completed), false);
+				if (statuses[i] != NULL)
+					set_column(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
+				set_column(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
+				set_column(&d, d.col.action_deadline, (Datum) 0, true);
+				result = update_row(&d, &tid, true, &tmfd);
+			}
+			if (result == TM_Ok)
+			{
+				Datum		s = old_value(&d, d.col.to_signal_after, &isnull);
+				bool		status_null;
+
+				/* a pending task held since a lease expiry: its ready version is gone */
+				if (DatumGetObjectId(old_value(&d, d.ready.status_code, &status_null)) == d.ready.pending)
+					taskq_hint_ready_changed();
+
+				done[i] = true;
+				succs[i] = isnull ? NIL : taskq_text_array_list(s);
+				ndone++;
+				break;
+			}
+			if (result != TM_Updated)
+				break;			/* deleted meanwhile: not held */
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			/* READ COMMITTED: lock the newest version and look at it again */
+			result = table_tuple_lock(d.rel, &tid, d.snapshot, d.oldslot, d.cid,
+									  LockTupleExclusive, LockWaitBlock,
+									  TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+			found = result == TM_Ok;
+		}
+	}
+	direct_close(&d);
+	return ndone;
+}
+/* The rows (id, to_signal_after) the last statement finished: done, succs. */
+static void
+note_held_done(int n, char **ids, bool *done, List **succs)
+{
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *id = taskq_get_text(r, 1, NULL);
+
+		for (int i = 0; i < n; i++)
+			if (!done[i] && strcmp(ids[i], id) == 0)
+			{
+				done[i] = true;
+				succs[i] = taskq_get_text_array(r, 2);
+				break;
+			}
+	}
+}
+
+/*
+ * What taskq_complete_direct does, as one UPDATE (and with retention 0 a
+ * DELETE before it): for the SQL fallback.
+ */
+void
+taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
+				  bool *done, List **succs)
+{
+	Datum	   *tokdatums = palloc(sizeof(Datum) * n);
+	Datum	   *stdatums = palloc(sizeof(Datum) * n);
+	bool	   *snulls = palloc(sizeof(bool) * n);
+	List	   *idlist = NIL;
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	Datum		values[3];
+
+	for (int i = 0; i < n; i++)
+	{
+		idlist = lappend(idlist, ids[i]);
+		tokdatums[i] = UUIDPGetDatum(tokens[i]);
+		snulls[i] = statuses[i] == NULL;
+		stdatums[i] = snulls[i] ? (Datum) 0 : CStringGetTextDatum(statuses[i]);
+		done[i] = false;
+		succs[i] = NIL;
+	}
+	values[0] = taskq_text_array_datum(idlist);
+	values[1] = PointerGetDatum(construct_array(tokdatums, n, UUIDOID, UUID_LEN,
+												false, TYPALIGN_CHAR));
+	values[2] = PointerGetDatum(construct_md_array(stdatums, snulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	if (taskq_retention == 0)
+	{
+		taskq_execute(&delete_held_batch_plan, values, NULL, false, 0);
+		note_held_done(n, ids, done, succs);
+	}
+	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+	note_held_done(n, ids, done, succs);
+}

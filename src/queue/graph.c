@@ -1,0 +1,312 @@
+/*-------------------------------------------------------------------------
+ *
+ * graph.c
+ * The dependency graph: the lock that serialises changes to edges between
+ * stored tasks, the cycle check run under it, edges added between stored
+ * tasks, and the workflow locks.
+ *
+ * Lock order: workflow locks (in key order), then the graph lock, then task
+ * rows in id order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/snapmgr.h"
+
+#include "common/args.h"
+#include "common/plan.h"
+#include "queue/queue.h"
+
+/* Advisory lock key of the dependency graph: ("task", "q\0\0\0"). */
+#define GRAPH_LOCK_KEY1 0x7461736B
+#define GRAPH_LOCK_KEY2 0x71000000
+
+static TaskqPlan lock_tasks_plan = {
+	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	" ORDER BY id FOR UPDATE",
+	1, {TEXTARRAYOID}
+};
+
+static TaskqPlan add_successors_plan = {
+	"UPDATE taskq.tasks"
+	"   SET to_signal_after = COALESCE(to_signal_after, '{}'::text[]) OPERATOR(pg_catalog.||) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, TEXTARRAYOID}
+};
+
+static TaskqPlan add_signals_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
+	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan successors_plan = {
+	"SELECT to_signal_after FROM taskq.tasks"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status",
+	1, {TEXTOID}
+};
+
+void
+taskq_lock_dependency_graph(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GRAPH_LOCK_KEY1, GRAPH_LOCK_KEY2, 2);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+typedef struct NodeEntry
+{
+	char		id[TASKQ_MAX_ID_LEN + 1];
+	char	   *code;			/* add_dependencies: state of a locked task */
+	bool		unowned;
+	List	   *succs;			/* add_dependencies: its to_signal_after */
+	List	   *new_succs;		/* add_dependencies: edges to add */
+	int32		new_signals;
+} NodeEntry;
+
+static HTAB *
+make_node_table(const char *name)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = TASKQ_MAX_ID_LEN + 1;
+	ctl.entrysize = sizeof(NodeEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+/*
+ * Refuse if following to_signal_after of unfinished tasks from id leads
+ * back to id.  Run after the new edges are written, under the graph lock.
+ */
+void
+taskq_check_no_cycle_through(const char *id)
+{
+	HTAB	   *seen = make_node_table("taskq cycle check");
+	List	   *stack = list_make1(pstrdup(id));
+	bool		first = true;
+
+	/* Make the edges this call just wrote visible to the walk. */
+	CommandCounterIncrement();
+
+	while (stack != NIL)
+	{
+		char	   *cur = llast(stack);
+		Datum		arg;
+		List	   *succs;
+		ListCell   *lc;
+		bool		found;
+
+		stack = list_delete_last(stack);
+		if (!first)
+		{
+			if (strcmp(cur, id) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("dependency cycle through task \"%s\"", id),
+						 errdetail("Following to_signal_after from task \"%s\" leads back to it.",
+								   id)));
+			hash_search(seen, cur, HASH_ENTER, &found);
+			if (found)
+				continue;
+		}
+		first = false;
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * Read with the latest snapshot, not the statement's or the
+		 * transaction's: the walk must see the edges this call just wrote
+		 * and those committed before we got the graph lock, in any
+		 * isolation level (in REPEATABLE READ the transaction snapshot may
+		 * predate another call's edges that close the cycle).
+		 */
+		arg = CStringGetTextDatum(cur);
+		PushActiveSnapshot(GetLatestSnapshot());
+		taskq_execute(&successors_plan, &arg, NULL, true, 0);
+		PopActiveSnapshot();
+		if (SPI_processed == 0)
+			continue;
+		succs = taskq_get_text_array(0, 1);
+		foreach(lc, succs)
+			stack = lappend(stack, lfirst(lc));
+	}
+}
+
+/*
+ * Make each runs[i] wait for afters[i]; the rules of add_dependencies.
+ * Returns the number of dependencies added.  SPI must be connected.
+ */
+int64
+taskq_add_dependency_pairs(List *afters, List *runs)
+{
+	List	   *all;
+	HTAB	   *nodes;
+	ListCell   *la,
+			   *lr;
+	int64		added = 0;
+	HASH_SEQ_STATUS seq;
+	NodeEntry  *e;
+	List	   *run_nodes = NIL;
+
+	Assert(list_length(afters) == list_length(runs));
+	if (afters == NIL)
+		return 0;
+	forboth(la, afters, lr, runs)
+		if (strcmp(lfirst(la), lfirst(lr)) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("task \"%s\" cannot wait for itself", (char *) lfirst(la))));
+
+	taskq_lock_dependency_graph();
+
+	/* Lock every task named, in id order. */
+	all = list_concat_copy(afters, runs);
+	{
+		Datum		arg = taskq_text_array_datum(all);
+
+		taskq_execute(&lock_tasks_plan, &arg, NULL, false, 0);
+	}
+	nodes = make_node_table("taskq add_dependencies");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		e = hash_search(nodes, taskq_get_text(i, 1, NULL), HASH_ENTER, NULL);
+		e->code = taskq_get_text(i, 2, NULL);
+		e->unowned = taskq_get_bool(i, 3, &isnull);
+		e->succs = taskq_get_text_array(i, 4);
+		e->new_succs = NIL;
+		e->new_signals = 0;
+	}
+
+	forboth(la, afters, lr, runs)
+	{
+		char	   *after = lfirst(la);
+		char	   *run = lfirst(lr);
+		NodeEntry  *a = hash_search(nodes, after, HASH_FIND, NULL);
+		NodeEntry  *r = hash_search(nodes, run, HASH_FIND, NULL);
+
+		if (a == NULL || r == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+					 errmsg("task \"%s\" named in argument \"%s\" does not exist",
+							a == NULL ? after : run,
+							a == NULL ? "after_ids" : "run_ids")));
+		if (strcmp(r->code, "pending") != 0 || !r->unowned)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("task \"%s\" has already %s", run,
+							strcmp(r->code, "pending") == 0 ||
+							strcmp(r->code, "in_progress") == 0 ? "started" : "finished"),
+					 errdetail("A new dependency can only be added to a task that has not started.")));
+		if (strcmp(a->code, "completed") == 0)
+			continue;			/* already satisfied */
+		if (strcmp(a->code, "aborted") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("task \"%s\" cannot wait for task \"%s\", which was aborted",
+							run, after)));
+		if (taskq_string_member(a->succs, run) || taskq_string_member(a->new_succs, run))
+			continue;			/* it waits for it already */
+		a->new_succs = lappend(a->new_succs, run);
+		if (r->new_signals++ == 0)
+			run_nodes = lappend(run_nodes, r);
+		added++;
+	}
+
+	hash_seq_init(&seq, nodes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		Datum		values[2];
+
+		values[0] = CStringGetTextDatum(e->id);
+		if (e->new_succs != NIL)
+		{
+			values[1] = taskq_text_array_datum(e->new_succs);
+			taskq_execute(&add_successors_plan, values, NULL, false, 0);
+		}
+		if (e->new_signals > 0)
+		{
+			values[1] = Int32GetDatum(e->new_signals);
+			taskq_execute(&add_signals_plan, values, NULL, false, 0);
+		}
+	}
+
+	foreach(lr, run_nodes)
+		taskq_check_no_cycle_through(((NodeEntry *) lfirst(lr))->id);
+
+	return added;
+}
+
+/* Advisory lock class of workflow locks: ("task", hash of the key). */
+#define WORKFLOW_LOCK_KEY1 0x7461736B
+
+
+static TaskqPlan cancelled_workflows_plan = {
+	"SELECT workflow FROM taskq.cancelled_workflows"
+	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+
+void
+taskq_lock_workflow(const char *workflow, bool exclusive)
+{
+	LOCKTAG		tag;
+	uint32		h = hash_bytes((const unsigned char *) workflow, strlen(workflow));
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, WORKFLOW_LOCK_KEY1, h, 2);
+	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
+}
+
+/*
+ * Take the workflow locks of what is about to make tasks of these workflows
+ * runnable (insert, redrive) — shared, in name order, before any row lock —
+ * and return those of the workflows that were cancelled.  Under these locks
+ * cancel_workflow, which takes them exclusively, either sees the tasks or
+ * is seen: a task of a cancelled workflow never runs, however the two race.
+ * The check reads with the latest snapshot: in REPEATABLE READ the
+ * transaction's may predate a cancellation that committed before we got
+ * the locks.
+ */
+List *
+taskq_lock_workflows(List *names)
+{
+	List	   *sorted = NIL;
+	List	   *cancelled = NIL;
+	ListCell   *lc;
+	Datum		arg;
+
+	foreach(lc, names)
+		if (!taskq_string_member(sorted, lfirst(lc)))
+			sorted = lappend(sorted, lfirst(lc));
+	if (sorted == NIL)
+		return NIL;
+	list_sort(sorted, taskq_compare_strings_lc);
+	foreach(lc, sorted)
+		taskq_lock_workflow(lfirst(lc), false);
+
+	arg = taskq_text_array_datum(sorted);
+	PushActiveSnapshot(GetLatestSnapshot());
+	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
+	PopActiveSnapshot();
+	for (uint64 i = 0; i < SPI_processed; i++)
+		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
+	return cancelled;
+}

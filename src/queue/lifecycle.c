@@ -1,0 +1,268 @@
+/*-------------------------------------------------------------------------
+ *
+ * lifecycle.c
+ *	  The life of one task: its statuses and the transitions between them
+ *	  (task.h draws the diagram), the end of a task (completed or aborted),
+ *	  and the tasks one call of the queue finished, handed to the workflow
+ *	  layer through the seam.
+ *
+ * taskq_status_transition() is the transition table: every path that
+ * changes a task's status_code asks it first, with the status it found
+ * under the row's lock, so that a transition the diagram does not have is
+ * an internal error caught in development (an Assert), never a silent
+ * change.  Where the caller's argument asks for the impossible (returning
+ * a task as in_progress, re-driving one that is not aborted) the API layer
+ * or the path reports it to the user with its own SQLSTATE first.
+ *
+ * The tasks a call finished are collected in backend-local memory as they
+ * end (taskq_task_finished) and handed to taskq_finished_hook, at most
+ * once each, when the call's queue work is done (taskq_finished_dispatch),
+ * inside the same transaction: a workflow step's bookkeeping commits or
+ * rolls back with the return that finished it.  An error drops the
+ * collected tasks with the transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "common/args.h"
+#include "common/plan.h"
+#include "ipc/wakeup.h"
+#include "queue/relation.h"
+
+taskq_finished_hook_type taskq_finished_hook = NULL;
+
+static const char *const status_labels[TASKQ_STATUS_COUNT] = {
+	[TASKQ_PENDING] = "pending",
+	[TASKQ_IN_PROGRESS] = "in_progress",
+	[TASKQ_COMPLETED] = "completed",
+	[TASKQ_ABORTED] = "aborted",
+};
+
+/*
+ * The transition table: for each way a status changes, the statuses it
+ * may start from (a bit per status) and the status it ends in.
+ */
+#define FROM(s) (1 << (s))
+static const struct
+{
+	int			from;
+	TaskqStatus to;
+} transitions[] = {
+	[TASKQ_CLAIM] = {FROM(TASKQ_PENDING), TASKQ_IN_PROGRESS},
+	[TASKQ_EXTEND] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_IN_PROGRESS},
+	[TASKQ_EXPIRE] = {FROM(TASKQ_IN_PROGRESS), TASKQ_PENDING},
+	[TASKQ_RETRY] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_PENDING},
+	[TASKQ_COMPLETE] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_COMPLETED},
+	[TASKQ_ABORT] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_ABORTED},
+	[TASKQ_REDRIVE] = {FROM(TASKQ_ABORTED), TASKQ_PENDING},
+};
+
+const char *
+taskq_status_label(TaskqStatus status)
+{
+	Assert(status >= 0 && status < TASKQ_STATUS_COUNT);
+	return status_labels[status];
+}
+
+/* The status of a label of taskq.status (as status_code::text reads it). */
+TaskqStatus
+taskq_status_from_label(const char *label)
+{
+	for (int s = 0; s < TASKQ_STATUS_COUNT; s++)
+		if (strcmp(status_labels[s], label) == 0)
+			return (TaskqStatus) s;
+	elog(ERROR, "taskq: unknown task status \"%s\"", label);
+	pg_unreachable();
+}
+
+bool
+taskq_status_finished(TaskqStatus status)
+{
+	return status == TASKQ_COMPLETED || status == TASKQ_ABORTED;
+}
+
+/*
+ * The status task id reaches from status from by the transition how.  A
+ * transition the table does not allow is a bug in the caller, which must
+ * have checked the status under the row's lock: it fails an assertion in
+ * builds with assertions, and is reported as an internal error otherwise
+ * rather than written.
+ */
+TaskqStatus
+taskq_status_transition(TaskqStatus from, TaskqTransition how, const char *id)
+{
+	Assert(how >= 0 && how < lengthof(transitions));
+	if ((transitions[how].from & FROM(from)) == 0)
+	{
+		Assert(false);
+		elog(ERROR, "taskq: task \"%s\" cannot change from %s by transition %d",
+			 id, taskq_status_label(from), (int) how);
+	}
+	return transitions[how].to;
+}
+
+/* ----------
+ * The end of a task
+ * ----------
+ */
+
+/* End one task: set its final state and hand back its successors. */
+static TaskqPlan finish_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = $2::taskq.status, status = COALESCE($3, t.status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	"  FROM (SELECT o.id, o.status_code::text AS code FROM taskq.tasks AS o"
+	"         WHERE o.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
+	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
+	" RETURNING t.to_signal_after, o.code",
+	3, {TEXTOID, TEXTOID, TEXTOID}
+};
+
+/*
+ * Set the final state of one task (code: completed or aborted; its row
+ * already locked and checked by the caller) and return its successors,
+ * sorted.
+ */
+List *
+taskq_finish_row(const char *id, TaskqStatus code, const char *status)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	List	   *succs;
+
+	Assert(taskq_status_finished(code));
+	values[0] = CStringGetTextDatum(id);
+	values[1] = CStringGetTextDatum(taskq_status_label(code));
+	if (status)
+		values[2] = CStringGetTextDatum(status);
+	else
+		nulls[2] = 'n';
+	taskq_execute(&finish_plan, values, nulls, false, 0);
+	if (SPI_processed != 1)
+		elog(ERROR, "taskq: task \"%s\" vanished while finishing it", id);
+	succs = taskq_sort_strings(taskq_get_text_array(0, 1));
+	(void) taskq_status_transition(taskq_status_from_label(taskq_get_text(0, 2, NULL)),
+								   code == TASKQ_COMPLETED ? TASKQ_COMPLETE : TASKQ_ABORT, id);
+	taskq_task_finished(id, code);
+	return succs;
+}
+
+/*
+ * Complete a task (its row already locked and checked by the caller) and
+ * signal its successors; spontaneous successors whose last signal arrives
+ * are completed too, and so on.
+ */
+void
+taskq_complete_task(const char *id, const char *status)
+{
+	List	   *work = NIL;
+
+	taskq_signal_completed(taskq_finish_row(id, TASKQ_COMPLETED, status), &work);
+	taskq_complete_spontaneous(work);
+}
+
+/*
+ * Abort a task (row locked and checked by the caller) and every task that
+ * transitively depends on it.
+ */
+void
+taskq_abort_task(const char *id, const char *status)
+{
+	taskq_signal_aborted(id, taskq_finish_row(id, TASKQ_ABORTED, status));
+}
+
+/* ----------
+ * The workflow seam
+ * ----------
+ */
+static TaskqFinished *finished = NULL;
+static int	nfinished = 0;
+static int	maxfinished = 0;
+static LocalTransactionId finished_lxid = InvalidLocalTransactionId;
+
+/*
+ * Task id has ended with outcome in this transaction: wake its waiters at
+ * commit, and keep it for the workflow hook (only while one is set).
+ */
+void
+taskq_task_finished(const char *id, TaskqStatus outcome)
+{
+	taskq_note_finished(id);
+	if (taskq_finished_hook == NULL)
+		return;
+	if (finished_lxid != MyProc->lxid)
+	{
+		nfinished = 0;			/* left by a call that failed */
+		finished_lxid = MyProc->lxid;
+	}
+	if (nfinished == maxfinished)
+	{
+		maxfinished = Max(64, maxfinished * 2);
+		finished = finished == NULL ?
+			MemoryContextAlloc(TopMemoryContext, sizeof(TaskqFinished) * maxfinished) :
+			repalloc(finished, sizeof(TaskqFinished) * maxfinished);
+	}
+	finished[nfinished].id = MemoryContextStrdup(CurTransactionContext, id);
+	finished[nfinished].outcome = outcome;
+	nfinished++;
+}
+
+/*
+ * Hand the tasks finished since the last call to the workflow hook, in the
+ * caller's transaction and SPI connection.  Every SQL entry point that can
+ * finish a task calls it when its queue work is done.  The hook may finish
+ * more tasks (through the queue), which are handed over in turn.
+ */
+void
+taskq_finished_dispatch(void)
+{
+	while (taskq_finished_hook != NULL && nfinished > 0 &&
+		   finished_lxid == MyProc->lxid)
+	{
+		int			n = nfinished;
+		TaskqFinished *batch = palloc(sizeof(TaskqFinished) * n);
+
+		memcpy(batch, finished, sizeof(TaskqFinished) * n);
+		nfinished = 0;
+		taskq_finished_hook(batch, n);
+	}
+}
+
+/* ----------
+ * Re-drive
+ * ----------
+ */
+static TaskqPlan redrive_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = 'pending', status = 'redriven', num_tries = 0,"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
+	"       finished_at = NULL, cancelled = false, not_before = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	" RETURNING num_signals, action",
+	1, {TEXTOID}
+};
+
+/*
+ * Give an aborted task (its row locked and checked by the caller) another
+ * life: pending again with no tries used.  It becomes an unfinished
+ * predecessor again, so each of its successors waits for it once more
+ * (signal.c), which keeps the signal counts exact.
+ */
+void
+taskq_redrive_task(const char *id, List *successors)
+{
+	Datum		a = CStringGetTextDatum(id);
+
+	(void) taskq_status_transition(TASKQ_ABORTED, TASKQ_REDRIVE, id);
+	taskq_execute(&redrive_plan, &a, NULL, false, 0);
+	if (taskq_get_int32(0, 1, NULL) == 0)
+		taskq_note_ready(taskq_get_text(0, 2, NULL));
+	taskq_signal_wait_again(taskq_sort_strings(successors));
+}

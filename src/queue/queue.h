@@ -1,0 +1,176 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.h
+ *	  The queue core's C API: insert, claim, return, expire, signal, and
+ *	  the dependency graph.  The SQL entry points (api/), the workflow
+ *	  layer and the background worker use the queue through this header
+ *	  only.
+ *
+ * Every function here runs SQL or writes taskq.tasks and expects to be
+ * called inside a transaction, between SPI_connect() and SPI_finish() of
+ * the caller.  Errors are raised with ereport and name the task.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_QUEUE_H
+#define TASKQ_QUEUE_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/jsonb.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
+
+#include "queue/task.h"
+
+/* ----------
+ * Insert (insert.c)
+ * ----------
+ */
+
+/* One task to insert, as insert_tasks' JSON objects give it. */
+typedef struct TaskSpec
+{
+	int			index;			/* 1-based position in the argument */
+	char	   *id;
+	char	   *action;
+	Jsonb	   *body;			/* NULL for no body */
+	char	   *status;			/* initial human-readable status or NULL */
+	List	   *successors;		/* to_signal_after, as char * */
+	bool		has_max_tries;
+	int32		max_tries;
+	int32		priority;
+	bool		has_not_before;
+	TimestampTz not_before;
+	bool		post_result;
+	bool		spontaneous;
+	Jsonb	   *retry;			/* retry policy or NULL */
+	char	   *workflow;		/* workflow key or NULL */
+	int32		num_signals;	/* computed: incoming edges */
+} TaskSpec;
+
+typedef enum TaskqInsertMode
+{
+	TASKQ_INSERT_PLAIN,			/* a stored id is an error */
+	TASKQ_INSERT_REPLACE,		/* a stored id that is not owned is replaced */
+	TASKQ_INSERT_IF_ABSENT		/* a stored id is left as it is */
+} TaskqInsertMode;
+
+/*
+ * Insert a batch of tasks, all or none (checked whole first).  afters:
+ * stored ids every task of waiting (ids of the batch) also waits for.
+ * With TASKQ_INSERT_IF_ABSENT, inserted[i] (one per spec) says whether the
+ * i-th task went in.  Returns how many tasks were inserted or replaced.
+ */
+extern int64 taskq_insert(List *specs, TaskqInsertMode mode, List *afters,
+						  List *waiting, bool *inserted);
+
+/* ----------
+ * Claim (claim.c, claim_walk.c, claim_start.c, claim_commit.c)
+ * ----------
+ */
+
+/* What a claim asks for. */
+typedef struct TaskqClaimRequest
+{
+	const char *actor;
+	int			max_tasks;
+	bool		all_actions;	/* any action; else only those of actions */
+	List	   *actions;		/* C strings */
+	Interval   *lease;			/* NULL: no deadline given */
+	/*
+	 * Every write this transaction made before the claim was noted where
+	 * the claim start needs it (return_and_own's own return, which ran
+	 * in this call): the claim may move the start although the
+	 * transaction wrote.
+	 */
+	bool		writes_noted;
+} TaskqClaimRequest;
+
+/*
+ * Claim up to req->max_tasks ready tasks, after the lease-expiry sweep.
+ * The rows (id, token, action, body, num_tries, action_deadline) go to
+ * out, in claim order: priority descending, then insertion order.
+ * Returns how many were claimed.
+ */
+extern int	taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out,
+						TupleDesc outdesc);
+extern void taskq_register_claim_callbacks(void);
+
+/* extend_ownership of one task: true if still held and extended. */
+extern bool taskq_extend(const char *id, Datum token, const char *actor,
+						 Interval *lease);
+
+/* ----------
+ * Return (return.c, complete.c)
+ * ----------
+ */
+
+/* One task a worker returns. */
+typedef struct TaskqReturnItem
+{
+	char	   *id;
+	pg_uuid_t  *token;
+	char	   *status;			/* human-readable status; NULL keeps it */
+	TaskqStatus code;			/* completed, aborted or pending */
+	Interval   *retry_delay;	/* pending: NULL takes the retry policy's */
+	bool		done;			/* set once returned */
+} TaskqReturnItem;
+
+/*
+ * Return n tasks, all or none, sorted by id without repeats (the lock
+ * order of batch returns).  caller names the SQL function in errors.
+ */
+extern void taskq_return(TaskqReturnItem *items, int n, const char *caller);
+
+/* ----------
+ * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)
+ * ----------
+ */
+extern void taskq_complete_task(const char *id, const char *status);
+extern void taskq_abort_task(const char *id, const char *status);
+/* Leases one sweep hands back at most, and deferred signals one fold adds. */
+#define TASKQ_SWEEP_BATCH 64
+#define TASKQ_FOLD_BATCH 1000
+
+extern int	taskq_sweep_expired(void);
+extern int	taskq_fold_deferred_signals(void);
+extern void taskq_drop_empty_deferred(void);
+extern void taskq_redrive_task(const char *id, List *successors);
+
+/*
+ * The workflow seam: the tasks one call of the queue finished, with their
+ * outcome, handed to the workflow layer in the same transaction, before
+ * the call returns.  The queue never calls upward otherwise.
+ */
+typedef struct TaskqFinished
+{
+	char	   *id;
+	TaskqStatus outcome;		/* completed or aborted */
+} TaskqFinished;
+
+typedef void (*taskq_finished_hook_type) (const TaskqFinished *tasks, int n);
+extern PGDLLIMPORT taskq_finished_hook_type taskq_finished_hook;
+extern void taskq_finished_dispatch(void);
+
+/* ----------
+ * The dependency graph and workflow locks (graph.c)
+ * ----------
+ */
+extern void taskq_lock_dependency_graph(void);
+extern void taskq_lock_workflow(const char *workflow, bool exclusive);
+extern List *taskq_lock_workflows(List *names);
+extern void taskq_check_no_cycle_through(const char *id);
+extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
+
+/* ----------
+ * Claim starts (claim_start.c): set up and forgotten
+ * ----------
+ */
+extern void taskq_claim_start_init(void);
+extern void taskq_claim_start_reset(Oid dboid);
+
+/* Performance tokens (token.c) */
+extern void taskq_new_token(pg_uuid_t *token);
+
+#endif							/* TASKQ_QUEUE_H */

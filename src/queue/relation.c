@@ -1,0 +1,334 @@
+/*-------------------------------------------------------------------------
+ *
+ * relation.c
+ * taskq.tasks as the direct paths see it: its columns, opened for writes
+ * without the executor, a new row version formed and written with its index
+ * entries, and which rows are ready.
+ *
+ * The direct paths (claim walk, completion, batch insert) apply only to the
+ * table the install script made: no triggers but taskq's own, no row
+ * security; otherwise direct_open says no and the caller runs its SQL
+ * fallback.  Locking: the table is opened with RowExclusiveLock, as an
+ * UPDATE would; each path locks its rows itself.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/int.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "rewrite/rewriteHandler.h"
+#include "storage/bufmgr.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "queue/relation.h"
+#include "queue/claim_start.h"
+
+/* The attribute number of a column of taskq.tasks, or InvalidAttrNumber. */
+AttrNumber
+taskq_column(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	return InvalidAttrNumber;
+}
+/* The columns besides the ready ones (taskq_ready_cols, hint.c); false if one is missing. */
+static bool
+find_columns(TupleDesc desc, TaskColumns *c)
+{
+	c->id = taskq_column(desc, "id");
+	c->body = taskq_column(desc, "body");
+	c->status = taskq_column(desc, "status");
+	c->num_tries = taskq_column(desc, "num_tries");
+	c->to_signal_after = taskq_column(desc, "to_signal_after");
+	c->actor_id = taskq_column(desc, "actor_id");
+	c->action_deadline = taskq_column(desc, "action_deadline");
+	c->performance_token = taskq_column(desc, "performance_token");
+	c->not_before = taskq_column(desc, "not_before");
+	c->finished_at = taskq_column(desc, "finished_at");
+	c->cancelled = taskq_column(desc, "cancelled");
+	c->post_result = taskq_column(desc, "post_result");
+	c->workflow = taskq_column(desc, "workflow");
+	return c->post_result && c->workflow && c->id && c->body && c->status &&
+		c->num_tries && c->to_signal_after && c->actor_id &&
+		c->action_deadline && c->performance_token && c->not_before &&
+		c->finished_at && c->cancelled;
+}
+
+/* The OID of an enum type's label, or InvalidOid. */
+Oid
+taskq_enum_label(Oid enumtype, const char *label)
+{
+	return GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+						   ObjectIdGetDatum(enumtype), CStringGetDatum(label));
+}
+
+/* The OID of taskq.tasks_written(), looked up again when it seems to change. */
+static Oid
+written_fn(bool again)
+{
+	static Oid	fn = InvalidOid;
+
+	if (!OidIsValid(fn) || again)
+		fn = LookupFuncName(list_make2(makeString("taskq"), makeString("tasks_written")),
+							0, NULL, true);
+	return fn;
+}
+
+/*
+ * The triggers of taskq.tasks are only the install script's, which this
+ * path needs not fire: tasks_ready_hint_insert, _update and _delete,
+ * statement triggers of taskq.tasks_written() over the changed rows.
+ * *hints_ok: all three are there and enabled ALWAYS, so every SQL statement
+ * that adds a ready entry lowers the claims' start, and one that changes a
+ * ready row is noted for its transaction (hint.c); if not, claims walk from
+ * the first entry.
+ */
+static bool
+triggers_ours(Relation rel, bool *hints_ok)
+{
+	TriggerDesc *td = rel->trigdesc;
+	bool		ins = false,
+				upd = false,
+				del = false;
+
+	*hints_ok = false;
+	if (td == NULL)
+		return true;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != written_fn(false) && t->tgfoid != written_fn(true))
+			return false;
+		/* only ALWAYS fires in every session, whatever its replication role */
+		if (t->tgenabled != TRIGGER_FIRES_ALWAYS || TRIGGER_FOR_ROW(t->tgtype) ||
+			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnattr != 0 || t->tgqual != NULL)
+			continue;
+		ins |= TRIGGER_FOR_INSERT(t->tgtype) && t->tgnewtable != NULL;
+		upd |= TRIGGER_FOR_UPDATE(t->tgtype) && t->tgnewtable != NULL && t->tgoldtable != NULL;
+		del |= TRIGGER_FOR_DELETE(t->tgtype) && t->tgoldtable != NULL;
+	}
+	*hints_ok = ins && upd && del;
+	return true;
+}
+
+/*
+ * Open taskq.tasks, its indexes and an executor state for updates of the
+ * given columns, and take a snapshot that sees this transaction's earlier
+ * commands.  False (nothing left open) if this path does not apply.
+ */
+bool
+direct_open(DirectRel *d, const char *what, const char *const *changed, int nchanged)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			relid;
+	Oid			status_type;
+	RangeTblEntry *rte;
+
+	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
+		return false;
+
+	/* As an UPDATE would: nothing changes in a read-only transaction or on a standby. */
+	PreventCommandIfReadOnly(what);
+
+	d->rel = table_open(relid, RowExclusiveLock);
+	d->desc = RelationGetDescr(d->rel);
+	/* heap: held_by_us and held_by_another read the row's header */
+	if (d->rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
+		!find_columns(d->desc, &d->col) || !taskq_ready_cols(d->desc, &d->ready))
+	{
+		table_close(d->rel, RowExclusiveLock);
+		return false;
+	}
+	status_type = TupleDescAttr(d->desc, d->ready.status_code - 1)->atttypid;
+	d->in_progress = taskq_enum_label(status_type, "in_progress");
+	d->completed = taskq_enum_label(status_type, "completed");
+	if (!OidIsValid(d->ready.pending) || !OidIsValid(d->in_progress) || !OidIsValid(d->completed))
+	{
+		table_close(d->rel, RowExclusiveLock);
+		return false;
+	}
+
+	d->estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = relid;
+	rte->relkind = d->rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	/* the changed columns tell the indexes which new entries repeat a key */
+	for (int i = 0; changed != NULL && i < nchanged; i++)
+		rte->updatedCols = bms_add_member(rte->updatedCols,
+										  taskq_column(d->desc, changed[i]) -
+										  FirstLowInvalidHeapAttributeNumber);
+	ExecInitRangeTable(d->estate, list_make1(rte));
+	d->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(d->rri, d->rel, 1, NULL, 0);
+	ExecOpenIndices(d->rri, false);
+
+	CommandCounterIncrement();
+	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	PushActiveSnapshot(d->snapshot);
+	d->cid = GetCurrentCommandId(true);
+	d->estate->es_output_cid = d->cid;
+	d->estate->es_snapshot = d->snapshot;
+	d->oldslot = table_slot_create(d->rel, NULL);
+	d->newslot = MakeSingleTupleTableSlot(d->desc, &TTSOpsVirtual);
+	return true;
+}
+
+void
+direct_close(DirectRel *d)
+{
+	ExecDropSingleTupleTableSlot(d->oldslot);
+	ExecDropSingleTupleTableSlot(d->newslot);
+	PopActiveSnapshot();
+	UnregisterSnapshot(d->snapshot);
+	ExecCloseIndices(d->rri);
+	FreeExecutorState(d->estate);
+	table_close(d->rel, RowExclusiveLock);
+	/* Later commands of this transaction see the changes. */
+	CommandCounterIncrement();
+}
+
+/*
+ * An index of taskq.tasks by name, if it is a btree with nkeys key columns;
+ * its IndexInfo in *info, if info is given.
+ */
+Relation
+find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info)
+{
+	for (int i = 0; i < d->rri->ri_NumIndices; i++)
+	{
+		Relation	idx = d->rri->ri_IndexRelationDescs[i];
+
+		if (strcmp(RelationGetRelationName(idx), name) == 0 &&
+			idx->rd_rel->relam == BTREE_AM_OID &&
+			IndexRelationGetNumberOfKeyAttributes(idx) == nkeys)
+		{
+			if (info != NULL)
+				*info = d->rri->ri_IndexRelationInfo[i];
+			return idx;
+		}
+	}
+	return NULL;
+}
+
+/* Start the new row version as a copy of the old one. */
+void
+begin_new_row(DirectRel *d)
+{
+	slot_getallattrs(d->oldslot);
+	ExecClearTuple(d->newslot);
+	memcpy(d->newslot->tts_values, d->oldslot->tts_values, sizeof(Datum) * d->desc->natts);
+	memcpy(d->newslot->tts_isnull, d->oldslot->tts_isnull, sizeof(bool) * d->desc->natts);
+}
+
+void
+set_column(DirectRel *d, AttrNumber att, Datum value, bool isnull)
+{
+	d->newslot->tts_values[att - 1] = value;
+	d->newslot->tts_isnull[att - 1] = isnull;
+}
+
+/* Write the new version over the old one found at tid; wait or not. */
+TM_Result
+update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
+{
+	LockTupleMode lockmode;
+	bool		update_indexes;
+	TM_Result	result;
+
+	ExecStoreVirtualTuple(d->newslot);
+	result = table_tuple_update(d->rel, tid, d->newslot, d->cid, d->snapshot,
+								InvalidSnapshot, wait, tmfd, &lockmode,
+								&update_indexes);
+	if (result == TM_Ok && update_indexes)
+		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
+										false, NULL, NIL));
+	ResetPerTupleExprContext(d->estate);
+	return result;
+}
+bool
+text_matches(Datum d, const char *s)
+{
+	text	   *t = DatumGetTextPP(d);
+	size_t		len = VARSIZE_ANY_EXHDR(t);
+
+	return len == strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+bool
+action_listed(List *actions, Datum action)
+{
+	ListCell   *lc;
+
+	foreach(lc, actions)
+		if (text_matches(action, lfirst(lc)))
+			return true;
+	return false;
+}
+/* The ready columns of a table like taskq.tasks; false if one is missing. */
+bool
+taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)
+{
+	c->status_code = taskq_column(desc, "status_code");
+	c->num_signals = taskq_column(desc, "num_signals");
+	c->action = taskq_column(desc, "action");
+	c->priority = taskq_column(desc, "priority");
+	c->seq = taskq_column(desc, "seq");
+	if (!c->status_code || !c->num_signals || !c->action || !c->priority || !c->seq)
+		return false;
+	c->pending = taskq_enum_label(TupleDescAttr(desc, c->status_code - 1)->atttypid, "pending");
+	return true;
+}
+
+/*
+ * Is the row in slot ready (pending with no unfinished predecessor)?  NULL
+ * columns cannot happen (NOT NULL); if they did, say yes, to be safe.
+ */
+bool
+taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c)
+{
+	bool		n1,
+				n2;
+	Datum		status = slot_getattr(slot, c->status_code, &n1);
+	Datum		signals = slot_getattr(slot, c->num_signals, &n2);
+
+	return n1 || n2 || (DatumGetObjectId(status) == c->pending && DatumGetInt32(signals) == 0);
+}
+
+/* If the row in slot is ready, note its entry's key in b. */

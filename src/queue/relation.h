@@ -1,0 +1,126 @@
+/*-------------------------------------------------------------------------
+ *
+ * relation.h
+ *	  taskq.tasks as the queue's direct paths see it (relation.c), and the
+ *	  queue's functions shared between its own files.  Only queue/ includes
+ *	  this header.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_RELATION_H
+#define TASKQ_RELATION_H
+
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "nodes/execnodes.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+
+#include "queue/queue.h"
+
+/* The columns of taskq.tasks that say whether a row is ready, and its key. */
+typedef struct TaskqReadyCols
+{
+	AttrNumber	status_code,
+				num_signals,
+				action,
+				priority,
+				seq;
+	Oid			pending;		/* the label's OID */
+} TaskqReadyCols;
+
+/* ----------
+ * taskq.tasks opened for direct updates
+ * ----------
+ */
+
+/* Columns of taskq.tasks read or written here (attribute numbers). */
+typedef struct TaskColumns
+{
+	AttrNumber	id,
+				body,
+				status,
+				num_tries,
+				to_signal_after,
+				actor_id,
+				action_deadline,
+				performance_token,
+				not_before,
+				finished_at,
+				cancelled,
+				post_result,
+				workflow;
+} TaskColumns;
+
+typedef struct DirectRel
+{
+	Relation	rel;
+	TupleDesc	desc;
+	TaskColumns col;
+	TaskqReadyCols ready;		/* status_code, num_signals, action, ...; pending */
+	Oid			in_progress,
+				completed;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	Snapshot	snapshot;
+	CommandId	cid;
+	bool		hints_ok;		/* the tasks_ready_hint triggers note SQL writes */
+	TupleTableSlot *oldslot;	/* the row as found */
+	TupleTableSlot *newslot;	/* the row as written */
+} DirectRel;
+
+
+
+/* relation.c */
+extern AttrNumber taskq_column(TupleDesc desc, const char *name);
+extern Oid	taskq_enum_label(Oid enumtype, const char *label);
+extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
+extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
+extern bool direct_open(DirectRel *d, const char *what, const char *const *changed, int nchanged);
+extern void direct_close(DirectRel *d);
+extern Relation find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info);
+extern void begin_new_row(DirectRel *d);
+extern void set_column(DirectRel *d, AttrNumber att, Datum value, bool isnull);
+extern TM_Result update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
+extern bool text_matches(Datum d, const char *s);
+extern bool action_listed(List *actions, Datum action);
+
+/* The value of a column of the row as found. */
+static inline Datum
+old_value(DirectRel *d, AttrNumber att, bool *isnull)
+{
+	*isnull = d->oldslot->tts_isnull[att - 1];
+	return d->oldslot->tts_values[att - 1];
+}
+
+/* claimed_rows.c: where this backend's claims wrote their rows */
+extern void taskq_remember_claimed(DirectRel *d, Datum id, ItemPointer tid);
+extern bool taskq_fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks);
+
+/* claim_walk.c, complete.c, row_insert.c: the direct paths; -1 or false: not applicable */
+extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
+							   List *actions, Interval *duration, bool writes_noted,
+							   Tuplestorestate *out, TupleDesc outdesc);
+extern int	taskq_complete_direct(const char *caller, int n, char **ids,
+								  pg_uuid_t **tokens, char **statuses,
+								  bool *done, List **succs);
+extern void taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
+							   bool *done, List **succs);
+extern bool taskq_insert_direct(int n, int ncols, const char *const *names,
+								Datum **cols, bool **nulls, int *stored);
+
+/* claim_commit.c: the commit rule of transactions that wrote only claims */
+extern bool taskq_wrote_only_claims(void);
+extern void taskq_note_claim_written(bool only_claims);
+
+/* lifecycle.c: the end of one task, and the tasks a call finished */
+extern List *taskq_finish_row(const char *id, TaskqStatus code, const char *status);
+extern void taskq_task_finished(const char *id, TaskqStatus outcome);
+
+/* signal.c: successors told that their predecessors completed */
+extern void taskq_signal_completed(List *succs, List **work);
+extern void taskq_complete_spontaneous(List *work);
+extern void taskq_signal_aborted(const char *id, List *succs);
+extern void taskq_signal_wait_again(List *succs);
+
+#endif							/* TASKQ_RELATION_H */

@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ *
+ * return.c
+ * Returning tasks: a worker's return of the tasks it owns, completed,
+ * aborted or pending again, all or none.
+ *
+ * The completions of a batch go through complete.c at once, in id order
+ * (the lock order of batch returns); every other return locks its row,
+ * checks the token, and completes, aborts (with the cascade) or gives the
+ * task back for another try after its retry policy's delay.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "storage/backendid.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "common/args.h"
+#include "common/plan.h"
+#include "common/settings.h"
+#include "ipc/wakeup.h"
+#include "queue/relation.h"
+
+
+/* The returned task, locked. */
+static TaskqPlan lock_plan = {
+	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action,"
+	"       cancelled"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+/*
+ * Give the task back for another try, after the given delay or the one its
+ * retry policy (or its action's) sets for the tries it used.
+ */
+static TaskqPlan retry_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'pending', status = COALESCE($2, t.status),"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
+	"       not_before = pg_catalog.now() OPERATOR(pg_catalog.+) COALESCE($3,"
+	"           taskq._backoff(COALESCE(t.retry,"
+	"                                   (SELECT p.retry FROM taskq.action_policies AS p"
+	"                                     WHERE p.action OPERATOR(pg_catalog.=) t.action)),"
+	"                          t.num_tries))"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()",
+	3, {TEXTOID, TEXTOID, INTERVALOID}
+};
+
+/*
+ * Return one owned task; the body of return_task and of each element of
+ * return_tasks.
+ */
+static void
+return_one(const char *id, pg_uuid_t *token, const char *status,
+		   TaskqStatus code, Interval *retry_delay)
+{
+	Datum		arg = CStringGetTextDatum(id);
+	bool		isnull = false;
+	bool		gone;
+	char	   *cur = NULL;
+	Datum		cur_token = (Datum) 0;
+
+	if (code == TASKQ_IN_PROGRESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot return task \"%s\" as in_progress", id),
+				 errhint("Return it as completed, aborted or pending.")));
+
+	taskq_execute(&lock_plan, &arg, NULL, false, 0);
+	/* with taskq.retention = 0 a missing task may be one completed and deleted */
+	gone = SPI_processed == 0;
+	if (gone && taskq_retention != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" does not exist", id)));
+	if (!gone)
+	{
+		cur = taskq_get_text(0, 1, NULL);
+		cur_token = taskq_get_datum(0, 2, &isnull);
+	}
+	if (gone || isnull ||
+		memcmp(DatumGetUUIDP(cur_token), token, sizeof(pg_uuid_t)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
+				 errmsg("invalid performance token for task \"%s\"", id),
+				 gone ?
+				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
+				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
+				 errhint("A worker holding a stale token must drop the task.")));
+	if (taskq_status_finished(taskq_status_from_label(cur)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("task \"%s\" is already %s", id, cur)));
+
+	/* Cancelled while owned: whatever the worker says, it ends here. */
+	if (taskq_get_bool(0, 7, NULL))
+	{
+		taskq_abort_task(id, "cancelled");
+		return;
+	}
+
+	/*
+	 * The token matches and the task is unfinished: it is in progress, or
+	 * its lease expired and nobody owned it since (the late owner may still
+	 * return it).
+	 */
+	if (code == TASKQ_COMPLETED)
+		taskq_complete_task(id, status);
+	else if (code == TASKQ_ABORTED)
+		taskq_abort_task(id, status);
+	else
+	{
+		bool		max_null;
+		int32		num_tries = taskq_get_int32(0, 4, NULL);
+		int32		max_tries = taskq_get_int32(0, 5, &max_null);
+
+		if (!max_null && num_tries >= max_tries)
+			taskq_abort_task(id, status ? status :
+							 psprintf("aborted: all %d tries used", max_tries));
+		else
+		{
+			Datum		values[3];
+			char		nulls[3] = {' ', ' ', ' '};
+			char	   *action = taskq_get_text(0, 6, NULL);
+
+			values[0] = arg;
+			if (status)
+				values[1] = CStringGetTextDatum(status);
+			else
+				nulls[1] = 'n';
+			if (retry_delay)
+				values[2] = IntervalPGetDatum(retry_delay);
+			else
+				nulls[2] = 'n';
+			(void) taskq_status_transition(taskq_status_from_label(cur), TASKQ_RETRY, id);
+			taskq_execute(&retry_plan, values, nulls, false, 0);
+			if (taskq_get_bool(0, 1, NULL))
+				taskq_note_ready(action);	/* no delay: ready now */
+		}
+	}
+}
+
+/*
+ * Complete the items returned as completed and still held with their
+ * tokens, all at once (complete.c's direct path, or one UPDATE if that
+ * path does not apply), and mark them done.  Those not held go through
+ * return_one, which says why (and the call fails), or aborts a task
+ * cancelled while it was owned.  Checks run only for a task not held:
+ * completing one that is costs one row update.
+ */
+static void
+complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
+{
+	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
+	pg_uuid_t **tokens = palloc(sizeof(pg_uuid_t *) * Max(n, 1));
+	char	  **statuses = palloc(sizeof(char *) * Max(n, 1));
+	bool	   *done = palloc(sizeof(bool) * Max(n, 1));
+	List	  **succs = palloc(sizeof(List *) * Max(n, 1));
+	int		   *item_of = palloc(sizeof(int) * Max(n, 1));
+	int			m = 0;
+	List	   *work = NIL;
+	List	   *all_succs = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (items[i].done || items[i].code != TASKQ_COMPLETED)
+			continue;
+		ids[m] = items[i].id;
+		tokens[m] = items[i].token;
+		statuses[m] = items[i].status;
+		item_of[m++] = i;
+	}
+	if (m == 0)
+		return;
+	if (taskq_complete_direct(caller, m, ids, tokens, statuses, done, succs) < 0)
+		taskq_complete_sql(m, ids, tokens, statuses, done, succs);
+
+	for (int k = 0; k < m; k++)
+		if (done[k])
+		{
+			taskq_task_finished(ids[k], TASKQ_COMPLETED);
+			all_succs = list_concat(all_succs, succs[k]);
+			items[item_of[k]].done = true;
+		}
+	taskq_signal_completed(taskq_sort_strings(all_succs), &work);
+	taskq_complete_spontaneous(work);
+}
+
+/*
+ * Return n tasks (sorted by id, without repeats), all or none: the
+ * completions of held tasks at once, then each other task on its own, in
+ * id order.  caller names the SQL function in errors.
+ */
+void
+taskq_return(TaskqReturnItem *items, int n, const char *caller)
+{
+#ifdef USE_ASSERT_CHECKING
+	for (int i = 1; i < n; i++)
+		Assert(strcmp(items[i - 1].id, items[i].id) < 0);
+#endif
+	for (int i = 0; i < n; i++)
+		items[i].done = false;
+	complete_held_batch(items, n, caller);
+	for (int i = 0; i < n; i++)
+		if (!items[i].done)
+		{
+			return_one(items[i].id, items[i].token, items[i].status,
+					   items[i].code, items[i].retry_delay);
+			items[i].done = true;
+		}
+	taskq_finished_dispatch();
+}

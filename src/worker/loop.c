@@ -1,0 +1,465 @@
+/*-------------------------------------------------------------------------
+ *
+ * loop.c
+ *	  The per-database background worker: expires leases, adds the
+ *	  signals completions deferred past a locked join (finish.c), announces
+ *	  delayed tasks whose time came, sends the coalesced NOTIFYs, and
+ *	  deletes finished tasks past taskq.retention.
+ *
+ * Each iteration is one transaction for expiry and announcements and one
+ * for retention, run with synchronous_commit off: losing one in a crash
+ * only means doing it again, since everything the worker acts on is found
+ * from rows (lease deadlines, not_before, finished_at), never from memory.
+ * It then sleeps until the earliest deadline it knows of (a lease, a
+ * not_before, a deferred notification, a retention moment), capped by
+ * taskq.worker_naptime, or until a producer sets its latch.
+ *
+ * Before touching the tables it checks that the extension exists and
+ * locks it against DROP EXTENSION; without it, the worker exits and the
+ * launcher starts it again when the database uses taskq.  It is started
+ * only once recovery finished, so it never runs on a standby.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "common/plan.h"
+#include "common/settings.h"
+#include "ipc/shmem.h"
+#include "ipc/wakeup.h"
+#include "queue/queue.h"
+#include "worker/worker.h"
+
+
+/* Expiry batches per iteration before the worker yields to its sleep. */
+#define MAX_SWEEPS_PER_ITERATION 16
+#define RETENTION_BATCH 500
+/*
+ * Finished tasks are deleted up to this late: with a steady stream of
+ * completions the next retention moment is always a few ms away, and
+ * waking for each would cost two transactions per handful of rows; and a
+ * finished task that must stay past its time (an unfinished predecessor
+ * still names it, or it was locked) would make that moment lie in the past.
+ */
+#define RETENTION_SLACK_MS 1000
+#define MIN_SLEEP_MS 1
+#define LOCKED_RETRY_MS 100
+/* Deferred signals are folded at most once per this many ms (they batch). */
+#define FOLD_INTERVAL_MS 2
+/* how often the claims' starts are forgotten (hint.c) */
+#define HINT_RESET_MS 1000
+
+PGDLLEXPORT void taskq_worker_main(Datum main_arg);
+
+/*
+ * Delayed tasks whose time came since the last look (a task that was never
+ * delayed was announced by its producer).
+ */
+static TaskqPlan came_due_plan = {
+	"SELECT DISTINCT action FROM taskq.tasks"
+	" WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND num_signals OPERATOR(pg_catalog.=) 0"
+	"   AND not_before OPERATOR(pg_catalog.>) created_at"
+	"   AND not_before OPERATOR(pg_catalog.>) $1"
+	"   AND not_before OPERATOR(pg_catalog.<=) $2",
+	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* The next lease deadline and the next not_before still ahead. */
+static TaskqPlan next_deadlines_plan = {
+	"SELECT (SELECT pg_catalog.min(action_deadline) FROM taskq.tasks"
+	"         WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status),"
+	"       (SELECT pg_catalog.min(not_before) FROM taskq.tasks"
+	"         WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"           AND num_signals OPERATOR(pg_catalog.=) 0"
+	"           AND not_before OPERATOR(pg_catalog.>) created_at"
+	"           AND not_before OPERATOR(pg_catalog.>) $1)",
+	1, {TIMESTAMPTZOID}
+};
+
+/*
+ * Finished tasks past retention that no unfinished predecessor still
+ * names (num_signals = 0), oldest first.
+ */
+static TaskqPlan retention_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.tasks AS f"
+	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
+	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
+	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
+static TaskqPlan oldest_finished_plan = {
+	"SELECT pg_catalog.min(finished_at) FROM taskq.tasks"
+	" WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status",
+	0, {0}
+};
+
+StaticAssertDecl(RETENTION_BATCH == 500, "RETENTION_BATCH is spelt out in retention_plan");
+
+static Oid	worker_dboid = InvalidOid;
+
+static void
+worker_detach(int code, Datum arg)
+{
+	TaskqDbSlot *slot;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot != NULL && slot->worker_pid == MyProcPid)
+	{
+		slot->worker_pid = 0;
+		slot->worker_latch = NULL;
+	}
+	LWLockRelease(taskq_shared->lock);
+}
+
+/* Leave for good (exit 0: not restarted); the launcher may start us again. */
+static void
+worker_exit_quietly(int retry_seconds)
+{
+	TaskqDbSlot *slot;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot != NULL)
+		slot->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														retry_seconds * 1000);
+	LWLockRelease(taskq_shared->lock);
+	proc_exit(0);
+}
+
+static TimestampTz
+earliest(TimestampTz a, TimestampTz b)
+{
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	return Min(a, b);
+}
+
+/*
+ * Start a transaction that uses the tables, with SPI connected and a
+ * snapshot: the extension must exist, and is locked against DROP
+ * EXTENSION until the commit; without it the worker leaves.
+ */
+static void
+begin_worker_xact(void)
+{
+	Oid			extoid;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	extoid = get_extension_oid("taskq", true);
+	if (!OidIsValid(extoid))
+	{
+		CommitTransactionCommand();
+		worker_exit_quietly(60);
+	}
+	LockDatabaseObject(ExtensionRelationId, extoid, 0, AccessShareLock);
+	if (!OidIsValid(get_extension_oid("taskq", true)))
+	{
+		/* dropped while we waited for the lock */
+		CommitTransactionCommand();
+		worker_exit_quietly(60);
+	}
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+end_worker_xact(void)
+{
+	taskq_finished_dispatch();	/* leases expired, deferred signals folded */
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+}
+
+/*
+ * One full iteration (maintenance and announcements); returns the earliest
+ * moment maintenance has work again (0: nothing known), and sets *notify_due
+ * to when the next deferred announcement is due (0: none).
+ */
+static TimestampTz
+worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_due)
+{
+	TimestampTz next = 0;
+	TimestampTz now;
+	Datum		arg;
+	bool		isnull;
+
+	begin_worker_xact();
+	now = GetCurrentTransactionStartTimestamp();
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: expiring leases");
+	for (int i = 0; i < MAX_SWEEPS_PER_ITERATION; i++)
+	{
+		if (taskq_sweep_expired() < TASKQ_SWEEP_BATCH)
+			break;
+		next = now;				/* more may be waiting: come back soon */
+	}
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
+	if (taskq_fold_deferred_signals() == TASKQ_FOLD_BATCH)
+		next = now;				/* more may be waiting: come back soon */
+	taskq_drop_empty_deferred();
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
+	{
+		Datum		values[2];
+
+		values[0] = TimestampTzGetDatum(*last_due_check);
+		values[1] = TimestampTzGetDatum(now);
+		taskq_execute(&came_due_plan, values, NULL, true, 0);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			taskq_notify_mark(taskq_get_text(i, 1, NULL));
+		*last_due_check = now;
+	}
+	taskq_notify_collect(first);
+	*notify_due = taskq_notify_send_due(true);
+
+	arg = TimestampTzGetDatum(now);
+	taskq_execute(&next_deadlines_plan, &arg, NULL, true, 0);
+	{
+		Datum		d = taskq_get_datum(0, 1, &isnull);
+
+		/*
+		 * A lease already past its deadline was skipped because its row is
+		 * locked (its owner is returning it): look again shortly, not in a
+		 * tight loop.
+		 */
+		if (!isnull)
+			next = earliest(next, Max(DatumGetTimestampTz(d),
+									  TimestampTzPlusMilliseconds(now, LOCKED_RETRY_MS)));
+		d = taskq_get_datum(0, 2, &isnull);
+		if (!isnull)
+			next = earliest(next, DatumGetTimestampTz(d));
+	}
+
+	end_worker_xact();
+
+	if (taskq_retention >= 0)
+	{
+		TimestampTz cutoff;
+
+		pgstat_report_activity(STATE_RUNNING, "taskq: deleting finished tasks past retention");
+		begin_worker_xact();
+		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+											 -(int64) taskq_retention * 1000);
+		arg = TimestampTzGetDatum(cutoff);
+		taskq_execute(&retention_plan, &arg, NULL, false, 0);
+		if (SPI_processed == RETENTION_BATCH)
+			next = earliest(next, now);
+		else
+		{
+			Datum		d;
+
+			taskq_execute(&oldest_finished_plan, NULL, NULL, true, 0);
+			d = taskq_get_datum(0, 1, &isnull);
+			if (!isnull)
+				next = earliest(next,
+								Max(TimestampTzPlusMilliseconds(DatumGetTimestampTz(d),
+																(int64) taskq_retention * 1000),
+									TimestampTzPlusMilliseconds(now, RETENTION_SLACK_MS)));
+		}
+		end_worker_xact();
+	}
+
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return next;
+}
+
+/*
+ * The light step between maintenance: take the producers' announcements
+ * and send those that are due.  Returns false if the producers overflowed
+ * the slot: a full iteration must announce every action.
+ */
+static bool
+worker_announce(TimestampTz *notify_due, bool *announce_all)
+{
+	if (taskq_notify_take())
+	{
+		*announce_all = true;
+		return false;
+	}
+	if (taskq_notify_due_now())
+	{
+		pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
+		begin_worker_xact();
+		*notify_due = taskq_notify_send_due(true);
+		end_worker_xact();
+		pgstat_report_activity(STATE_IDLE, NULL);
+	}
+	else
+		*notify_due = taskq_notify_send_due(false);
+	return true;
+}
+
+/*
+ * The light step for deferred signals: fold them in a transaction of their
+ * own (a full iteration would also look at leases, delays and retention).
+ */
+static void
+worker_fold(void)
+{
+	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
+	begin_worker_xact();
+	while (taskq_fold_deferred_signals() == TASKQ_FOLD_BATCH)
+		CHECK_FOR_INTERRUPTS();
+	end_worker_xact();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+void
+taskq_worker_main(Datum main_arg)
+{
+	TaskqDbSlot *slot;
+	TimestampTz last_due_check;
+	TimestampTz next_maintenance;
+	TimestampTz notify_due;
+	bool		first = true;
+	bool		announce_all = false;
+	bool		fold_pending = false;
+	TimestampTz last_fold = 0;
+	TimestampTz last_hint_reset = 0;
+	Oid			role;
+
+	worker_dboid = DatumGetObjectId(main_arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * Claim the slot before connecting: a worker restarted for a database
+	 * being dropped (or gone) leaves for good instead of failing to connect
+	 * and being restarted again and again.
+	 */
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(worker_dboid);
+	if (slot == NULL || slot->paused || slot->worker_pid != 0)
+	{
+		LWLockRelease(taskq_shared->lock);
+		proc_exit(0);
+	}
+	slot->worker_pid = MyProcPid;
+	slot->worker_latch = MyLatch;
+	LWLockRelease(taskq_shared->lock);
+	on_shmem_exit(worker_detach, (Datum) 0);
+
+	/* As taskq.worker_role, resolved by the launcher (InvalidOid: bootstrap superuser). */
+	memcpy(&role, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	BackgroundWorkerInitializeConnectionByOid(worker_dboid, role, 0);
+	pgstat_report_appname("taskq worker");
+
+	/*
+	 * Every name in our SQL is schema-qualified, but type names in casts
+	 * still go through search_path: pin it, whatever ALTER ROLE or ALTER
+	 * DATABASE set.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/* Nothing the worker commits needs to wait for a WAL flush. */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "taskq worker", PGC_USERSET, PGC_S_OVERRIDE);
+
+	next_maintenance = 0;
+	notify_due = 0;
+
+	/* At start, look back a little for delayed tasks that came due. */
+	last_due_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -60 * 1000);
+
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz wake;
+		TimestampTz fold_at;
+		bool		wake_for_fold = false;
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		/*
+		 * Maintenance when due; a producer's wakeup before that only takes
+		 * and sends announcements, which costs no transaction unless one is
+		 * due: a burst of commits must not cost the worker a full iteration
+		 * each.
+		 */
+		/*
+		 * Deferred signals are folded at most once per FOLD_INTERVAL_MS,
+		 * so that they batch; until then the flag stays set, and the
+		 * completions that defer more do not wake us again.
+		 */
+		fold_at = TimestampTzPlusMilliseconds(last_fold, FOLD_INTERVAL_MS);
+		if (now >= fold_at)
+			fold_pending |= taskq_deferred_take(true);
+		else
+			wake_for_fold = taskq_deferred_take(false);
+		/* writes no trigger saw (hint.c) wait at most this long */
+		if (now >= last_hint_reset + HINT_RESET_MS * (int64) 1000)
+		{
+			taskq_claim_start_reset(MyDatabaseId);
+			last_hint_reset = now;
+		}
+		if (first || now >= next_maintenance ||
+			!worker_announce(&notify_due, &announce_all))
+		{
+			TimestampTz cap = TimestampTzPlusMilliseconds(now, taskq_worker_naptime);
+
+			next_maintenance = worker_iteration(first || announce_all,
+												&last_due_check, &notify_due);
+			announce_all = false;
+			next_maintenance = next_maintenance == 0 ? cap : Min(next_maintenance, cap);
+			first = false;
+			fold_pending = false;	/* the iteration folded */
+			last_fold = now;
+		}
+		else if (fold_pending)
+		{
+			worker_fold();
+			fold_pending = false;
+			last_fold = now;
+		}
+
+		/* +1: wake just after the deadline, not just before it */
+		wake = earliest(next_maintenance, notify_due);
+		if (wake_for_fold)
+			wake = earliest(wake, fold_at);
+		wake_for_fold = false;
+		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wake) + 1;
+		sleep_ms = Max(Min(sleep_ms, taskq_worker_naptime), MIN_SLEEP_MS);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

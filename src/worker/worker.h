@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *	  The background processes: the launcher (launcher.c), the
+ *	  per-database worker (loop.c), its announcements (announce.c), the
+ *	  role it runs as (role.c) and the utility hook that steps it aside for
+ *	  DROP DATABASE and friends (utility_hook.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_WORKER_H
+#define TASKQ_WORKER_H
+
+#include "datatype/timestamp.h"
+
+/* launcher.c */
+extern void taskq_register_launcher(void);
+
+/* utility_hook.c */
+extern void taskq_install_utility_hook(void);
+
+/* announce.c: the worker's coalesced NOTIFYs */
+extern void taskq_notify_mark(const char *action);
+extern void taskq_notify_collect(bool all);
+extern bool taskq_notify_take(void);
+extern bool taskq_notify_due_now(void);
+extern TimestampTz taskq_notify_send_due(bool send);
+
+/* role.c: the worker role's oid, or InvalidOid for the bootstrap superuser */
+extern bool taskq_worker_role_lookup(Oid *roleid);
+extern bool taskq_worker_role_may_connect(Oid roleid, Oid dboid);
+
+#endif							/* TASKQ_WORKER_H */
