@@ -58,8 +58,12 @@ cat <<EOF
 branch-export: 2 producers commit on 3 branches ($COMMITS commits each); every commit queues
   an export of its branch that waits for the export running there (a dependency); commits
   made meanwhile are coalesced, only the newest is exported.  Watch $WORKERS workers retry
-  failed copies, keep a long copy's lease with heartbeats, and take over a stalled one's task.
+  failed copies and keep a long copy's lease with heartbeats; when one stalls (rarely), its
+  lease runs out and another worker takes the task over.
 EOF
+start_progress "$ACTIONS" \
+    "SELECT format('commits %s, exports done %s', (SELECT count(*) FROM export_demo.commits),
+                   (SELECT count(*) FROM export_demo.manifests))"
 workers=()
 for i in $(seq 1 "$WORKERS"); do
     "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" --stall-rate "$STALL_RATE" &
@@ -71,9 +75,6 @@ for i in 1 2; do
     producers+=($!)
 done
 PIDS=("${workers[@]}" "${producers[@]}")
-start_progress "$ACTIONS" \
-    "SELECT format('commits %s, exports done %s', (SELECT count(*) FROM export_demo.commits),
-                   (SELECT count(*) FROM export_demo.manifests))"
 if verbose; then
     monitor &
     monitor_pid=$!

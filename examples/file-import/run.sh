@@ -30,8 +30,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 cat <<EOF
 file-import: $JOBS uploaded files, one import job each: create-job queues one process-item
-  task per row plus a join task (taskq.chord) that may run only after all of them; $WORKERS
-  workers report progress as they go.  Watch each job's rows/total climb in taskq.job_states,
+  task per row, plus a join task (taskq.chord) that runs only after all of them.  $WORKERS workers
+  report progress as they go: watch each job's rows done/total climb in taskq.job_states,
   and its join run last, once per job.
 EOF
 workers=()

@@ -37,6 +37,8 @@ site-manager: an API creates sites; each is a workflow of 4 steps and a join (ma
   queues nothing twice.  $WORKERS workers fail $FAIL_RATE of their tries: watch taskq retry them
   with backoff, and $DELETE get deleted mid-way (cancel_workflow): none of its steps runs after.
 EOF
+start_progress "$ACTIONS" \
+    "SELECT 'sites: ' || string_agg(site_id || ' ' || state, ', ' ORDER BY site_id) FROM site_demo.sites"
 workers=()
 for i in $(seq 1 "$WORKERS"); do
     "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" &
@@ -50,8 +52,6 @@ fi
 "$PYTHON" -u producer.py --delete "$DELETE" &
 producer=$!
 PIDS=("${workers[@]}" "${monitor[@]}" "$producer")
-start_progress "$ACTIONS" \
-    "SELECT 'sites: ' || string_agg(site_id || ' ' || state, ', ' ORDER BY site_id) FROM site_demo.sites"
 
 # ---- wait ---------------------------------------------------------------------
 wait "$producer" || die "producer failed (exit $?)"
