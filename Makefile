@@ -47,7 +47,7 @@ endif
 # the shared-memory layout.
 $(OBJS): $(wildcard src/*/*.h)
 
-.PHONY: test check-asan demo deps bench crash-loop fuzz
+.PHONY: test check-asan demo demo-stop deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:
 	bash test/bin/test.sh
@@ -58,9 +58,14 @@ test:
 check-asan:
 	TASKQ_SANITIZE=1 bash test/bin/test.sh
 
-# The examples with real concurrent workers on a throwaway cluster.
+# The examples with real concurrent workers on a throwaway cluster
+# (VERBOSE=1: full monitors; KEEP=1: leave the cluster running).
 demo:
 	bash test/bin/demo.sh
+
+# Stop the cluster KEEP=1 make demo left running and remove its temp dir.
+demo-stop:
+	@bash test/bin/demo-stop.sh
 
 # Longer runs than make test (every suite, with the long part stretched):
 # 100 kill -9 / immediate-stop iterations under load; an hour of sqlsmith

@@ -4,7 +4,11 @@
                          PGPORT, PGDATABASE, PGUSER, ...); jsonb comes back as dicts
   transaction(conn, fn)  fn(cursor) in one transaction, committed; retried on
                          deadlock or serialization failure
-  log(who, message)      one line on stdout, flushed
+  log(who, message)      one line on stdout, flushed: an event worth seeing
+  detail(who, message)   the same, but only with VERBOSE=1 (make demo VERBOSE=1)
+  once(key)              True the first time any process of this run asks for
+                         key (DEMO_ONCE_DIR, set by run.sh): explain an event
+                         the first time it happens, then only count it
   Worker                 the worker loop, for a subclass's handle(task):
 
     LISTEN taskq; then, until SIGTERM or SIGINT (which let the current task
@@ -15,11 +19,12 @@
     the next task (return_and_own: one round trip and one commit per task),
     which the loop takes once that transaction committed.  A task whose lease
     another worker took over (TQ001 from taskq, or LeaseLost) is counted and
-    logged, not fatal.  On stopping, log the counts in self.stats.
+    logged, not fatal.  On stopping, log the counts in self.stats (a detail).
 """
 
 import os
 import random
+import re
 import select
 import signal
 import time
@@ -32,6 +37,7 @@ import psycopg2.extras
 INVALID_TOKEN = "TQ001"           # our lease was taken over by another worker
 RETRYABLE = ("40P01", "40001")    # deadlock, serialization failure
 IDLE_WAIT = 0.5                   # seconds an idle worker waits for a NOTIFY
+VERBOSE = os.environ.get("VERBOSE", "0") not in ("", "0")
 
 
 def connect(application_name):
@@ -60,6 +66,35 @@ def transaction(conn, fn, attempts=8):
 
 def log(who, message):
     print(f"{who:>10}: {message}", flush=True)
+
+
+def detail(who, message):
+    """A line only VERBOSE=1 shows: what happens all the time."""
+    if VERBOSE:
+        log(who, message)
+
+
+_once_seen = set()
+
+
+def once(key):
+    """True the first time key is asked for in this run of the example, by any
+    of its processes (a file created with O_EXCL in DEMO_ONCE_DIR); without
+    DEMO_ONCE_DIR, the first time in this process."""
+    if key in _once_seen:
+        return False
+    _once_seen.add(key)
+    where = os.environ.get("DEMO_ONCE_DIR")
+    if not where:
+        return True
+    try:
+        os.close(os.open(os.path.join(where, key.replace("/", "_")),
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
 
 
 class LeaseLost(Exception):
@@ -127,14 +162,18 @@ class Worker:
             except psycopg2.Error as e:
                 if e.pgcode != INVALID_TOKEN:
                     raise
-                self.lease_lost(task, e.diag.message_primary)
+                why = re.sub(r' for task ".*"$', "", e.diag.message_primary or "")
+                self.lease_lost(task, f"taskq refused its return ({e.pgcode}: {why})")
                 task = None
         summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        log(self.name, f"stopped: {summary}")
+        detail(self.name, f"stopped: {summary}")
 
     def lease_lost(self, task, why):
         self.stats["leases lost"] += 1
-        log(self.name, f"lost {task.id}: {why}")
+        log(self.name, f"lost its lease on {task.id} (try {task.tries}): {why}")
+        if once("lease lost"):
+            log(self.name, "  the lease ran out, so the task went back to the queue and another"
+                           " worker took it; this try's writes were rolled back")
 
     def own(self):
         """One ready task of our actions, owned for self.lease seconds, or None:

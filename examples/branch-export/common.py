@@ -11,7 +11,8 @@ import sys
 # The examples' shared module, ../taskq_worker.py, re-exported from here: every
 # script of the example imports common, so it runs alone too (python3 worker.py).
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from taskq_worker import LeaseLost, Worker, connect, log, transaction  # noqa: E402,F401
+from taskq_worker import (LeaseLost, Worker, connect, detail, log, once,  # noqa: E402,F401
+                          transaction)
 
 # Every action of the demo.  The story's per-branch tasks use the action name as
 # the id prefix: next-export-{branch} has action next-export.

@@ -25,8 +25,8 @@ import time
 import psycopg2
 from psycopg2.extras import Json, execute_values
 
-from common import (FOREIGN_KEY_VIOLATION, NOT_IN_PREREQUISITE_STATE, connect, done_export_id,
-                    log, next_export_id, transaction)
+from common import (FOREIGN_KEY_VIOLATION, NOT_IN_PREREQUISITE_STATE, connect, detail,
+                    done_export_id, log, next_export_id, once, transaction)
 
 
 def first_content(branch, rnd):
@@ -71,7 +71,8 @@ def etag(rnd):
 def commit(cur, branch, producer, rnd):
     """One commit on branch and the queueing of its export.
 
-    Returns (commit id, what add_dependencies said, number of objects)."""
+    Returns (commit id, what add_dependencies said, number of objects, the
+    commit whose export this one replaced before it began, or None)."""
     # The branch's commit lock: commits on one branch are serialized, so the
     # last replace of next-export-{branch} is always for the newest commit.
     cur.execute("SELECT pg_advisory_xact_lock(hashtext('export_demo commit ' || %s))", (branch,))
@@ -91,7 +92,13 @@ def commit(cur, branch, producer, rnd):
     execute_values(cur, "INSERT INTO export_demo.commit_objects (commit_id, path, etag, size_mb)"
                    " VALUES %s", [(commit_id, p, e, s) for p, (e, s) in sorted(objects.items())])
 
-    # Step 1 of the story.
+    # Step 1 of the story.  (A next-export still pending is for an older
+    # commit whose export has not begun: it is replaced, that commit is
+    # never exported on its own.  Only read to say so.)
+    cur.execute("SELECT body->>'commit' FROM taskq.tasks WHERE id = %s AND status_code = 'pending'",
+                (next_export_id(branch),))
+    row = cur.fetchone()
+    coalesced = row[0] if row else None
     cur.execute("SELECT taskq.replace_tasks(%s)", (Json([{
         "id": next_export_id(branch),
         "action": "next-export",
@@ -114,7 +121,7 @@ def commit(cur, branch, producer, rnd):
             raise
     cur.execute("UPDATE export_demo.commits SET export_wait = %s WHERE commit_id = %s",
                 (wait, commit_id))
-    return commit_id, wait, len(objects)
+    return commit_id, wait, len(objects), coalesced
 
 
 def main():
@@ -136,14 +143,28 @@ def main():
         branch = branches[(i + offset) % len(branches)] if i < len(branches) else rnd.choice(branches)
         while True:
             try:
-                commit_id, wait, n = transaction(conn, lambda cur: commit(cur, branch, args.name, rnd))
+                commit_id, wait, n, coalesced = transaction(
+                    conn, lambda cur: commit(cur, branch, args.name, rnd))
                 break
             except psycopg2.Error as e:
                 if e.pgcode != NOT_IN_PREREQUISITE_STATE:
                     raise
                 # next-export-{branch} is owned by a worker right now.
                 time.sleep(0.05)
-        log(args.name, f"commit {commit_id} ({n} objects): next-export-{branch} {wait}")
+        line = f"commit {commit_id} ({n} objects): next-export-{branch} {wait}"
+        if coalesced:
+            line = (f"commit {commit_id} ({n} objects): replaced next-export-{branch}, which had"
+                    f" not begun exporting {coalesced}")
+        if coalesced and once("coalesced"):
+            log(args.name, line)
+            log(args.name, f"  {coalesced} is not exported on its own: {commit_id} contains it"
+                           " (commits made before their export begins are coalesced)")
+        elif wait == "waits for done-export" and once("waits"):
+            log(args.name, line)
+            log(args.name, f"  a dependency: it starts once done-export-{branch}, the export"
+                           " running now, is done")
+        else:
+            detail(args.name, line)
     conn.close()
 
 

@@ -3,11 +3,13 @@
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
 # PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
-# Starts 2 producers (commits on 3 branches), 4 workers and a monitor; waits
-# until every branch exported its last commit; then checks the end state
-# (export_demo.violations) and exits non-zero on any violation.
+# Starts 2 producers (commits on 3 branches), 4 workers and a summary line a
+# second (progress.py; with VERBOSE=1 also the full monitor, tables every
+# second, and every worker's log line); waits until every branch exported its
+# last commit; then checks the end state (export_demo.violations) and exits
+# non-zero on any violation.
 #
-#   WORKERS=4 COMMITS=7 FAIL_RATE=0.15 STALL_RATE=0.005 TIMEOUT=90 bash run.sh
+#   WORKERS=4 COMMITS=7 FAIL_RATE=0.15 STALL_RATE=0.005 TIMEOUT=90 VERBOSE=0 bash run.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the tree
@@ -19,6 +21,7 @@ STALL_RATE=${STALL_RATE:-0.005}
 TIMEOUT=${TIMEOUT:-90}           # seconds for the exports to finish
 
 EXAMPLE=branch-export
+ACTIONS=next-export,start-export,done-export,export-copy,export-delete,export-success,export-manifest
 # ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -35,7 +38,7 @@ EXIT_HOOK=end_monitor
 
 stop_monitor=$(mktemp "${TMPDIR:-/tmp}/branch-export.XXXXXX")
 rm -f "$stop_monitor"
-monitor() {
+monitor() {        # VERBOSE=1: the full tables every second
     while sleep 1; do
         [[ -e $stop_monitor ]] && break
         [[ $("${PSQL[@]}" -At -c 'SELECT count(*) FROM export_demo.commits') != 0 ]] || continue
@@ -51,8 +54,17 @@ monitor() {
     done
 }
 
+cat <<EOF
+branch-export: 2 producers commit on 3 branches ($COMMITS commits each); every commit queues
+  an export of its branch that waits for the export running there (a dependency); commits
+  made meanwhile are coalesced, only the newest is exported.  Watch $WORKERS workers retry
+  failed copies and keep a long copy's lease with heartbeats; when one stalls (rarely), its
+  lease runs out and another worker takes the task over.
+EOF
+start_progress "$ACTIONS" \
+    "SELECT format('commits %s, exports done %s', (SELECT count(*) FROM export_demo.commits),
+                   (SELECT count(*) FROM export_demo.manifests))"
 workers=()
-echo "branch-export: $WORKERS workers, 2 producers x $COMMITS commits on main, dev, feature"
 for i in $(seq 1 "$WORKERS"); do
     "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" --stall-rate "$STALL_RATE" &
     workers+=($!)
@@ -63,8 +75,10 @@ for i in 1 2; do
     producers+=($!)
 done
 PIDS=("${workers[@]}" "${producers[@]}")
-monitor &
-monitor_pid=$!
+if verbose; then
+    monitor &
+    monitor_pid=$!
+fi
 
 # ---- wait ---------------------------------------------------------------------
 for p in "${producers[@]}"; do
@@ -79,17 +93,20 @@ until [[ $("${PSQL[@]}" -At -c "SELECT unfinished_tasks + branches_behind FROM e
     sleep 0.2
 done
 touch "$stop_monitor"
-wait "$monitor_pid" 2>/dev/null || true
+[[ -z $monitor_pid ]] || wait "$monitor_pid" 2>/dev/null || true
 rm -f "$stop_monitor"
 monitor_pid=""
+stop_progress
 stop_pids
 
 # ---- check --------------------------------------------------------------------
 echo "--- done after $(elapsed)s"
-"${PSQL[@]}" -P footer=off -c "SELECT * FROM taskq.action_stats
-     WHERE action IN ('next-export', 'start-export', 'done-export', 'export-copy',
-                      'export-delete', 'export-success', 'export-manifest') ORDER BY action" \
-    -c "SELECT * FROM export_demo.summary"
+if verbose; then
+    "${PSQL[@]}" -P footer=off -c "SELECT * FROM taskq.action_stats
+         WHERE action IN ('next-export', 'start-export', 'done-export', 'export-copy',
+                          'export-delete', 'export-success', 'export-manifest') ORDER BY action"
+fi
+"${PSQL[@]}" -P footer=off -c "SELECT * FROM export_demo.summary"
 fail_on_violations export_demo.violations
-echo "branch-export: ok: every branch exported its last commit; every object copied once per export;"
-echo "  every _SUCCESS after its objects; one export at a time per branch; no task left unfinished"
+echo "branch-export: ok (checked: last commits exported, each object copied once per export," \
+    "_SUCCESS after its objects, one export at a time per branch, no task left)"

@@ -44,7 +44,8 @@ from collections import Counter
 
 from psycopg2.extras import Json
 
-from common import LeaseLost, Worker, done_export_id, log, start_export_id, transaction
+from common import (LeaseLost, Worker, detail, done_export_id, log, once, start_export_id,
+                    transaction)
 
 ACTIONS = ["next-export", "start-export", "export-copy", "export-delete", "export-success",
            "export-manifest"]
@@ -76,6 +77,7 @@ class ExportWorker(Worker):
         task = super().task_of(row)
         if task is not None:
             task.heartbeat = time.monotonic()       # the lease was granted now
+            task.heartbeats = 0
         return task
 
     def finish(self, task, writes=None, path=None, code="completed", status="done",
@@ -121,6 +123,7 @@ class ExportWorker(Worker):
         if not transaction(self.conn, txn):
             raise LeaseLost("extend_ownership: no longer owned")
         task.heartbeat = time.monotonic()
+        task.heartbeats += 1
         self.stats["heartbeats"] += 1
 
     def transient_fault(self, task):
@@ -128,8 +131,8 @@ class ExportWorker(Worker):
         if task.tries >= COPY_MAX_TRIES:
             return False
         if random.random() < self.stall_rate:
-            log(self.name, f"stalls {LEASE + 1:.0f}s on {task.id} (try {task.tries}),"
-                           " without heartbeats")
+            log(self.name, f"stalls {LEASE + 1:.0f}s on {task.id} (try {task.tries}) without"
+                           f" heartbeats: its {LEASE:.0f}s lease will run out")
             self.stats["stalls"] += 1
             time.sleep(LEASE + 1)
         return random.random() < self.fail_rate
@@ -181,7 +184,7 @@ class ExportWorker(Worker):
                         (done_export_id(branch), manifest_id))
             cur.execute("SELECT taskq.insert_tasks(%s)", (Json(tasks),))
         self.finish(task, writes, status=f"planned export of {commit}")
-        log(self.name, f"start-export {commit}: {counts.get('export-copy', 0)} copies,"
+        detail(self.name, f"start-export {commit}: {counts.get('export-copy', 0)} copies,"
                        f" {counts.get('export-delete', 0)} deletes,"
                        f" {counts.get('export-success', 0)} _SUCCESS")
 
@@ -191,10 +194,23 @@ class ExportWorker(Worker):
             self.work(task, 0.01)
             self.finish(task, code="pending",
                         status=f"try {task.tries}: simulated S3 error 503 SlowDown")
+            if once("copy retried"):
+                log(self.name, f"{task.id}: try {task.tries} failed (simulated S3 503)")
+                log(self.name, "  returned 'pending': taskq hands it out again, up to"
+                               f" {COPY_MAX_TRIES} tries; the summary line counts the retries")
+            else:
+                detail(self.name, f"{task.id}: try {task.tries} failed, returned 'pending'")
             return
+        started = time.monotonic()
         self.work(task, 0.02 + b["size_mb"] / 200)   # 200 MB/s
         if b["size_mb"] >= 500:
-            log(self.name, f"copied {b['size_mb']} MB {task.id}, lease kept by heartbeats")
+            took = f"copied {b['size_mb']} MB {task.id} in {time.monotonic() - started:.1f}s"
+            if once("heartbeats"):
+                log(self.name, took)
+                log(self.name, f"  longer than its {LEASE:.0f}s lease: {task.heartbeats} heartbeats"
+                               " (extend_ownership) kept the lease")
+            else:
+                detail(self.name, f"{took}, {task.heartbeats} heartbeats")
 
         def writes(cur):
             cur.execute("INSERT INTO export_demo.s3 (branch, path, etag, export_commit,"
@@ -234,7 +250,12 @@ class ExportWorker(Worker):
                         "   FROM export_demo.commit_objects WHERE commit_id = %s",
                         (b["branch"], b["commit"], b["commit"]))
         self.finish(task, writes)
-        log(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
+        if once("manifest"):
+            log(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
+            log(self.name, f"  the manifest ran last: it waited for {done_export_id(b['branch'])},"
+                           " which waited for every copy, delete and _SUCCESS")
+        else:
+            detail(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
 
 
 def export_is_current(cur, body):

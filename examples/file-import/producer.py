@@ -14,7 +14,7 @@ import time
 
 from psycopg2.extras import Json, execute_values
 
-from common import connect, create_id, log, transaction
+from common import connect, create_id, detail, transaction
 
 
 def upload_and_start(cur, job, rows, rnd):
@@ -46,7 +46,7 @@ def main():
         job = f"import-{i}"
         rows = rnd.randint(args.min_rows, args.max_rows)
         file_name = transaction(conn, lambda cur: upload_and_start(cur, job, rows, rnd))
-        log("producer", f"uploaded {file_name} ({rows} rows), created job {job}")
+        detail("producer", f"uploaded {file_name} ({rows} rows), created job {job}")
         if i < args.jobs:
             time.sleep(args.gap)
     conn.close()

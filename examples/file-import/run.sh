@@ -4,11 +4,12 @@
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
 # PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
 # Starts 4 workers, a producer (3 import jobs of 200-600 rows) and a monitor
-# that draws a progress bar per job from taskq.job_states; waits until every
-# job is completed; then checks the end state (import_demo.violations) and
-# exits non-zero on any violation.
+# that prints a summary line a second with each job's progress from
+# taskq.job_states (VERBOSE=1: a progress bar per job, and every worker's log
+# line); waits until every job is completed; then checks the end state
+# (import_demo.violations) and exits non-zero on any violation.
 #
-#   WORKERS=4 JOBS=3 WORK_MS=20 TIMEOUT=60 bash run.sh
+#   WORKERS=4 JOBS=3 WORK_MS=20 TIMEOUT=60 VERBOSE=0 bash run.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the tree
@@ -27,7 +28,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # ---- processes ----------------------------------------------------------------
 
-echo "file-import: $WORKERS workers, $JOBS import jobs of 200-600 rows"
+cat <<EOF
+file-import: $JOBS uploaded files, one import job each: create-job queues one process-item
+  task per row, plus a join task (taskq.chord) that runs only after all of them.  $WORKERS workers
+  report progress as they go: watch each job's rows done/total climb in taskq.job_states,
+  and its join run last, once per job.
+EOF
 workers=()
 for i in $(seq 1 "$WORKERS"); do
     "$PYTHON" -u worker.py --name "w$i" --work-ms "$WORK_MS" &
@@ -39,7 +45,9 @@ PIDS=("${workers[@]}" "$producer")
 
 # The monitor runs in the foreground: it returns once every job is completed.
 rc=0
-"$PYTHON" -u monitor.py --jobs "$JOBS" --timeout "$TIMEOUT" || rc=$?
+bars=()
+if verbose; then bars=(--bars); fi
+"$PYTHON" -u monitor.py --jobs "$JOBS" --timeout "$TIMEOUT" --t0 "$T0" "${bars[@]}" || rc=$?
 wait "$producer" || die "producer failed (exit $?)"
 for p in "${workers[@]}"; do
     kill -0 "$p" 2>/dev/null || die "a worker died (pid $p)"
@@ -58,5 +66,5 @@ stop_pids
 echo "--- done after $(elapsed)s"
 "${PSQL[@]}" -P footer=off -c "SELECT * FROM import_demo.summary"
 fail_on_violations import_demo.violations
-echo "file-import: ok: every job completed with item_progress = item_count = its file's rows;"
-echo "  every row processed exactly once; every job marked done once, after its last row"
+echo "file-import: ok (checked: each job completed with progress = count = its rows," \
+    "each row imported once, each join ran once, after the job's last row)"

@@ -64,8 +64,8 @@ class ImportWorker(Worker):
             self.complete(cur, task, f"{len(lines)} items queued")
             return len(lines)
         n = transaction(self.conn, txn)
-        log(self.name, f"{job}: {task.body['file']} has {n} rows: queued {n} process-item"
-                       f" + {completed_id(job)}")
+        log(self.name, f"{job}: queued {n} process-item tasks (one per row of {task.body['file']})"
+                       f" + {completed_id(job)}, the join")
 
     def process_item(self, task):
         job, line = task.body["job"], task.body["line"]
@@ -87,9 +87,13 @@ class ImportWorker(Worker):
         def txn(cur):
             cur.execute("INSERT INTO import_demo.jobs_done (job_id, actor) VALUES (%s, %s)",
                         (job, self.actor))
+            cur.execute("SELECT count(*) FROM import_demo.processed WHERE job_id = %s", (job,))
+            rows = cur.fetchone()[0]
             self.complete(cur, task, "job done")
-        transaction(self.conn, txn)
-        log(self.name, f"{job}: job completed")
+            return rows
+        rows = transaction(self.conn, txn)
+        log(self.name, f"{job}: {task.id}, the join, ran last: after all {rows} process-item"
+                       " tasks; job done")
 
 
 def main():

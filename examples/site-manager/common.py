@@ -11,7 +11,7 @@ import sys
 # The examples' shared module, ../taskq_worker.py, re-exported from here: every
 # script of the example imports common, so it runs alone too (python3 worker.py).
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from taskq_worker import Worker, connect, log, transaction  # noqa: E402,F401
+from taskq_worker import Worker, connect, detail, log, once, transaction  # noqa: E402,F401
 
 # Every action of the demo.
 ACTIONS = ["save-metadata", "create-fs", "create-db", "bootstrap", "mark-running"]

@@ -5,11 +5,13 @@
 # PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
 # Starts 4 workers that fail 30 % of their tries (retried with exponential
 # backoff by the action policy), a producer (the API: 7 site requests, 2 refused
-# at once, 1 a retry; then it deletes site-3 mid-way) and a monitor (a status
-# line per site as it changes); waits until no task is left; then checks the end
-# state (site_demo.violations) and exits non-zero on any violation.
+# at once, 1 a retry; then it deletes site-3 mid-way) and a summary line a
+# second (progress.py; with VERBOSE=1 also monitor.py, a status line per site
+# as it changes, and every worker's log line); waits until no task is left;
+# then checks the end state (site_demo.violations) and exits non-zero on any
+# violation.
 #
-#   WORKERS=4 FAIL_RATE=0.3 DELETE=site-3 TIMEOUT=60 bash run.sh
+#   WORKERS=4 FAIL_RATE=0.3 DELETE=site-3 TIMEOUT=60 VERBOSE=0 bash run.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the tree
@@ -20,6 +22,7 @@ DELETE=${DELETE:-site-3}
 TIMEOUT=${TIMEOUT:-60}           # seconds for the workflows to finish
 
 EXAMPLE=site-manager
+ACTIONS=save-metadata,create-fs,create-db,bootstrap,mark-running
 # ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -28,17 +31,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # ---- processes ----------------------------------------------------------------
 
-echo "site-manager: $WORKERS workers failing ${FAIL_RATE} of their tries; $DELETE is deleted mid-way"
+cat <<EOF
+site-manager: an API creates sites; each is a workflow of 4 steps and a join (mark-running)
+  that runs after them.  Bad requests are refused before anything is queued, a retried one
+  queues nothing twice.  $WORKERS workers fail $FAIL_RATE of their tries: watch taskq retry them
+  with backoff, and $DELETE get deleted mid-way (cancel_workflow): none of its steps runs after.
+EOF
+start_progress "$ACTIONS" \
+    "SELECT 'sites: ' || string_agg(site_id || ' ' || state, ', ' ORDER BY site_id) FROM site_demo.sites"
 workers=()
 for i in $(seq 1 "$WORKERS"); do
     "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" &
     workers+=($!)
 done
-"$PYTHON" -u monitor.py &
-monitor=$!
+monitor=()
+if verbose; then
+    "$PYTHON" -u monitor.py &
+    monitor=($!)
+fi
 "$PYTHON" -u producer.py --delete "$DELETE" &
 producer=$!
-PIDS=("${workers[@]}" "$monitor" "$producer")
+PIDS=("${workers[@]}" "${monitor[@]}" "$producer")
 
 # ---- wait ---------------------------------------------------------------------
 wait "$producer" || die "producer failed (exit $?)"
@@ -51,16 +64,21 @@ until [[ $("${PSQL[@]}" -At -c "SELECT unfinished_tasks FROM site_demo.work_left
     sleep 0.2
 done
 sleep 0.5                        # the monitor's last lines
+stop_progress
 stop_pids
 
 # ---- check --------------------------------------------------------------------
 echo "--- done after $(elapsed)s"
-"${PSQL[@]}" -P footer=off -c "SELECT * FROM site_demo.summary" \
-    -c "SELECT site_id, tasks AS cancelled, cancel_at::time(3), committed_seen::time(3),
-               (SELECT max(at) FROM site_demo.executions e WHERE e.site_id = c.site_id)::time(3)
-                   AS last_execution
-          FROM site_demo.cancellations c" \
+"${PSQL[@]}" -P footer=off -c "SELECT * FROM site_demo.summary"
+if verbose; then
+    "${PSQL[@]}" -P footer=off \
+        -c "SELECT site_id, tasks AS cancelled, cancel_at::time(3), committed_seen::time(3),
+                   (SELECT max(at) FROM site_demo.executions e WHERE e.site_id = c.site_id)::time(3)
+                       AS last_execution
+              FROM site_demo.cancellations c"
+fi
+"${PSQL[@]}" -P footer=off \
     -c "SELECT id, status_code, status FROM taskq.tasks WHERE workflow = '$DELETE' ORDER BY seq"
 fail_on_violations site_demo.violations
-echo "site-manager: ok: the sites not deleted are running, every step done once, in order;"
-echo "  nothing of $DELETE ran after its deletion committed, its unfinished tasks ended aborted"
+echo "site-manager: ok (checked: other sites running, each step done once, in order;" \
+    "nothing of $DELETE ran after its deletion, its unfinished tasks aborted)"

@@ -27,7 +27,7 @@ import argparse
 import random
 import time
 
-from common import ACTIONS, Worker, log, transaction
+from common import ACTIONS, Worker, detail, log, once, transaction
 
 LEASE = 5.0                 # seconds of ownership granted by own_tasks
 MAX_TRIES = 8               # as in the action policy (schema.sql)
@@ -74,7 +74,18 @@ class SiteWorker(Worker):
             return outcome
         outcome = transaction(self.conn, txn)
         if outcome.startswith("skipped"):
-            log(self.name, f"{task.id} try {task.tries}: {outcome}, aborted it")
+            log(self.name, f"{task.id} try {task.tries}: {outcome}: returned it 'aborted',"
+                           " did nothing")
+        elif outcome == "failed":
+            if once("retried"):
+                log(self.name, f"{task.id} try {task.tries} failed: returned 'pending'")
+                log(self.name, "  the action policy retries it after 0.2 s, 0.4 s, 0.8 s ...;"
+                               " the summary line counts the retries")
+            else:
+                detail(self.name, f"{task.id} try {task.tries} failed: returned 'pending'")
+        elif task.action == "mark-running":
+            log(self.name, f"{site} is running: {task.id}, the join, ran last, after"
+                           " its 4 steps")
         self.stats[outcome] += 1
 
 

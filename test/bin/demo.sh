@@ -7,14 +7,23 @@
 #                                     the server also listens on 127.0.0.1:$PGPORT)
 #   PGDATA TASKQ_PGLOG                the cluster, e.g. for pg_ctl restart
 #   PATH                              PostgreSQL 15 bin dir first
-# KEEP=1 leaves the cluster running and prints how to connect.
+#   VERBOSE                           1: the examples' full monitors
+# VERBOSE=1: each example's full monitor (tables, progress bars, status
+# lines) and every worker's log line, instead of a summary line a second
+# and the events worth seeing.
+# KEEP=1 leaves the cluster running, prints how to connect, and names the
+# temp dir in $TQ_DEMO_KEPT for `make demo-stop` (test/bin/demo-stop.sh).
 # TASKQ_DEMO_TIMEOUT: seconds per example (default 600).
+# TASKQ_PRIVATE_INSTALL=1: taskq goes into a private copy of PostgreSQL in
+# the temp dir, not into the system's (test/bin/lib.sh, tq_build_install).
 set -euo pipefail
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DEMO_DB=taskq_demo
+START_DIR=$PWD
+TQ_DEMO_KEPT=/tmp/taskq-demo.kept    # the kept temp dirs, one a line (demo-stop.sh)
 DEMO_TIMEOUT=${TASKQ_DEMO_TIMEOUT:-600}
 
 trap 'tq_cleanup' EXIT
@@ -28,6 +37,9 @@ tq_cluster_start demo
 tq_psql postgres -c "CREATE DATABASE $DEMO_DB"
 tq_psql "$DEMO_DB" -c 'CREATE EXTENSION taskq'
 echo "demo: cluster on port $TQ_PORT, database $DEMO_DB"
+if [[ ${VERBOSE:-0} == 0 ]]; then
+    echo "demo: a summary line a second per example and the events worth seeing; VERBOSE=1 for everything"
+fi
 
 ran=0
 failed=()
@@ -43,7 +55,7 @@ for script in "$TQ_WORK"/src/examples/*/run.sh; do
     cd "$dir"
     tq_run_as_user - env \
         PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" PGDATABASE="$DEMO_DB" PGUSER="$TQ_DBUSER" \
-        PGDATA="$TQ_PGDATA" TASKQ_PGLOG="$TQ_PGLOG" \
+        PGDATA="$TQ_PGDATA" TASKQ_PGLOG="$TQ_PGLOG" VERBOSE="${VERBOSE:-0}" \
         timeout -k 10 "$DEMO_TIMEOUT" bash ./run.sh || rc=$?
     cd "$TQ_WORK/src"
     if [[ $rc -eq 0 ]]; then
@@ -64,16 +76,21 @@ fi
 if [[ ${KEEP:-0} == 1 ]]; then
     # shellcheck disable=SC2034  # read by tq_cleanup (lib.sh)
     TQ_KEEP=1
-    u=$TQ_DBUSER
+    # The cluster belongs to the OS user $(tq_user_name); its superuser role is $TQ_DBUSER.
     as_u=""
-    tq_is_root && as_u="runuser -u $u -- "
+    tq_is_root && as_u="runuser -u $TQ_USER -- "
+    if ! { [[ ! -e $TQ_DEMO_KEPT || -O $TQ_DEMO_KEPT ]] && echo "$TQ_WORK" >>"$TQ_DEMO_KEPT"; }; then
+        tq_warn "demo: could not record $TQ_WORK in $TQ_DEMO_KEPT: make demo-stop will not find it"
+    fi
+    here=""
+    [[ $START_DIR == "$TQ_ROOT" ]] || here=" -C $TQ_ROOT"
     cat <<EOF
 
-KEEP=1: the cluster is still running.
-  connect:  psql -h $TQ_SOCK -p $TQ_PORT -U $u $DEMO_DB
-       or:  psql "host=127.0.0.1 port=$TQ_PORT user=$u dbname=$DEMO_DB"
+KEEP=1: the cluster is still running (temp dir $TQ_WORK, owned by OS user $(tq_user_name)).
+  connect:  ${as_u}$TQ_BINDIR/psql -h $TQ_SOCK -p $TQ_PORT -U $TQ_DBUSER $DEMO_DB
+       or:  psql "host=127.0.0.1 port=$TQ_PORT user=$TQ_DBUSER dbname=$DEMO_DB"
   log:      $TQ_PGLOG
-  stop:     ${as_u}$TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop && rm -rf $TQ_WORK
+  stop:     make$here demo-stop     (stops the cluster and removes $TQ_WORK)
 EOF
 fi
 [[ ${#failed[@]} -eq 0 ]]
