@@ -4,8 +4,11 @@
 #   deps -> build + install (root) -> copy of the tree owned by the test user
 #   -> static checks, pg_regress, isolation, pgTAP, Perl TAP -> cleanup.
 # Counting: one per pg_regress test, one per isolation spec, one per pgTAP
-# assertion, one per Perl TAP assertion, one per test/static/*.sh; a suite or
-# file that fails without a failed test of its own counts one failure.
+# assertion, one per Perl TAP assertion, one per test/static/*.sh, one per
+# example, one per ```sql block of README.md and docs/*.md (suite docs,
+# test/bin/doc_sql.py: a block after a failed one counts failed, not run);
+# a suite or file that fails without a failed test of its own counts one
+# failure.
 # The last line printed is always "N passed, N failed"; exit 0 only if N failed is 0.
 #
 # Env knobs: TASKQ_SUITE_TIMEOUT (s, pg_regress/isolation, default 600),
@@ -17,7 +20,7 @@
 #              private install; any sanitizer report fails the run),
 #            TASKQ_SUITES="regress isolation ..." (only these suites, for a
 #              quick look while developing; of static regress isolation
-#              pgtap examples tap).
+#              pgtap examples docs tap).
 # taskq is built with assertions (TASKQ_ASSERT=1) whatever the server is.
 set -euo pipefail
 
@@ -364,6 +367,35 @@ show_tail() {
     tail -n "${2:-60}" "$1"
 }
 
+# Every ```sql block of README.md and docs/*.md runs, in order, one fresh
+# database per file (test/bin/doc_sql.py); one test per block, and a block
+# followed by an ```output block must print exactly that.
+suite_docs() {
+    local out rc=0 ok bad t0
+    local -a files=(README.md)
+    local f
+    for f in docs/*.md; do [[ -f $f ]] && files+=("$f"); done
+    t0=$(tq_now)
+    out=$TQ_WORK/log/docs.out
+    tq_run_as_user "$out" env PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" \
+        timeout -k 10 "$FILE_TIMEOUT" python3 test/bin/doc_sql.py "${files[@]}" || rc=$?
+    ok=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out" | tail -n 1)
+    bad=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out" | tail -n 1)
+    ok=${ok:-0}
+    bad=${bad:-0}
+    if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
+    add "$ok" "$bad"
+    SQL_FAILED=$((SQL_FAILED + bad))
+    if [[ $bad -gt 0 ]]; then
+        grep -v '^[0-9]* passed, ' "$out" >"$out.short" || true
+        show "$out.short" 200
+    else
+        grep -E '^   .* ok' "$out" | awk '{print $1}' | sed -E 's/:[0-9]+$//' | sort | uniq -c |
+            awk '{printf "   %-40s %s ok\n", $2, $1}'
+    fi
+    line docs "$ok ok, $bad failed ($(elapsed "$t0"))"
+}
+
 # run SUITE: unless TASKQ_SUITES names others only
 run() { if [[ -z ${TASKQ_SUITES:-} || " $TASKQ_SUITES " == *" $1 "* ]]; then "suite_$1"; fi; }
 run static
@@ -371,6 +403,7 @@ run regress
 run isolation
 run pgtap
 run examples
+run docs
 check_server_log
 tq_cluster_stop
 [[ $SANITIZE == 1 ]] && sanitizer_selftest
