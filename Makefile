@@ -10,7 +10,11 @@ OBJS         = src/taskq.o src/shmem.o src/wakeup.o src/notify.o src/worker.o \
                src/launcher.o src/spi_util.o src/task_input.o src/insert.o \
                src/claim.o src/direct.o src/finish.o src/deps.o src/wait.o src/control.o src/acl.o \
                src/jobs.o src/cycle.o src/hint.o src/local_table.o
-DATA         = $(wildcard src/sql/taskq--*.sql)
+# The install script of the default version is built from src/sql/taskq.sql
+# (the current schema); taskq--0.1.sql stays as released, the base from
+# which older versions are installed with the update scripts.
+DATA         = src/sql/taskq--0.1.sql $(wildcard src/sql/taskq--*--*.sql)
+DATA_built   = src/sql/taskq--$(EXTVERSION).sql
 PG_CPPFLAGS  = -I$(srcdir)/src
 
 # TASKQ_ASSERT=1: Assert() checks in taskq's own code even against a server
@@ -49,6 +53,9 @@ endif
 # header rebuilds only the files one touched, and objects disagree about
 # the shared-memory layout.
 $(OBJS): $(wildcard src/*.h)
+
+src/sql/taskq--$(EXTVERSION).sql: src/sql/taskq.sql
+	cp $< $@
 
 .PHONY: test check-asan demo deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
