@@ -7,7 +7,11 @@ EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" taskq.control
 
 MODULE_big   = taskq
 OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
-DATA         = $(wildcard src/sql/taskq--*.sql)
+# The install script of the default version is built from src/sql/taskq.sql
+# (the current schema); taskq--0.1.sql stays as released, the base from
+# which older versions are installed with the update scripts.
+DATA         = src/sql/taskq--0.1.sql $(wildcard src/sql/taskq--*--*.sql)
+DATA_built   = src/sql/taskq--$(EXTVERSION).sql
 PG_CPPFLAGS  = -I$(srcdir)/src
 
 # TASKQ_ASSERT=1: Assert() checks in taskq's own code even against a server
@@ -46,6 +50,9 @@ endif
 # header rebuilds only the files one touched, and objects disagree about
 # the shared-memory layout.
 $(OBJS): $(wildcard src/*/*.h)
+
+src/sql/taskq--$(EXTVERSION).sql: src/sql/taskq.sql
+	cp $< $@
 
 .PHONY: test check-asan demo demo-stop deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".

@@ -209,5 +209,38 @@ SELECT expect_error($$SELECT taskq.chord('[]', NULL)$$);
 SELECT expect_error($$SELECT taskq.chord('[]', '[{"id": "j", "action": "j"}]')$$);
 SELECT expect_error($$SELECT taskq.chord('{}', '{"id": "j", "action": "j"}')$$);
 SELECT expect_error($$SELECT taskq.chord('[{"id": "x", "action": "a"}]', '{"id": "j", "action": "j", "max_tries": 0}')$$);
+-- chord checks its join on its own: for each malformed task object above,
+-- the error insert_tasks gives (same SQLSTATE and message), with argument
+-- "join" (and the join's id, once known) named in the DETAIL, not the
+-- join's place in argument "tasks".
+CREATE FUNCTION pg_temp.error_detail(cmd text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+BEGIN
+    EXECUTE cmd;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    INSERT INTO public.seen_errors VALUES (SQLSTATE, SQLERRM);
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || SQLERRM || ' / ' || detail;
+END
+$$;
+SELECT c.n, c.label, e.error,
+       split_part(e.error, ' / ', 1)
+         = expect_error(format('SELECT taskq.insert_tasks(%L::jsonb)', c.arg)) AS as_insert_tasks
+  FROM json_cases AS c,
+       LATERAL (SELECT pg_temp.error_detail(format('SELECT taskq.chord(%L, %L)',
+                    '[{"id": "h", "action": "h"}]', c.arg::jsonb -> 0)) AS error) AS e
+ WHERE jsonb_typeof(c.arg::jsonb) = 'array' AND jsonb_array_length(c.arg::jsonb) = 1
+   AND jsonb_typeof(c.arg::jsonb -> 0) = 'object'
+ ORDER BY c.n;
+SELECT pg_temp.error_detail(format('SELECT taskq.chord(%L, %L)', '[]',
+    jsonb_build_object('id', 'big', 'action', 'a', 'body', repeat('x', 1024 * 1024))));
+-- The join's id: not one of the tasks', not a stored task's.
+SELECT pg_temp.error_detail($$SELECT taskq.chord('[{"id": "x", "action": "a"}, {"id": "y", "action": "a"}]', '{"id": "y", "action": "j"}')$$);
+SELECT pg_temp.error_detail($$SELECT taskq.chord('[{"id": "x", "action": "a"}]', '{"id": "ready", "action": "j"}')$$);
+-- A bad task is still named by its place in argument "tasks".
+SELECT error_context($$SELECT taskq.chord('[{"id": "x", "action": "a"}, {"id": "y"}]', '{"id": "j", "action": "j"}')$$);
 SELECT pg_temp.unchanged();
 SELECT count(*) AS tasks FROM taskq.tasks;

@@ -56,9 +56,9 @@ SELECT count(*) AS taskq_schemas FROM pg_namespace WHERE nspname = 'taskq';
 -- The roles are cluster-wide and stay.
 SELECT count(*) AS taskq_roles FROM pg_roles WHERE rolname LIKE 'taskq\_%';
 
--- Versions: ALTER EXTENSION taskq UPDATE is tested from every released
--- version once there is more than one (test/t/012_upgrade.pl); today
--- there is one.
+-- Versions: every released version stays installable (0.1 from its own
+-- script, the later ones as 0.1 and the update scripts), and ALTER
+-- EXTENSION taskq UPDATE from each is tested in test/t/011_upgrade.pl.
 SELECT version, superuser, trusted, relocatable, schema
   FROM pg_available_extension_versions WHERE name = 'taskq' ORDER BY version;
 

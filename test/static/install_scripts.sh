@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test/static/install_scripts.sh — PostgreSQL's rules for extension scripts
-# (CVE-2022-2625, CVE-2023-39417), checked on every src/sql/taskq--*.sql:
+# (CVE-2022-2625, CVE-2023-39417), checked on src/sql/taskq.sql (the source
+# of the default version's install script) and every src/sql/taskq--*.sql
+# kept in the tree (the 0.1 install script, the update scripts):
 #   - no CREATE OR REPLACE and no IF NOT EXISTS: the script must never adopt
 #     an object someone else created;
 #   - no @extschema@ inside a quoted literal;
@@ -17,7 +19,8 @@
 #     on functions and grants nothing TO PUBLIC;
 #   - every function, view, table and type has a COMMENT.
 # The checker first proves on bad snippets that it catches each kind of
-# violation, then runs on the real scripts.
+# violation, then runs on the real scripts.  The install script the build
+# makes, taskq--<default_version>.sql, must be a copy of taskq.sql.
 # Exit 0 when all hold; otherwise print each violation and exit 1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -280,8 +283,18 @@ out=$(check "$tmp/clean.sql")
 [[ -z $out ]] || report "self-test: a clean snippet is flagged: $out"
 
 # --- the real scripts --------------------------------------------------------
-scripts=(src/sql/taskq--*.sql)
-[[ -e ${scripts[0]} ]] || { report "no install script found"; exit 1; }
+[[ -f src/sql/taskq.sql ]] || { report "src/sql/taskq.sql not found"; exit 1; }
+version=$(sed -n "s/^default_version = '\(.*\)'\$/\1/p" taskq.control)
+[[ -n $version ]] || { report "no default_version in taskq.control"; exit 1; }
+built=src/sql/taskq--$version.sql
+# The built copy: the same text as its source (checked once, as the source).
+if [[ -e $built ]] && ! cmp -s src/sql/taskq.sql "$built"; then
+    report "$built differs from src/sql/taskq.sql (run make to rebuild it)"
+fi
+scripts=(src/sql/taskq.sql)
+for f in src/sql/taskq--*.sql; do
+    [[ -e $f && $f != "$built" ]] && scripts+=("$f")
+done
 for f in "${scripts[@]}"; do
     while IFS= read -r line; do
         [[ -n $line ]] && report "$line"

@@ -1,9 +1,11 @@
 # ALTER EXTENSION taskq UPDATE from every released version: for each
 # version older than the default, a database that installed it and was
 # updated must end up with the same objects, privileges and comments as a
-# fresh install of the default version (compared as pg_dump --schema-only
-# of schema taskq, plus the extension's members).  With one version there
-# is nothing to update from yet; the test says so and checks the install.
+# fresh install of the default version (compared as the catalog's text for
+# schema taskq, plus the extension's members).  A fresh install runs
+# src/sql/taskq.sql (built into taskq--<default>.sql); an older version is
+# installed from taskq--0.1.sql and the update scripts, so this is where
+# the current schema and the update chain must agree.
 use strict;
 use warnings;
 
@@ -25,6 +27,15 @@ my @older = split /\n/, $node->safe_psql('postgres',
 	  . " AND version <> '$default' ORDER BY version");
 note "default version $default; older versions: @older";
 
+# Every released version stays installable and updatable: dropping an
+# update script (or the 0.1 install script they start from) fails here.
+my @released = qw(0.1 0.2 0.3 0.4);
+for my $v (@released)
+{
+	ok((grep { $_ eq $v } @older) || $v eq $default,
+		"released version $v is available");
+}
+
 # What a database has of taskq, as text: every object of schema taskq with
 # its definition, privileges and comment, and the extension's members and
 # configuration tables.  (pg_dump would show none of it: it dumps an
@@ -35,7 +46,8 @@ sub taskq_schema
 	return $node->safe_psql($db, q{
 WITH ns AS (SELECT 'taskq'::regnamespace AS oid)
 SELECT string_agg(line, E'\n' ORDER BY line) FROM (
-  SELECT 'schema acl ' || coalesce(n.nspacl::text, '-') AS line
+  SELECT 'schema acl ' || coalesce(n.nspacl::text, '-')
+         || ' comment ' || coalesce(obj_description(n.oid, 'pg_namespace'), '-') AS line
     FROM pg_namespace AS n, ns WHERE n.oid = ns.oid
   UNION ALL
   SELECT 'function ' || p.oid::regprocedure || E'\n' || pg_get_functiondef(p.oid)
@@ -64,11 +76,12 @@ SELECT string_agg(line, E'\n' ORDER BY line) FROM (
   SELECT 'constraint ' || r.conrelid::regclass || ' ' || r.conname || ' ' || pg_get_constraintdef(r.oid)
     FROM pg_constraint AS r, ns WHERE r.connamespace = ns.oid
   UNION ALL
-  SELECT 'trigger ' || pg_get_triggerdef(t.oid)
+  SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text
     FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid, ns WHERE c.relnamespace = ns.oid
   UNION ALL
   SELECT 'type ' || t.oid::regtype || ' ' || coalesce(
            (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum AS e WHERE e.enumtypid = t.oid), '')
+         || ' comment ' || coalesce(obj_description(t.oid, 'pg_type'), '-')
     FROM pg_type AS t, ns WHERE t.typnamespace = ns.oid
   UNION ALL
   SELECT 'member ' || pg_describe_object(d.classid, d.objid, d.objsubid)

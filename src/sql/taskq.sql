@@ -1,0 +1,1149 @@
+/*
+ * taskq install script: the whole current schema in one place.
+ *
+ * This file is the source; the Makefile copies it to taskq--<version>.sql,
+ * the install script of the default version in taskq.control.  A database
+ * of an older version reaches the same schema through the update scripts
+ * taskq--A--B.sql (test/t/011_upgrade.pl compares the two), so every change
+ * made here is also made, in the same words, in the update script to the
+ * default version.
+ *
+ * Sections, in the order of the code's layers; each creates what the next
+ * ones use:
+ *   common      the schema, the roles, the settings admins may change
+ *   queue       the task table, its status type, indexes and triggers, the
+ *               deferred signals, the per-action settings tables
+ *   workflow    what ties tasks together: cancelled workflows, jobs and
+ *               their states, the helpers that build chains, groups and
+ *               chords
+ *   api         the functions callers use, each with its COMMENT and who
+ *               may execute it
+ *   monitoring  the views operators read
+ *
+ * Rules for this script (PostgreSQL's rules for extension scripts): no
+ * CREATE OR REPLACE and no IF NOT EXISTS, every reference schema-qualified,
+ * pg_catalog operators spelled out in views and defaults
+ * (test/static/install_scripts.sh checks them).
+ *
+ * The control file names schema pg_catalog and this script creates schema
+ * taskq itself: CREATE SCHEMA fails if a schema of that name exists, so the
+ * extension never adopts a schema somebody else prepared, and the schema is
+ * a member of the extension (DROP EXTENSION drops it).
+ *
+ * Privileges: nothing is granted to PUBLIC.  Four roles get what their job
+ * needs, granted next to each object: producers and workers EXECUTE on
+ * their functions only; monitors SELECT on the views only (views read the
+ * tables with their owner's rights); admins every function and DML on the
+ * tables.  The public functions are SECURITY DEFINER with a pinned
+ * search_path, so producers and workers have no privileges on the tables
+ * and reach them only through the API.  Nobody but the owner gets TRIGGER
+ * or REFERENCES: a trigger on taskq.tasks would run inside the SECURITY
+ * DEFINER functions as the owner.  The internal helpers (taskq._*) are for
+ * the owner alone.
+ */
+
+\echo Use "CREATE EXTENSION taskq" to load this file. \quit
+
+/* =====================================================================
+ * common: the schema, the roles and the settings.  Everything below lives
+ * in schema taskq and is granted to these roles.
+ * ===================================================================== */
+
+CREATE SCHEMA taskq;
+COMMENT ON SCHEMA taskq IS 'the taskq task queue: tasks, their functions and monitoring views';
+REVOKE ALL ON SCHEMA taskq FROM PUBLIC;
+
+/*
+ * Roles are cluster-wide: they outlive DROP EXTENSION and are shared by
+ * every database that installs taskq.  A missing one is created (NOLOGIN)
+ * and marked with a comment starting "taskq role: ".  An existing one is
+ * used only if it carries that mark, which only superusers and roles with
+ * CREATEROLE can set; any other role of the same name makes CREATE
+ * EXTENSION fail, so that it is never granted privileges it did not have.
+ */
+DO $roles$
+DECLARE
+    r record;
+    note text;
+BEGIN
+    FOR r IN SELECT v.name, v.job
+               FROM (VALUES ('taskq_producer', 'enqueue tasks, add dependencies, wait for tasks'),
+                            ('taskq_worker', 'claim tasks, extend leases, return tasks'),
+                            ('taskq_admin', 'everything: every function, the tables, per-action limits, settings'),
+                            ('taskq_monitor', 'read the monitoring views')) AS v(name, job)
+    LOOP
+        SELECT pg_catalog.shobj_description(a.oid, 'pg_authid') INTO note
+          FROM pg_catalog.pg_roles AS a
+         WHERE a.rolname OPERATOR(pg_catalog.=) r.name;
+        IF NOT FOUND THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r.name);
+            EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', r.name,
+                                      'taskq role: ' OPERATOR(pg_catalog.||) r.job);
+        ELSIF note IS NULL OR NOT pg_catalog.starts_with(note, 'taskq role: ') THEN
+            RAISE EXCEPTION 'role "%" already exists and is not a taskq role', r.name
+                USING ERRCODE = 'duplicate_object',
+                      DETAIL = 'CREATE EXTENSION taskq grants privileges to roles taskq_producer, taskq_worker, taskq_admin and taskq_monitor, and uses an existing one only if its comment starts with "taskq role: ".',
+                      HINT = pg_catalog.format('Drop or rename role %I, or, if it is meant for taskq, mark it: COMMENT ON ROLE %I IS %L.',
+                                               r.name, r.name, 'taskq role: ' OPERATOR(pg_catalog.||) r.job);
+        END IF;
+    END LOOP;
+END
+$roles$;
+
+GRANT USAGE ON SCHEMA taskq TO taskq_producer, taskq_worker, taskq_admin, taskq_monitor;
+
+-- Settings are cluster-wide, like the roles: admins may ALTER SYSTEM the
+-- settings that tune the queue (applied at the next reload).  Not
+-- taskq.worker_role or taskq.background_worker: those stay superuser's.
+GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, taskq.retention
+    TO taskq_admin;
+
+/* =====================================================================
+ * queue: the tasks and what keeps claiming them cheap.  One table holds
+ * every task from insertion to retention; partial indexes hold the ready
+ * set in claim order, the leases, the delayed tasks and the finished ones;
+ * statement triggers keep the claims' start in the ready indexes right;
+ * the deferred signals let completions of a join's predecessors never wait
+ * for each other; the per-action tables hold what admins set per action
+ * (retry policies, which actions a worker role may handle).
+ * ===================================================================== */
+
+CREATE TYPE taskq.status AS ENUM ('pending', 'in_progress', 'completed', 'aborted');
+COMMENT ON TYPE taskq.status IS 'life of a task: pending, in_progress, then completed or aborted';
+
+CREATE SEQUENCE taskq.task_seq;
+COMMENT ON SEQUENCE taskq.task_seq IS 'insertion order of tasks (ties after priority)';
+GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.task_seq TO taskq_admin;
+
+/*
+ * One row per task.  Columns named in the public contract come first; seq
+ * and spontaneous are ours.  id and action use the "C" collation: they are
+ * identifiers, compared bytewise, which keeps the btrees cheap.
+ *
+ * Invariant kept by every path: num_signals is the number of predecessors
+ * that have not finished yet (every finish of a predecessor, completed or
+ * aborted, decrements it once), so that replace_tasks can carry a replaced
+ * task's live incoming edges over exactly.
+ */
+CREATE TABLE taskq.tasks (
+    id                  text COLLATE "C" NOT NULL,
+    action              text COLLATE "C" NOT NULL,
+    body                jsonb,
+    status_code         taskq.status NOT NULL DEFAULT 'pending',
+    status              text,
+    num_tries           integer NOT NULL DEFAULT 0,
+    max_tries           integer,
+    num_signals         integer NOT NULL DEFAULT 0,
+    total_dependencies  integer NOT NULL DEFAULT 0,
+    to_signal_after     text[] COLLATE "C",
+    actor_id            text,
+    action_deadline     timestamptz,
+    performance_token   uuid,
+    post_result         boolean NOT NULL DEFAULT false,
+    priority            integer NOT NULL DEFAULT 0,
+    not_before          timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    created_at          timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at         timestamptz,
+    seq                 bigint NOT NULL DEFAULT pg_catalog.nextval('taskq.task_seq'::pg_catalog.regclass),
+    spontaneous         boolean NOT NULL DEFAULT false,
+    retry               jsonb,
+    workflow            text COLLATE "C",
+    cancelled           boolean NOT NULL DEFAULT false,
+    CONSTRAINT tasks_pkey PRIMARY KEY (id),
+    CONSTRAINT tasks_num_tries_check CHECK (num_tries OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT tasks_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0),
+    CONSTRAINT tasks_num_signals_check CHECK (num_signals OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE taskq.tasks IS 'one row per task of the queue';
+-- A queue table turns over fast: each task leaves two dead row versions
+-- behind (claim, end) and dead entries at the head of the ready indexes,
+-- which every claim must step over until VACUUM removes them.  Vacuum it
+-- after 2% of its rows changed, not the default 20%, and at full speed.
+ALTER TABLE taskq.tasks SET (autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
+
+COMMENT ON COLUMN taskq.tasks.id IS 'unique, caller-chosen task identifier';
+COMMENT ON COLUMN taskq.tasks.action IS 'name of the operation a worker performs for this task';
+COMMENT ON COLUMN taskq.tasks.body IS 'parameters of the action, for the worker';
+COMMENT ON COLUMN taskq.tasks.status_code IS 'state of the task in its life';
+COMMENT ON COLUMN taskq.tasks.status IS 'human-readable status set by application code';
+COMMENT ON COLUMN taskq.tasks.num_tries IS 'number of times the task was owned';
+COMMENT ON COLUMN taskq.tasks.max_tries IS 'most times the task may be owned (NULL: unlimited)';
+COMMENT ON COLUMN taskq.tasks.num_signals IS 'predecessors that have not finished yet';
+COMMENT ON COLUMN taskq.tasks.total_dependencies IS 'number of predecessors the task was given';
+COMMENT ON COLUMN taskq.tasks.to_signal_after IS 'successors: tasks signalled when this one finishes';
+COMMENT ON COLUMN taskq.tasks.actor_id IS 'worker that owns or last owned the task';
+COMMENT ON COLUMN taskq.tasks.action_deadline IS 'end of the current lease (NULL: no deadline)';
+COMMENT ON COLUMN taskq.tasks.performance_token IS 'token of the current or last performance; fences returns';
+COMMENT ON COLUMN taskq.tasks.post_result IS 'the caller intends to wait for the result';
+COMMENT ON COLUMN taskq.tasks.priority IS 'higher runs first';
+COMMENT ON COLUMN taskq.tasks.not_before IS 'the task is not owned before this time';
+COMMENT ON COLUMN taskq.tasks.seq IS 'insertion order';
+COMMENT ON COLUMN taskq.tasks.spontaneous IS 'completed by the queue itself when its last signal arrives';
+COMMENT ON COLUMN taskq.tasks.retry IS 'backoff between tries: {"delay", "factor", "max_delay", "jitter"} (NULL: the action''s policy)';
+COMMENT ON COLUMN taskq.tasks.workflow IS 'key of the workflow or group the task belongs to, for cancel_workflow';
+COMMENT ON COLUMN taskq.tasks.cancelled IS 'cancelled while in progress: it ends aborted whatever its worker returns';
+
+/*
+ * The ready set, in claim order.  Partial: a row is in it only while it is
+ * pending with every predecessor done, so the claim cost does not grow with
+ * blocked, in-progress or finished tasks.  not_before is the last key column
+ * so that delayed tasks are skipped inside the index, without heap visits.
+ */
+CREATE INDEX tasks_ready_action_idx ON taskq.tasks
+    (action, priority DESC, seq, not_before)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.=) 0;
+CREATE INDEX tasks_ready_idx ON taskq.tasks
+    (priority DESC, seq, not_before)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.=) 0;
+-- Leases, earliest deadline first: the expiry sweep reads its head only.
+CREATE INDEX tasks_lease_idx ON taskq.tasks (action_deadline)
+    WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status;
+-- Delayed tasks by not_before: the worker finds those whose time came, and
+-- the next one to come, with a range scan.  Only tasks that were delayed
+-- (not_before after their insertion: a future not_before, or a retry's
+-- backoff) are in it, so an ordinary enqueue costs no entry here.
+CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.=) 0
+      AND not_before OPERATOR(pg_catalog.>) created_at;
+-- Finished tasks by age, for retention.
+CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
+    WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
+
+-- Tasks of a workflow by state: cancel_workflow, and a job's state.
+CREATE INDEX tasks_workflow_idx ON taskq.tasks (workflow, status_code)
+    WHERE workflow IS NOT NULL;
+
+SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
+SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.tasks TO taskq_admin;
+
+/*
+ * Where claims start in the ready indexes.  Claims start past the dead
+ * entries at the head of a ready index; every SQL statement that writes a
+ * ready task moves that start back before it, and one that changes or
+ * deletes a ready task keeps its transaction's claims from moving the
+ * start, in these statement triggers over the changed rows.  The direct
+ * paths (claim, completion, batch insert) fire no triggers and do the same
+ * themselves.
+ */
+CREATE FUNCTION taskq.tasks_written()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_tasks_written'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq.tasks_written() IS
+    'trigger: ready tasks a statement wrote move the claims'' start in the ready indexes back before them';
+REVOKE ALL ON FUNCTION taskq.tasks_written() FROM PUBLIC;
+
+CREATE TRIGGER tasks_ready_hint_insert AFTER INSERT ON taskq.tasks
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.tasks_written();
+CREATE TRIGGER tasks_ready_hint_update AFTER UPDATE ON taskq.tasks
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.tasks_written();
+CREATE TRIGGER tasks_ready_hint_delete AFTER DELETE ON taskq.tasks
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.tasks_written();
+-- also in sessions with session_replication_role = replica (pg_restore, replication tools)
+ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_insert;
+ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_update;
+ALTER TABLE taskq.tasks ENABLE ALWAYS TRIGGER tasks_ready_hint_delete;
+
+-- Signals a completion did not add to a join's num_signals because another
+-- transaction held the join's row, or the join is wide (more than 64
+-- predecessors): the background worker adds them within milliseconds.
+-- One counter row per join and backend (stripe = backend id), so
+-- completions never wait for each other here, and adding to a counter is a
+-- HOT update (fillfactor leaves the room): the table stays a few pages.
+CREATE TABLE taskq.deferred_signals (
+    task_id         text COLLATE "C" NOT NULL,
+    stripe          integer NOT NULL,
+    signals         integer NOT NULL CHECK (signals OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT deferred_signals_pkey PRIMARY KEY (task_id, stripe)
+) WITH (fillfactor = 50);
+COMMENT ON TABLE taskq.deferred_signals IS
+    'completions'' signals for joins that were locked or wide, waiting for the background worker to add them to num_signals';
+SELECT pg_catalog.pg_extension_config_dump('taskq.deferred_signals', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.deferred_signals TO taskq_admin;
+
+-- Defaults per action: max_tries and the retry backoff of tasks that give none.
+CREATE TABLE taskq.action_policies (
+    action      text COLLATE "C" NOT NULL,
+    max_tries   integer,
+    retry       jsonb,
+    CONSTRAINT action_policies_pkey PRIMARY KEY (action),
+    CONSTRAINT action_policies_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0)
+);
+COMMENT ON TABLE taskq.action_policies IS
+    'per action: default max_tries and retry backoff for tasks that give none (set with taskq.set_action_policy)';
+SELECT pg_catalog.pg_extension_config_dump('taskq.action_policies', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.action_policies TO taskq_admin;
+
+-- Retry policies (an action's, or a task's own "retry"): the check that
+-- set_action_policy makes, and the backoff a retried task waits.
+CREATE FUNCTION taskq._check_retry(retry jsonb)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_check_retry'
+LANGUAGE C IMMUTABLE;
+COMMENT ON FUNCTION taskq._check_retry(jsonb) IS
+    'internal: raise the error for a malformed retry policy';
+REVOKE ALL ON FUNCTION taskq._check_retry(jsonb) FROM PUBLIC;
+
+-- The wait before try number tries + 1: delay * factor^(tries - 1), at most
+-- max_delay, spread by +-jitter.  No policy: no wait.  (OPERATOR() syntax
+-- gives every operator the same precedence: hence every parenthesis.)
+CREATE FUNCTION taskq._backoff(policy jsonb, tries integer)
+RETURNS interval
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN policy IS NULL THEN '0 s'::interval ELSE
+        pg_catalog.make_interval(secs => capped OPERATOR(pg_catalog.*) spread)
+    END
+      FROM (SELECT LEAST(COALESCE(pg_catalog.date_part('epoch', (policy OPERATOR(pg_catalog.->>) 'max_delay')::interval),
+                                  86400 * 365),
+                         pg_catalog.date_part('epoch', (policy OPERATOR(pg_catalog.->>) 'delay')::interval)
+                         OPERATOR(pg_catalog.*)
+                         pg_catalog.power(COALESCE((policy OPERATOR(pg_catalog.->>) 'factor')::float8, 2),
+                                          LEAST(GREATEST(tries OPERATOR(pg_catalog.-) 1, 0), 60))) AS capped,
+                   1 OPERATOR(pg_catalog.+)
+                   (COALESCE((policy OPERATOR(pg_catalog.->>) 'jitter')::float8, 0)
+                    OPERATOR(pg_catalog.*)
+                    ((2 OPERATOR(pg_catalog.*) pg_catalog.random()) OPERATOR(pg_catalog.-) 1)) AS spread) AS b
+$$;
+COMMENT ON FUNCTION taskq._backoff(jsonb, integer) IS
+    'internal: the wait before the next try under a retry policy';
+REVOKE ALL ON FUNCTION taskq._backoff(jsonb, integer) FROM PUBLIC;
+
+/*
+ * Per-action limits: a role with rows here (or any role it belongs to) may
+ * own, extend and return only tasks of these actions.  Superusers and
+ * members of taskq_admin are never limited.
+ */
+CREATE TABLE taskq.action_grants (
+    role    regrole NOT NULL,
+    action  text COLLATE "C" NOT NULL,
+    CONSTRAINT action_grants_pkey PRIMARY KEY (role, action),
+    CONSTRAINT action_grants_action_check
+        CHECK (pg_catalog.octet_length(action) OPERATOR(pg_catalog.>=) 1
+               AND pg_catalog.octet_length(action) OPERATOR(pg_catalog.<=) 255)
+);
+COMMENT ON TABLE taskq.action_grants IS
+    'per-action limits: a worker role with rows here handles only tasks of these actions';
+COMMENT ON COLUMN taskq.action_grants.role IS
+    'the limited role; members of it are limited too';
+COMMENT ON COLUMN taskq.action_grants.action IS 'an action the role may own, extend and return';
+SELECT pg_catalog.pg_extension_config_dump('taskq.action_grants', '');
+
+-- Every backend caches the limits of its session user; a change here
+-- clears the caches when it commits.
+CREATE FUNCTION taskq._action_grants_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_action_grants_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq._action_grants_changed() IS
+    'internal: drop the cached per-action limits of every backend';
+REVOKE ALL ON FUNCTION taskq._action_grants_changed() FROM PUBLIC;
+
+CREATE TRIGGER action_grants_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON taskq.action_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq._action_grants_changed();
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.action_grants TO taskq_admin;
+
+/* =====================================================================
+ * workflow: what ties tasks together beyond single edges.  A workflow key
+ * groups tasks for cancel_workflow; a job is a workflow with item counters
+ * and a state derived from its tasks; chains, groups and chords are built
+ * from task objects by the helpers here and inserted in one call, so they
+ * keep every rule of insert_tasks and add_dependencies (atomic, duplicate
+ * ids refused, cycles refused).
+ * ===================================================================== */
+
+-- Workflows cancelled: their tasks never run again, even ones inserted later.
+CREATE TABLE taskq.cancelled_workflows (
+    workflow        text COLLATE "C" NOT NULL,
+    cancelled_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT cancelled_workflows_pkey PRIMARY KEY (workflow)
+);
+COMMENT ON TABLE taskq.cancelled_workflows IS
+    'workflow keys cancelled with taskq.cancel_workflow: tasks inserted with them are aborted at once';
+SELECT pg_catalog.pg_extension_config_dump('taskq.cancelled_workflows', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.cancelled_workflows TO taskq_admin;
+
+/*
+ * Jobs (the job-progress seed): a job is the workflow of its tasks (their
+ * workflow key is the job's id) plus item counters that workers move.  Its
+ * state is derived from its tasks, so finishing a task never writes the job
+ * row; only progress reports do.
+ */
+CREATE TABLE taskq.jobs (
+    id              text COLLATE "C" NOT NULL,
+    item_count      integer,
+    item_progress   bigint NOT NULL DEFAULT 0,
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CONSTRAINT jobs_pkey PRIMARY KEY (id),
+    CONSTRAINT jobs_item_count_check CHECK (item_count OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT jobs_item_progress_check CHECK (item_progress OPERATOR(pg_catalog.>=) 0)
+);
+COMMENT ON TABLE taskq.jobs IS
+    'jobs: a workflow of tasks with item counters; see taskq.job_states for their state';
+SELECT pg_catalog.pg_extension_config_dump('taskq.jobs', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.jobs TO taskq_admin;
+
+-- A job's state, for taskq.job_state (its result type) and for monitors.
+CREATE VIEW taskq.job_states AS
+SELECT j.id,
+       CASE WHEN EXISTS (SELECT 1 FROM taskq.cancelled_workflows AS w
+                          WHERE w.workflow OPERATOR(pg_catalog.=) j.id)
+              OR EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                            AND t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status)
+            THEN 'aborted'
+            WHEN EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id)
+             AND NOT EXISTS (SELECT 1 FROM taskq.tasks AS t
+                              WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                                AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status)
+            THEN 'completed'
+            WHEN j.item_progress OPERATOR(pg_catalog.>) 0
+              OR EXISTS (SELECT 1 FROM taskq.tasks AS t
+                          WHERE t.workflow OPERATOR(pg_catalog.=) j.id
+                            AND t.status_code OPERATOR(pg_catalog.>=) 'in_progress'::taskq.status)
+            THEN 'running'
+            ELSE 'waiting'
+       END AS state,
+       j.item_count, j.item_progress, j.created_at, j.updated_at
+  FROM taskq.jobs AS j;
+COMMENT ON VIEW taskq.job_states IS
+    'each job''s state (waiting, running, completed, aborted) and item counters, for a page to poll';
+GRANT SELECT ON taskq.job_states TO taskq_monitor, taskq_admin;
+GRANT SELECT ON taskq.job_states TO taskq_producer;
+
+/*
+ * Building shapes: each takes task objects of the insert_tasks form; a
+ * to_signal_after given by the caller is kept and the shape's edges are
+ * added to it.
+ */
+
+CREATE FUNCTION taskq._check_task_array(tasks jsonb, argname text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF tasks IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', argname
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.jsonb_typeof(tasks) OPERATOR(pg_catalog.<>) 'array' THEN
+        RAISE EXCEPTION 'argument "%" must be a JSON array of task objects', argname
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION taskq._check_task_array(jsonb, text) IS
+    'internal: raise the argument error for a value that is not a JSON array';
+REVOKE ALL ON FUNCTION taskq._check_task_array(jsonb, text) FROM PUBLIC;
+
+-- The checks insert_tasks makes on each task object, made on an argument
+-- that holds one task object (chord's join) before it joins a batch: an
+-- error then says which argument it is in (in its DETAIL), where
+-- insert_tasks would name the task's place in argument "tasks".  The
+-- messages are insert_tasks' own; keep the two in step.
+CREATE FUNCTION taskq._check_task(task jsonb, argname text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    task_id text;
+    k text;
+    v jsonb;
+    kind text;
+    n text;
+    e jsonb;
+    s text;
+    idents jsonb;
+    has_action boolean := false;
+    err_state text;
+    err_msg text;
+    err_detail text;
+    err_hint text;
+BEGIN
+    IF task IS NULL THEN
+        RAISE EXCEPTION 'argument "%" must not be null', argname
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.jsonb_typeof(task) OPERATOR(pg_catalog.<>) 'object' THEN
+        RAISE EXCEPTION 'argument "%" must be a JSON task object', argname
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    BEGIN
+        -- The id first, then every other key in the object's order.
+        FOR k, v IN SELECT 'id', task OPERATOR(pg_catalog.->) 'id'
+                    UNION ALL
+                    SELECT x.key, x.value FROM pg_catalog.jsonb_each(task) AS x
+                     WHERE x.key OPERATOR(pg_catalog.<>) 'id'
+        LOOP
+            kind := COALESCE(pg_catalog.jsonb_typeof(v), 'null');
+            idents := NULL;
+            IF k OPERATOR(pg_catalog.=) 'id' THEN
+                IF kind OPERATOR(pg_catalog.=) 'null' THEN
+                    RAISE EXCEPTION 'key "id" is required'
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                idents := pg_catalog.jsonb_build_array(v);
+            ELSIF kind OPERATOR(pg_catalog.=) 'null'
+                  AND k OPERATOR(pg_catalog.=) ANY ('{to_signal_after,max_tries,priority,not_before,post_result,spontaneous,status}'::text[]) THEN
+                CONTINUE;           -- a known key: null means the default
+            ELSIF k OPERATOR(pg_catalog.=) 'action' THEN
+                IF kind OPERATOR(pg_catalog.=) 'null' THEN
+                    RAISE EXCEPTION 'key "action" is required'
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                has_action := true;
+                idents := pg_catalog.jsonb_build_array(v);
+            ELSIF k OPERATOR(pg_catalog.=) 'body' THEN
+                IF kind OPERATOR(pg_catalog.<>) 'null'
+                   AND pg_catalog.pg_column_size(v) OPERATOR(pg_catalog.>) 1048576 THEN
+                    RAISE EXCEPTION 'body is too large'
+                        USING ERRCODE = 'program_limit_exceeded',
+                              DETAIL = pg_catalog.format('A body is at most %s bytes in jsonb form; this one has %s.',
+                                                         1048576, pg_catalog.pg_column_size(v));
+                END IF;
+            ELSIF k OPERATOR(pg_catalog.=) 'to_signal_after' THEN
+                IF kind OPERATOR(pg_catalog.<>) 'array' THEN
+                    RAISE EXCEPTION 'key "%" must be an array of task ids, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                idents := v;
+            ELSIF k OPERATOR(pg_catalog.=) ANY ('{max_tries,priority}'::text[]) THEN
+                IF kind OPERATOR(pg_catalog.<>) 'number' THEN
+                    RAISE EXCEPTION 'key "%" must be an integer, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                n := v::text;
+                IF n OPERATOR(pg_catalog.!~) '^-?[0-9]+$' THEN
+                    RAISE EXCEPTION 'key "%" must be an integer, not %', k, n
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                IF n::numeric NOT BETWEEN -2147483648 AND 2147483647 THEN
+                    RAISE EXCEPTION 'value % of key "%" is out of range for type integer', n, k
+                        USING ERRCODE = 'numeric_value_out_of_range';
+                END IF;
+                IF k OPERATOR(pg_catalog.=) 'max_tries' AND n::numeric OPERATOR(pg_catalog.<) 1 THEN
+                    RAISE EXCEPTION 'key "max_tries" must be at least 1, or null for unlimited tries'
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+            ELSIF k OPERATOR(pg_catalog.=) 'not_before' THEN
+                IF kind OPERATOR(pg_catalog.<>) 'string' THEN
+                    RAISE EXCEPTION 'key "%" must be a timestamp string, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                PERFORM (v OPERATOR(pg_catalog.#>>) '{}')::timestamptz;
+            ELSIF k OPERATOR(pg_catalog.=) ANY ('{post_result,spontaneous}'::text[]) THEN
+                IF kind OPERATOR(pg_catalog.<>) 'boolean' THEN
+                    RAISE EXCEPTION 'key "%" must be a boolean, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+            ELSIF k OPERATOR(pg_catalog.=) 'retry' THEN
+                IF kind OPERATOR(pg_catalog.<>) 'object' THEN
+                    RAISE EXCEPTION 'key "%" must be an object, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                PERFORM taskq._check_retry(v);
+            ELSIF k OPERATOR(pg_catalog.=) 'workflow' THEN
+                idents := pg_catalog.jsonb_build_array(v);
+            ELSIF k OPERATOR(pg_catalog.=) 'status' THEN
+                IF kind OPERATOR(pg_catalog.<>) 'string' THEN
+                    RAISE EXCEPTION 'key "%" must be a string, not %', k, kind
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+            ELSE
+                RAISE EXCEPTION 'unrecognized key "%"', k
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow and status.';
+            END IF;
+            -- Identifiers (id, action, workflow, the ids of to_signal_after):
+            -- non-empty strings of at most 255 bytes.
+            FOR e IN SELECT x.value FROM pg_catalog.jsonb_array_elements(idents) AS x LOOP
+                IF pg_catalog.jsonb_typeof(e) OPERATOR(pg_catalog.<>) 'string' THEN
+                    IF k OPERATOR(pg_catalog.=) 'to_signal_after' THEN
+                        RAISE EXCEPTION 'key "%" must be an array of task ids, but it holds a %',
+                                        k, pg_catalog.jsonb_typeof(e)
+                            USING ERRCODE = 'invalid_parameter_value';
+                    END IF;
+                    RAISE EXCEPTION 'key "%" must be a string, not %', k, pg_catalog.jsonb_typeof(e)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                s := e OPERATOR(pg_catalog.#>>) '{}';
+                IF s OPERATOR(pg_catalog.=) '' THEN
+                    RAISE EXCEPTION 'key "%" must not be an empty string', k
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                IF pg_catalog.octet_length(s) OPERATOR(pg_catalog.>) 255 THEN
+                    RAISE EXCEPTION 'value of key "%" is too long', k
+                        USING ERRCODE = 'string_data_right_truncation',
+                              DETAIL = pg_catalog.format('It is at most 255 bytes; this one has %s.',
+                                                         pg_catalog.octet_length(s));
+                END IF;
+            END LOOP;
+            IF k OPERATOR(pg_catalog.=) 'id' THEN
+                task_id := s;
+            END IF;
+        END LOOP;
+        IF NOT has_action THEN
+            RAISE EXCEPTION 'key "action" is required'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        -- The error as insert_tasks gives it, with the argument named.
+        GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_msg = MESSAGE_TEXT,
+                                err_detail = PG_EXCEPTION_DETAIL, err_hint = PG_EXCEPTION_HINT;
+        err_detail := pg_catalog.concat_ws(' ',
+            pg_catalog.format('In argument "%s"%s.', argname,
+                              CASE WHEN task_id IS NULL THEN ''
+                                   ELSE pg_catalog.format(' (task "%s")', task_id) END),
+            NULLIF(err_detail, ''));
+        IF err_hint OPERATOR(pg_catalog.=) '' THEN
+            RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = err_state, MESSAGE = err_msg, DETAIL = err_detail,
+                              HINT = err_hint;
+    END;
+END
+$$;
+COMMENT ON FUNCTION taskq._check_task(jsonb, text) IS
+    'internal: raise insert_tasks'' error for a malformed task object, naming the argument that holds it';
+REVOKE ALL ON FUNCTION taskq._check_task(jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION taskq._add_successor(task jsonb, successor text)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF successor IS NULL THEN
+        RETURN task;
+    END IF;
+    IF pg_catalog.jsonb_typeof(task) OPERATOR(pg_catalog.<>) 'object' THEN
+        RETURN task;            -- insert_tasks reports the bad element
+    END IF;
+    RETURN task OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('to_signal_after',
+        CASE WHEN pg_catalog.jsonb_typeof(task OPERATOR(pg_catalog.->) 'to_signal_after')
+                  OPERATOR(pg_catalog.=) 'array'
+             THEN task OPERATOR(pg_catalog.->) 'to_signal_after'
+             ELSE '[]'::jsonb END
+        OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(successor));
+END
+$$;
+COMMENT ON FUNCTION taskq._add_successor(jsonb, text) IS
+    'internal: the task object with one more successor';
+REVOKE ALL ON FUNCTION taskq._add_successor(jsonb, text) FROM PUBLIC;
+
+-- insert_tasks, where each of waiting_ids also waits for every stored task
+-- of after_ids; the waits are added before spontaneous tasks complete.
+CREATE FUNCTION taskq._insert_after(tasks jsonb, after_ids text[], waiting_ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_insert_after'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._insert_after(jsonb, text[], text[]) IS
+    'internal: insert_tasks where some tasks also wait for stored tasks';
+REVOKE ALL ON FUNCTION taskq._insert_after(jsonb, text[], text[]) FROM PUBLIC;
+
+-- The ids of a task array, in order (NULL for elements without one).
+CREATE FUNCTION taskq._ids(tasks jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.array_agg(t.value OPERATOR(pg_catalog.->>) 'id' ORDER BY t.ord)
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord)
+$$;
+COMMENT ON FUNCTION taskq._ids(jsonb) IS 'internal: the ids of a task array';
+REVOKE ALL ON FUNCTION taskq._ids(jsonb) FROM PUBLIC;
+
+/* =====================================================================
+ * api: the functions callers use, each with its COMMENT and who may call
+ * it.  SECURITY DEFINER: they run as the extension's owner, so callers need
+ * EXECUTE on them and nothing on the tables.  The C code's SQL is
+ * schema-qualified throughout; search_path is pinned anyway because type
+ * names in casts still go through it.  The hot paths (insert, claim,
+ * return, signal, abort cascade, dependencies, wait, cancellation) are C
+ * functions in the taskq module; the shapes, set_action_policy,
+ * create_job and job_state are thin SQL over them.
+ * ===================================================================== */
+
+-- Producers: enqueue, dependencies, waiting for a result.
+
+CREATE FUNCTION taskq.insert_tasks(tasks jsonb)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_insert_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.insert_tasks(jsonb) IS
+    'atomically add the tasks of a JSON array; a duplicate id fails the whole call';
+REVOKE ALL ON FUNCTION taskq.insert_tasks(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.insert_tasks(jsonb) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.replace_tasks(tasks jsonb)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_replace_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.replace_tasks(jsonb) IS
+    'as insert_tasks, replacing (as though aborted) stored tasks with the same id that nobody owns';
+REVOKE ALL ON FUNCTION taskq.replace_tasks(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.replace_tasks(jsonb) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.insert_tasks_if_absent(tasks jsonb)
+RETURNS TABLE (id text, inserted boolean)
+AS 'MODULE_PATHNAME', 'taskq_insert_tasks_if_absent'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.insert_tasks_if_absent(jsonb) IS
+    'idempotent enqueue: insert the tasks whose id is not stored yet; one row per task says which';
+REVOKE ALL ON FUNCTION taskq.insert_tasks_if_absent(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.insert_tasks_if_absent(jsonb) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.add_dependencies(after_ids text[], run_ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_add_dependencies'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.add_dependencies(text[], text[]) IS
+    'atomically make each run_ids[i] wait for after_ids[i]';
+REVOKE ALL ON FUNCTION taskq.add_dependencies(text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.add_dependencies(text[], text[]) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.wait_for_task(id text, timeout interval DEFAULT NULL)
+RETURNS taskq.tasks
+AS 'MODULE_PATHNAME', 'taskq_wait_for_task'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.wait_for_task(text, interval) IS
+    'wait until the task is completed or aborted and return it; NULL after timeout';
+REVOKE ALL ON FUNCTION taskq.wait_for_task(text, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.wait_for_task(text, interval) TO taskq_producer, taskq_admin;
+
+-- Workers: claim, lease, return.
+
+CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
+                                max_duration interval DEFAULT NULL)
+RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
+               action_deadline timestamptz)
+AS 'MODULE_PATHNAME', 'taskq_own_tasks'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval) IS
+    'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor';
+REVOKE ALL ON FUNCTION taskq.own_tasks(text, integer, text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.own_tasks(text, integer, text[], interval) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.extend_ownership(actor text, ids text[], tokens uuid[],
+                                       max_duration interval)
+RETURNS TABLE (id text, owned boolean)
+AS 'MODULE_PATHNAME', 'taskq_extend_ownership'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) IS
+    'extend the leases still held by actor with these tokens; one row per task';
+REVOKE ALL ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status,
+                                  retry_delay interval DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_return_task'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) IS
+    'return an owned task as completed, aborted or pending (retry, after retry_delay or its backoff)';
+REVOKE ALL ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.return_tasks(ids text[], tokens uuid[], statuses text[],
+                                   status_codes taskq.status[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_return_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) IS
+    'return many owned tasks in one call, all or none';
+REVOKE ALL ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.return_and_own(ids text[], tokens uuid[], statuses text[],
+                                     status_codes taskq.status[], actor text,
+                                     max_tasks integer, actions text[],
+                                     max_duration interval DEFAULT NULL)
+RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
+               action_deadline timestamptz)
+AS 'MODULE_PATHNAME', 'taskq_return_and_own'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval) IS
+    'return_tasks, then own_tasks, in one call: a worker''s whole cycle in one round trip and one transaction';
+REVOKE ALL ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)
+    TO taskq_worker, taskq_admin;
+
+-- Shapes: chains, groups and chords of new tasks.
+
+CREATE FUNCTION taskq.chain(tasks jsonb, after_ids text[] DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    linked jsonb;
+BEGIN
+    PERFORM taskq._check_task_array(tasks, 'tasks');
+    SELECT COALESCE(pg_catalog.jsonb_agg(
+               taskq._add_successor(t.value,
+                   (tasks OPERATOR(pg_catalog.->) (t.ord::integer)) OPERATOR(pg_catalog.->>) 'id')
+               ORDER BY t.ord), '[]'::jsonb)
+      INTO linked
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord);
+    RETURN taskq._insert_after(linked, after_ids,
+                               (taskq._ids(tasks))[1:1]);
+END
+$$;
+COMMENT ON FUNCTION taskq.chain(jsonb, text[]) IS
+    'insert tasks that run one after another, the first after every id of after_ids';
+REVOKE ALL ON FUNCTION taskq.chain(jsonb, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.chain(jsonb, text[]) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq."group"(tasks jsonb, after_ids text[] DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM taskq._check_task_array(tasks, 'tasks');
+    RETURN taskq._insert_after(tasks, after_ids, taskq._ids(tasks));
+END
+$$;
+COMMENT ON FUNCTION taskq."group"(jsonb, text[]) IS
+    'insert tasks that run in parallel, each after every id of after_ids';
+REVOKE ALL ON FUNCTION taskq."group"(jsonb, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq."group"(jsonb, text[]) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.chord(tasks jsonb, "join" jsonb, after_ids text[] DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    join_id text;
+    ids text[];
+    linked jsonb;
+    twin integer;
+BEGIN
+    PERFORM taskq._check_task_array(tasks, 'tasks');
+    -- The join goes into the batch after the tasks, where insert_tasks'
+    -- errors would call it the last task of argument "tasks": it is checked
+    -- on its own first, as argument "join", and so is its id.
+    PERFORM taskq._check_task("join", 'join');
+    join_id := "join" OPERATOR(pg_catalog.->>) 'id';
+    ids := taskq._ids(tasks);
+    twin := pg_catalog.array_position(ids, join_id);
+    IF twin IS NOT NULL THEN
+        RAISE EXCEPTION 'task "%" appears in both argument "tasks" and argument "join"', join_id
+            USING ERRCODE = 'unique_violation',
+                  DETAIL = pg_catalog.format('Task %s of argument "tasks" has the id of the join.', twin);
+    END IF;
+    IF EXISTS (SELECT 1 FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) join_id) THEN
+        RAISE EXCEPTION 'task "%" already exists', join_id
+            USING ERRCODE = 'unique_violation',
+                  DETAIL = 'Argument "join" has the id of a stored task.',
+                  HINT = 'Use taskq.replace_tasks to replace a task that is not in progress.';
+    END IF;
+    SELECT COALESCE(pg_catalog.jsonb_agg(taskq._add_successor(t.value, join_id)
+                                         ORDER BY t.ord), '[]'::jsonb)
+      INTO linked
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(value, ord);
+    RETURN taskq._insert_after(linked OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array("join"),
+                               after_ids, ids);
+END
+$$;
+COMMENT ON FUNCTION taskq.chord(jsonb, jsonb, text[]) IS
+    'insert tasks that run in parallel (after every id of after_ids) and a join task that runs after all of them';
+REVOKE ALL ON FUNCTION taskq.chord(jsonb, jsonb, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.chord(jsonb, jsonb, text[]) TO taskq_producer, taskq_admin;
+
+-- Job control: cancellation, dead letters, retry policies, jobs.
+
+CREATE FUNCTION taskq.cancel_tasks(ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_cancel_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.cancel_tasks(text[]) IS
+    'cancel tasks: abort (with the cascade) those nobody owns, mark those owned so that they end aborted';
+REVOKE ALL ON FUNCTION taskq.cancel_tasks(text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.cancel_tasks(text[]) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.cancel_workflow(workflow text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_cancel_workflow'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.cancel_workflow(text) IS
+    'cancel every unfinished task of the workflow, and every task inserted with its key from now on';
+REVOKE ALL ON FUNCTION taskq.cancel_workflow(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.cancel_workflow(text) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.redrive_tasks(ids text[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_redrive_tasks'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.redrive_tasks(text[]) IS
+    'give aborted tasks another life: pending again, no tries used';
+REVOKE ALL ON FUNCTION taskq.redrive_tasks(text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.redrive_tasks(text[]) TO taskq_admin;
+
+CREATE FUNCTION taskq.set_action_policy(action text, max_tries integer DEFAULT NULL,
+                                        retry jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
+    IF max_tries OPERATOR(pg_catalog.<) 1 THEN
+        RAISE EXCEPTION 'argument "max_tries" must be at least 1, or null for unlimited tries'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM taskq._check_retry(retry);
+    IF max_tries IS NULL AND retry IS NULL THEN
+        DELETE FROM taskq.action_policies AS p WHERE p.action OPERATOR(pg_catalog.=) set_action_policy.action;
+    ELSE
+        INSERT INTO taskq.action_policies AS p (action, max_tries, retry)
+             VALUES (set_action_policy.action, set_action_policy.max_tries, set_action_policy.retry)
+        ON CONFLICT ON CONSTRAINT action_policies_pkey
+           DO UPDATE SET max_tries = EXCLUDED.max_tries, retry = EXCLUDED.retry;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb) IS
+    'set (or, with both null, clear) the default max_tries and retry backoff of an action''s tasks';
+REVOKE ALL ON FUNCTION taskq.set_action_policy(text, integer, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_action_policy(text, integer, jsonb) TO taskq_admin;
+
+CREATE FUNCTION taskq.create_job(id text, tasks jsonb DEFAULT '[]', item_count integer DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    keyed jsonb;
+BEGIN
+    IF id IS NULL OR id OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "id" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(id) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "id" is too long'
+            USING ERRCODE = 'string_data_right_truncation';
+    END IF;
+    IF item_count OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'argument "item_count" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM taskq._check_task_array(tasks, 'tasks');
+    IF EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(tasks) AS t(v)
+                WHERE pg_catalog.jsonb_typeof(t.v) OPERATOR(pg_catalog.=) 'object'
+                  AND t.v OPERATOR(pg_catalog.?) 'workflow'
+                  AND (t.v OPERATOR(pg_catalog.->>) 'workflow') IS DISTINCT FROM create_job.id) THEN
+        RAISE EXCEPTION 'a task of job "%" has another workflow key', create_job.id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'The tasks of a job take the job''s id as their workflow key.';
+    END IF;
+    BEGIN
+        INSERT INTO taskq.jobs AS j (id, item_count) VALUES (create_job.id, create_job.item_count);
+    EXCEPTION WHEN unique_violation THEN
+        RAISE EXCEPTION 'job "%" already exists', create_job.id
+            USING ERRCODE = 'unique_violation';
+    END;
+    SELECT COALESCE(pg_catalog.jsonb_agg(
+               CASE WHEN pg_catalog.jsonb_typeof(t.v) OPERATOR(pg_catalog.=) 'object'
+                    THEN t.v OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('workflow', create_job.id)
+                    ELSE t.v END ORDER BY t.ord), '[]'::jsonb)
+      INTO keyed
+      FROM pg_catalog.jsonb_array_elements(tasks) WITH ORDINALITY AS t(v, ord);
+    RETURN taskq.insert_tasks(keyed);
+END
+$$;
+COMMENT ON FUNCTION taskq.create_job(text, jsonb, integer) IS
+    'create a job and insert its first tasks (their workflow key is the job''s id); returns the tasks inserted';
+REVOKE ALL ON FUNCTION taskq.create_job(text, jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.create_job(text, jsonb, integer) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.job_state(id text)
+RETURNS taskq.job_states
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r taskq.job_states;
+BEGIN
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO r FROM taskq.job_states AS j WHERE j.id OPERATOR(pg_catalog.=) job_state.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job "%" does not exist', job_state.id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN r;
+END
+$$;
+COMMENT ON FUNCTION taskq.job_state(text) IS
+    'one job''s state (waiting, running, completed, aborted) and item counters, for a page to poll';
+REVOKE ALL ON FUNCTION taskq.job_state(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.job_state(text) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.report_progress(id text, token uuid, items bigint DEFAULT 1)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'taskq_report_progress'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.report_progress(text, uuid, bigint) IS
+    'add items done to the job of a task the caller owns (token-checked); returns the job''s progress';
+REVOKE ALL ON FUNCTION taskq.report_progress(text, uuid, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.report_progress(text, uuid, bigint) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.set_job_item_count(id text, token uuid, item_count integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_set_job_item_count'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.set_job_item_count(text, uuid, integer) IS
+    'set the item count of the job of a task the caller owns (token-checked), once the fan-out is known';
+REVOKE ALL ON FUNCTION taskq.set_job_item_count(text, uuid, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_job_item_count(text, uuid, integer) TO taskq_worker, taskq_admin;
+
+-- Administration.
+
+-- What the background worker's retention does, on demand: finished tasks
+-- no unfinished predecessor still names (num_signals = 0), so that no edge
+-- can point at a deleted id.  SECURITY INVOKER: the caller needs DELETE on
+-- taskq.tasks (taskq_admin has it).
+CREATE FUNCTION taskq.purge_finished(older_than interval DEFAULT '0 s')
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    IF older_than IS NULL THEN
+        RAISE EXCEPTION 'argument "older_than" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF older_than OPERATOR(pg_catalog.<) '0 s'::interval THEN
+        RAISE EXCEPTION 'argument "older_than" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM taskq.tasks AS t
+     WHERE t.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status
+       AND t.finished_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than)
+       AND t.num_signals OPERATOR(pg_catalog.=) 0;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION taskq.purge_finished(interval) IS
+    'delete finished tasks older than older_than that no unfinished task still names; returns how many';
+REVOKE ALL ON FUNCTION taskq.purge_finished(interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.purge_finished(interval) TO taskq_admin;
+
+-- Functions are executable by PUBLIC unless revoked: each function above
+-- revokes it, and this makes sure no function is left out.
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA taskq FROM PUBLIC;
+
+/* =====================================================================
+ * monitoring: views over the task table for dashboards and operators.
+ * They read the tables with their owner's rights, so monitors need SELECT
+ * on the views only.  (taskq.job_states is with the jobs, above.)
+ * ===================================================================== */
+
+CREATE VIEW taskq.action_stats AS
+SELECT t.action,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
+                                     AND t.num_signals OPERATOR(pg_catalog.=) 0
+                                     AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()
+                                     AND t.performance_token IS NULL) AS ready,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
+                                     AND t.num_signals OPERATOR(pg_catalog.>) 0) AS blocked,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
+                                     AND t.num_signals OPERATOR(pg_catalog.=) 0
+                                     AND t.not_before OPERATOR(pg_catalog.>) pg_catalog.now()) AS delayed,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'in_progress'
+                                     AND (t.action_deadline IS NULL
+                                          OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.now())) AS in_progress,
+       pg_catalog.count(*) FILTER (WHERE (t.status_code OPERATOR(pg_catalog.=) 'in_progress'
+                                          AND t.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now())
+                                      OR (t.status_code OPERATOR(pg_catalog.=) 'pending'
+                                          AND t.performance_token IS NOT NULL
+                                          AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())) AS lease_expired,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'completed') AS completed,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted') AS aborted,
+       pg_catalog.now() OPERATOR(pg_catalog.-)
+           pg_catalog.min(t.not_before) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
+                                                  AND t.num_signals OPERATOR(pg_catalog.=) 0
+                                                  AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()
+                                                  AND t.performance_token IS NULL)
+           AS oldest_ready_age
+  FROM taskq.tasks AS t
+ GROUP BY t.action;
+COMMENT ON VIEW taskq.action_stats IS
+    'per action: tasks ready, blocked on dependencies, delayed, in progress, with an expired lease, completed, aborted, and how long the oldest ready task has waited';
+GRANT SELECT ON taskq.action_stats TO taskq_monitor, taskq_admin;
+
+CREATE VIEW taskq.tasks_in_progress AS
+SELECT t.id, t.action, t.actor_id, t.num_tries, t.max_tries, t.action_deadline,
+       t.action_deadline OPERATOR(pg_catalog.-) pg_catalog.now() AS time_left,
+       t.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now() AS lease_expired
+  FROM taskq.tasks AS t
+ WHERE t.status_code OPERATOR(pg_catalog.=) 'in_progress'
+ ORDER BY t.action_deadline NULLS LAST, t.id;
+COMMENT ON VIEW taskq.tasks_in_progress IS
+    'tasks owned by a worker, with actor, deadline and time left (negative: lease expired)';
+GRANT SELECT ON taskq.tasks_in_progress TO taskq_monitor, taskq_admin;
+
+CREATE VIEW taskq.dead_letters AS
+SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancelled,
+       t.finished_at
+  FROM taskq.tasks AS t
+ WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status
+ ORDER BY t.finished_at DESC, t.id;
+COMMENT ON VIEW taskq.dead_letters IS
+    'aborted tasks with their last status and tries; re-drive them with taskq.redrive_tasks';
+GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
