@@ -37,7 +37,7 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	TupleTableSlot *slot;
 	TaskqReadyCols c;
-	TaskqHintBatch b;
+	TaskqReadyBatch b;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
@@ -45,37 +45,37 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"%s\" must be fired AFTER ... FOR EACH STATEMENT",
 						"taskq.tasks_written")));
-	if (!taskq_hint_available())
+	if (!taskq_claim_start_available())
 		return PointerGetDatum(NULL);
 
 	desc = RelationGetDescr(trigdata->tg_relation);
 	if (!taskq_ready_cols(desc, &c))
 	{
 		/* not the table the claims walk: forget every start, to be safe */
-		taskq_hint_reset(MyDatabaseId);
+		taskq_claim_start_reset(MyDatabaseId);
 		return PointerGetDatum(NULL);
 	}
 
 	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	if (trigdata->tg_oldtable != NULL && !taskq_hint_ready_changed_here())
+	if (trigdata->tg_oldtable != NULL && !taskq_claim_start_ready_changed_here())
 	{
 		tuplestore_rescan(trigdata->tg_oldtable);
 		while (tuplestore_gettupleslot(trigdata->tg_oldtable, true, false, slot))
 			if (taskq_row_ready(slot, &c))
 			{
-				taskq_hint_ready_changed();
+				taskq_claim_start_ready_changed();
 				break;
 			}
 	}
 
-	taskq_hint_batch_init(&b);
+	taskq_ready_batch_init(&b);
 	if (trigdata->tg_newtable != NULL)
 	{
 		tuplestore_rescan(trigdata->tg_newtable);
 		while (tuplestore_gettupleslot(trigdata->tg_newtable, true, false, slot))
-			taskq_hint_note_row(&b, slot, &c);
+			taskq_ready_batch_note(&b, slot, &c);
 	}
 	ExecDropSingleTupleTableSlot(slot);
-	taskq_hint_flush(&b);
+	taskq_ready_batch_flush(&b);
 	return PointerGetDatum(NULL);
 }

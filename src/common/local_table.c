@@ -5,8 +5,8 @@
  *	  and kept for the life of the backend.
  *
  * Several paths remember small facts between calls, keyed by a task id or
- * an action's name: the worker's announcements (notify.c), the wide joins
- * this backend met (finish.c), where its claims wrote their rows (direct.c).
+ * an action's name: the worker's announcements (worker/announce.c), the wide joins
+ * this backend met (queue/signal.c), where its claims wrote their rows (the direct paths).
  * Each is a hint or a to-do list that the backend may start over at any
  * time, so a table past its bound is simply emptied rather than evicted
  * entry by entry.

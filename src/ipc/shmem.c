@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  taskq's shared memory: requested at preload, laid out in shmem.h.
+ *	  taskq's shared memory: requested at preload, laid out in ipc/shmem.h.
  *
  *-------------------------------------------------------------------------
  */

@@ -4,7 +4,7 @@
  *	  What a transaction tells other processes when it commits: which
  *	  tasks finished (wait_for_task's waiters wake), which actions got
  *	  ready work (the database's worker announces them with NOTIFY), and
- *	  whether it deferred signals for the worker to add (finish.c).
+ *	  whether it deferred signals for the worker to add (queue/signal.c).
  *
  * The hot paths only note these in backend-local memory.  The commit
  * callback runs after the commit is visible and publishes them: it

@@ -66,8 +66,8 @@
 #include "queue/claim_start.h"
 #include "queue/relation.h"
 
-#define TASKQ_HINT_SLOTS		64	/* where claims start: (database, action) pairs */
-#define TASKQ_HINT_WRITES		16	/* recent ready-entry writes a claim checks */
+#define TASKQ_CLAIM_START_SLOTS		64	/* where claims start: (database, action) pairs */
+#define TASKQ_CLAIM_START_WRITES		16	/* recent ready-entry writes a claim checks */
 
 /*
  * Where the claims of one database start in one ready index: every entry
@@ -78,7 +78,7 @@
  * that a claim that walked while they were written does not move start past
  * them.
  */
-typedef struct TaskqHintSlot
+typedef struct TaskqClaimStartSlot
 {
 	Oid			dboid;			/* InvalidOid: free slot */
 	bool		all_actions;	/* tasks_ready_idx; else action's entries */
@@ -87,16 +87,16 @@ typedef struct TaskqHintSlot
 	TaskqReadyKey start;
 	uint64		gen;			/* changes when the slot is reset or reused */
 	uint64		writes;
-	TaskqReadyKey wlog[TASKQ_HINT_WRITES];
+	TaskqReadyKey wlog[TASKQ_CLAIM_START_WRITES];
 	uint64		last_used;		/* for reuse of the least recently used */
-} TaskqHintSlot;
+} TaskqClaimStartSlot;
 
 /* The claim starts of every database, in shared memory of their own. */
 typedef struct TaskqClaimStarts
 {
 	LWLock	   *lock;			/* protects every slot and clock */
 	uint64		clock;
-	TaskqHintSlot slots[TASKQ_HINT_SLOTS];
+	TaskqClaimStartSlot slots[TASKQ_CLAIM_START_SLOTS];
 } TaskqClaimStarts;
 
 static TaskqClaimStarts *starts = NULL;
@@ -129,14 +129,14 @@ claim_start_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-static void hint_xact_callback(XactEvent event, void *arg);
-static void hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+static void claim_start_xact_callback(XactEvent event, void *arg);
+static void claim_start_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								  SubTransactionId parentSubid, void *arg);
 
 /*
  * Called once from _PG_init: the shared memory when preloaded (without it
  * every claim walks from the first entry), and the commit callbacks of
- * taskq_hint_defer.
+ * taskq_claim_start_defer.
  */
 void
 taskq_claim_start_init(void)
@@ -148,35 +148,28 @@ taskq_claim_start_init(void)
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = claim_start_shmem_startup;
 	}
-	RegisterXactCallback(hint_xact_callback, NULL);
-	RegisterSubXactCallback(hint_subxact_callback, NULL);
+	RegisterXactCallback(claim_start_xact_callback, NULL);
+	RegisterSubXactCallback(claim_start_subxact_callback, NULL);
 }
 
 /* Is there a shared start to note writes in? */
 bool
-taskq_hint_available(void)
+taskq_claim_start_available(void)
 {
 	return starts != NULL;
-}
-
-/* Forget where the claims of a database start (the worker, every second). */
-void
-taskq_claim_start_reset(Oid dboid)
-{
-	taskq_hint_reset(dboid);
 }
 
 /* The transaction that changed a ready row version (claimed, completed, updated or deleted it). */
 static LocalTransactionId ready_changed_lxid = InvalidLocalTransactionId;
 
 void
-taskq_hint_ready_changed(void)
+taskq_claim_start_ready_changed(void)
 {
 	ready_changed_lxid = MyProc->lxid;
 }
 
 bool
-taskq_hint_ready_changed_here(void)
+taskq_claim_start_ready_changed_here(void)
 {
 	return ready_changed_lxid == MyProc->lxid;
 }
@@ -190,7 +183,7 @@ taskq_hint_ready_changed_here(void)
  * when its triggers fire, at its end, which may be after a claim it calls.
  */
 bool
-taskq_hint_may_move(bool writes_noted)
+taskq_claim_start_may_move(bool writes_noted)
 {
 	if (ready_changed_lxid == MyProc->lxid)
 		return false;
@@ -206,7 +199,7 @@ key_before(TaskqReadyKey a, TaskqReadyKey b)
 
 /* s is the slot of dboid's index of all actions (action NULL) or of action */
 static bool
-slot_is(TaskqHintSlot *s, Oid dboid, const char *action, int len)
+slot_is(TaskqClaimStartSlot *s, Oid dboid, const char *action, int len)
 {
 	if (s->dboid != dboid || s->all_actions != (action == NULL))
 		return false;
@@ -219,11 +212,11 @@ slot_is(TaskqHintSlot *s, Oid dboid, const char *action, int len)
  * if there is no shared memory or the action's name is too long for a slot.
  */
 void
-taskq_hint_begin(const char *action, TaskqHintScan *hs)
+taskq_claim_start_begin(const char *action, TaskqClaimStartScan *hs)
 {
 	int			len = action ? strlen(action) : 0;
-	TaskqHintSlot *found = NULL;
-	TaskqHintSlot *victim = NULL;
+	TaskqClaimStartSlot *found = NULL;
+	TaskqClaimStartSlot *victim = NULL;
 
 	hs->slot = -1;
 	hs->valid = false;
@@ -231,9 +224,9 @@ taskq_hint_begin(const char *action, TaskqHintScan *hs)
 		return;
 
 	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	for (int i = 0; i < TASKQ_CLAIM_START_SLOTS; i++)
 	{
-		TaskqHintSlot *s = &starts->slots[i];
+		TaskqClaimStartSlot *s = &starts->slots[i];
 
 		if (slot_is(s, MyDatabaseId, action, len))
 		{
@@ -271,20 +264,20 @@ taskq_hint_begin(const char *action, TaskqHintScan *hs)
  * reused since, or a ready entry written meanwhile is before to.
  */
 void
-taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
+taskq_claim_start_advance(TaskqClaimStartScan *hs, TaskqReadyKey to)
 {
-	TaskqHintSlot *s;
+	TaskqClaimStartSlot *s;
 
 	/* the walk stopped where it began (the usual case): nothing to move */
 	if (hs->slot < 0 || (hs->valid && !key_before(hs->start, to)))
 		return;
 	s = &starts->slots[hs->slot];
 	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
-	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_HINT_WRITES)
+	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_CLAIM_START_WRITES)
 	{
 		for (uint64 w = hs->writes + 1; w <= s->writes; w++)
-			if (key_before(s->wlog[w % TASKQ_HINT_WRITES], to))
-				to = s->wlog[w % TASKQ_HINT_WRITES];
+			if (key_before(s->wlog[w % TASKQ_CLAIM_START_WRITES], to))
+				to = s->wlog[w % TASKQ_CLAIM_START_WRITES];
 		if (!s->valid || key_before(s->start, to))
 		{
 			s->start = to;
@@ -303,14 +296,14 @@ taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to)
  * the move waits for XACT_EVENT_COMMIT, which comes after the commit is
  * visible to all; any subtransaction's abort (it may have undone the
  * claims), an abort or PREPARE drops it.  Writes of ready entries since the
- * claim began limit it as they do taskq_hint_advance.
+ * claim began limit it as they do taskq_claim_start_advance.
  */
 static bool deferred = false;
-static TaskqHintScan deferred_scan;
+static TaskqClaimStartScan deferred_scan;
 static TaskqReadyKey deferred_to;
 
 void
-taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to)
+taskq_claim_start_defer(TaskqClaimStartScan *hs, TaskqReadyKey to)
 {
 	if (hs->slot < 0 || deferred)
 		return;					/* one per transaction: the first claim's */
@@ -320,13 +313,13 @@ taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to)
 }
 
 static void
-hint_xact_callback(XactEvent event, void *arg)
+claim_start_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
 			if (deferred && starts != NULL)
-				taskq_hint_advance(&deferred_scan, deferred_to);
+				taskq_claim_start_advance(&deferred_scan, deferred_to);
 			deferred = false;
 			break;
 		case XACT_EVENT_ABORT:
@@ -341,7 +334,7 @@ hint_xact_callback(XactEvent event, void *arg)
 }
 
 static void
-hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+claim_start_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
@@ -350,14 +343,14 @@ hint_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /* Forget where the claims of a database start (the worker, every second). */
 void
-taskq_hint_reset(Oid dboid)
+taskq_claim_start_reset(Oid dboid)
 {
 	if (starts == NULL)
 		return;
 	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	for (int i = 0; i < TASKQ_CLAIM_START_SLOTS; i++)
 	{
-		TaskqHintSlot *s = &starts->slots[i];
+		TaskqClaimStartSlot *s = &starts->slots[i];
 
 		if (s->dboid == dboid && s->valid)
 		{
@@ -373,7 +366,7 @@ taskq_hint_reset(Oid dboid)
  * ----------
  */
 void
-taskq_hint_batch_init(TaskqHintBatch *b)
+taskq_ready_batch_init(TaskqReadyBatch *b)
 {
 	b->any = false;
 	b->nactions = 0;
@@ -381,7 +374,7 @@ taskq_hint_batch_init(TaskqHintBatch *b)
 }
 
 static void
-hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
+ready_batch_add(TaskqReadyBatch *b, text *action, int32 priority, int64 seq)
 {
 	TaskqReadyKey k = {priority, seq};
 	const char *name = VARDATA_ANY(action);
@@ -400,7 +393,7 @@ hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
 			break;
 	if (i == b->nactions)
 	{
-		if (i == TASKQ_HINT_BATCH_ACTIONS)
+		if (i == TASKQ_READY_BATCH_ACTIONS)
 		{
 			b->overflow = true; /* every action's slot gets anymin */
 			return;
@@ -416,14 +409,14 @@ hint_note(TaskqHintBatch *b, text *action, int32 priority, int64 seq)
 
 /* Lower and log, in every slot of this database that the batch touches. */
 void
-taskq_hint_flush(TaskqHintBatch *b)
+taskq_ready_batch_flush(TaskqReadyBatch *b)
 {
 	if (starts == NULL || !b->any)
 		return;
 	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < TASKQ_HINT_SLOTS; i++)
+	for (int i = 0; i < TASKQ_CLAIM_START_SLOTS; i++)
 	{
-		TaskqHintSlot *s = &starts->slots[i];
+		TaskqClaimStartSlot *s = &starts->slots[i];
 		bool		touched = false;
 		TaskqReadyKey k = b->anymin;
 
@@ -442,7 +435,7 @@ taskq_hint_flush(TaskqHintBatch *b)
 		if (!touched)
 			continue;
 		s->writes++;
-		s->wlog[s->writes % TASKQ_HINT_WRITES] = k;
+		s->wlog[s->writes % TASKQ_CLAIM_START_WRITES] = k;
 		if (s->valid && key_before(k, s->start))
 			s->start = k;
 	}
@@ -451,7 +444,7 @@ taskq_hint_flush(TaskqHintBatch *b)
 
 /* If the row in slot is ready, note its entry's key in b. */
 void
-taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot, const TaskqReadyCols *c)
+taskq_ready_batch_note(TaskqReadyBatch *b, TupleTableSlot *slot, const TaskqReadyCols *c)
 {
 	bool		n1,
 				n2,
@@ -473,5 +466,5 @@ taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot, const TaskqReadyCol
 		b->anymin.seq = PG_INT64_MIN;
 	}
 	else
-		hint_note(b, DatumGetTextPP(action), DatumGetInt32(priority), DatumGetInt64(seq));
+		ready_batch_add(b, DatumGetTextPP(action), DatumGetInt32(priority), DatumGetInt64(seq));
 }

@@ -22,41 +22,41 @@ typedef struct TaskqReadyKey
 	int64		seq;
 } TaskqReadyKey;
 
-/* A claim's view of its start, from taskq_hint_begin. */
-typedef struct TaskqHintScan
+/* A claim's view of its start, from taskq_claim_start_begin. */
+typedef struct TaskqClaimStartScan
 {
 	int			slot;			/* -1: no shared start; walk from the first entry */
 	uint64		gen;
 	uint64		writes;
 	bool		valid;			/* false: walk from the first entry */
 	TaskqReadyKey start;
-} TaskqHintScan;
+} TaskqClaimStartScan;
 
-#define TASKQ_HINT_BATCH_ACTIONS 8
+#define TASKQ_READY_BATCH_ACTIONS 8
 
 /* The ready entries one statement wrote: lowest key overall and per action. */
-typedef struct TaskqHintBatch
+typedef struct TaskqReadyBatch
 {
 	bool		any;
 	TaskqReadyKey anymin;
 	bool		overflow;		/* more actions than fit: lower them all */
 	int			nactions;
-	int			len[TASKQ_HINT_BATCH_ACTIONS];
-	char		action[TASKQ_HINT_BATCH_ACTIONS][NAMEDATALEN];
-	TaskqReadyKey min[TASKQ_HINT_BATCH_ACTIONS];
-} TaskqHintBatch;
+	int			len[TASKQ_READY_BATCH_ACTIONS];
+	char		action[TASKQ_READY_BATCH_ACTIONS][NAMEDATALEN];
+	TaskqReadyKey min[TASKQ_READY_BATCH_ACTIONS];
+} TaskqReadyBatch;
 
-extern void taskq_hint_begin(const char *action, TaskqHintScan *hs);
-extern void taskq_hint_advance(TaskqHintScan *hs, TaskqReadyKey to);
-extern void taskq_hint_defer(TaskqHintScan *hs, TaskqReadyKey to);
-extern void taskq_hint_reset(Oid dboid);
-extern void taskq_hint_ready_changed(void);
-extern bool taskq_hint_ready_changed_here(void);
-extern bool taskq_hint_may_move(bool writes_noted);
-extern void taskq_hint_batch_init(TaskqHintBatch *b);
-extern void taskq_hint_note_row(TaskqHintBatch *b, TupleTableSlot *slot,
+extern void taskq_claim_start_begin(const char *action, TaskqClaimStartScan *hs);
+extern void taskq_claim_start_advance(TaskqClaimStartScan *hs, TaskqReadyKey to);
+extern void taskq_claim_start_defer(TaskqClaimStartScan *hs, TaskqReadyKey to);
+extern void taskq_claim_start_reset(Oid dboid);
+extern void taskq_claim_start_ready_changed(void);
+extern bool taskq_claim_start_ready_changed_here(void);
+extern bool taskq_claim_start_may_move(bool writes_noted);
+extern void taskq_ready_batch_init(TaskqReadyBatch *b);
+extern void taskq_ready_batch_note(TaskqReadyBatch *b, TupleTableSlot *slot,
 								const TaskqReadyCols *c);
-extern void taskq_hint_flush(TaskqHintBatch *b);
-extern bool taskq_hint_available(void);
+extern void taskq_ready_batch_flush(TaskqReadyBatch *b);
+extern bool taskq_claim_start_available(void);
 
 #endif							/* TASKQ_CLAIM_START_H */

@@ -65,23 +65,23 @@ static const char *const claim_changes[] = {
 
 /* The ready row as the partial index promises it, and of an action asked for. */
 static bool
-claimable(DirectRel *d, bool one_action, List *actions, TimestampTz now)
+claimable(TaskqRel *d, bool one_action, List *actions, TimestampTz now)
 {
 	bool		isnull;
-	Datum		status_code = old_value(d, d->ready.status_code, &isnull);
+	Datum		status_code = taskq_rel_old(d, d->ready.status_code, &isnull);
 
 	if (isnull || DatumGetObjectId(status_code) != d->ready.pending ||
-		DatumGetInt32(old_value(d, d->ready.num_signals, &isnull)) != 0 ||
-		DatumGetTimestampTz(old_value(d, d->col.not_before, &isnull)) > now)
+		DatumGetInt32(taskq_rel_old(d, d->ready.num_signals, &isnull)) != 0 ||
+		DatumGetTimestampTz(taskq_rel_old(d, d->col.not_before, &isnull)) > now)
 		return false;
 	return one_action || actions == NIL ||
-		action_listed(actions, old_value(d, d->ready.action, &isnull));
+		taskq_action_listed(actions, taskq_rel_old(d, d->ready.action, &isnull));
 }
 
 /* What one claim is doing: its arguments, its output and its walk. */
 typedef struct ClaimWalk
 {
-	DirectRel  *d;
+	TaskqRel  *d;
 	int			limit;
 	bool		one_action;
 	List	   *actions;
@@ -92,13 +92,13 @@ typedef struct ClaimWalk
 	Tuplestorestate *out;
 	TupleDesc	outdesc;
 	int			claimed;
-	/* moving the start of later claims (hint.c) */
+	/* moving the start of later claims (queue/claim_start.c) */
 	AttrNumber	nb_key;			/* not_before's index column; priority and seq before it */
 	bool		advancing;		/* every entry walked so far was dead */
 	bool		passed;			/* ... and there was at least one */
 	bool		stopped;		/* advancing ended at an entry not known dead */
 	TaskqReadyKey last;			/* the last dead entry passed, or the stop */
-	/* ... and once this claim commits (taskq_hint_defer) */
+	/* ... and once this claim commits (taskq_claim_start_defer) */
 	bool		covering;		/* every entry walked was dead or claimed here */
 	bool		covered;		/* ... and the walk went past the stop */
 	TaskqReadyKey cover_to;		/* the entry after the last one */
@@ -160,7 +160,7 @@ entry_dead(ClaimWalk *w, IndexScanDesc scan, ItemPointer tid)
  * can sort out: it succeeds if every other member is gone.
  */
 static bool
-held_by_us(DirectRel *d, TM_FailureData *tmfd)
+held_by_us(TaskqRel *d, TM_FailureData *tmfd)
 {
 	HeapTuple	tuple;
 	TM_FailureData lockfd;
@@ -186,7 +186,7 @@ held_by_us(DirectRel *d, TM_FailureData *tmfd)
  * may be only ours, see held_by_us) is left to the update.
  */
 static bool
-held_by_another(DirectRel *d)
+held_by_another(TaskqRel *d)
 {
 	HeapTupleHeader h = ExecFetchSlotHeapTuple(d->oldslot, false, NULL)->t_data;
 	uint16		infomask = h->t_infomask;
@@ -203,7 +203,7 @@ held_by_another(DirectRel *d)
 static void
 claim_row(ClaimWalk *w)
 {
-	DirectRel  *d = w->d;
+	TaskqRel  *d = w->d;
 	pg_uuid_t  *token;
 	int32		tries;
 	bool		isnull;
@@ -214,38 +214,38 @@ claim_row(ClaimWalk *w)
 
 	if (held_by_another(d))
 		return;					/* another claimer has it */
-	begin_new_row(d);
+	taskq_rel_new_row(d);
 	if (!claimable(d, w->one_action, w->actions, w->now))
 		return;
-	if (pg_add_s32_overflow(DatumGetInt32(old_value(d, d->col.num_tries, &isnull)),
+	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col.num_tries, &isnull)),
 							1, &tries))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("task \"%s\" cannot be owned again: its number of tries is at the maximum",
-						TextDatumGetCString(old_value(d, d->col.id, &isnull)))));
+						TextDatumGetCString(taskq_rel_old(d, d->col.id, &isnull)))));
 	token = palloc(sizeof(pg_uuid_t));
 	taskq_new_token(token);
 	/* claimable() found it pending */
 	(void) taskq_status_transition(TASKQ_PENDING, TASKQ_CLAIM, "(claimed)");
-	set_column(d, d->ready.status_code, ObjectIdGetDatum(d->in_progress), false);
-	set_column(d, d->col.num_tries, Int32GetDatum(tries), false);
-	set_column(d, d->col.actor_id, w->actor, false);
-	set_column(d, d->col.performance_token, UUIDPGetDatum(token), false);
-	set_column(d, d->col.action_deadline, w->deadline, !w->has_deadline);
+	taskq_rel_set(d, d->ready.status_code, ObjectIdGetDatum(d->in_progress), false);
+	taskq_rel_set(d, d->col.num_tries, Int32GetDatum(tries), false);
+	taskq_rel_set(d, d->col.actor_id, w->actor, false);
+	taskq_rel_set(d, d->col.performance_token, UUIDPGetDatum(token), false);
+	taskq_rel_set(d, d->col.action_deadline, w->deadline, !w->has_deadline);
 
-	result = update_row(d, &d->oldslot->tts_tid, false, &tmfd);
+	result = taskq_rel_update(d, &d->oldslot->tts_tid, false, &tmfd);
 	if (result == TM_BeingModified && held_by_us(d, &tmfd))
-		result = update_row(d, &d->oldslot->tts_tid, true, &tmfd);
+		result = taskq_rel_update(d, &d->oldslot->tts_tid, true, &tmfd);
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
-	taskq_hint_ready_changed();
+	taskq_claim_start_ready_changed();
 
-	row[0] = old_value(d, d->col.id, &rownulls[0]);
+	row[0] = taskq_rel_old(d, d->col.id, &rownulls[0]);
 	taskq_remember_claimed(d, row[0], &d->newslot->tts_tid);
 	row[1] = UUIDPGetDatum(token);
 	rownulls[1] = false;
-	row[2] = old_value(d, d->ready.action, &rownulls[2]);
-	row[3] = old_value(d, d->col.body, &rownulls[3]);
+	row[2] = taskq_rel_old(d, d->ready.action, &rownulls[2]);
+	row[3] = taskq_rel_old(d, d->col.body, &rownulls[3]);
 	row[4] = Int32GetDatum(tries);
 	rownulls[4] = false;
 	row[5] = w->deadline;
@@ -256,7 +256,7 @@ claim_row(ClaimWalk *w)
 
 /*
  * A walk that began at the start may leave its commit a further move of it
- * (taskq_hint_defer): over entries that are dead, and rows it claimed,
+ * (taskq_claim_start_defer): over entries that are dead, and rows it claimed,
  * which are dead for good once it commits.  The first entry that is
  * neither ends that; entries before the first live one are the advance's.
  */
@@ -295,7 +295,7 @@ end_cover(ClaimWalk *w, IndexScanDesc scan)
 static void
 claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
 {
-	DirectRel  *d = w->d;
+	TaskqRel  *d = w->d;
 	IndexScanDesc scan;
 	ItemPointer tid;
 
@@ -369,7 +369,7 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
  * action_deadline.  Returns the number claimed, or -1 if this path does not
  * apply and the caller must use the SQL claim.
  *
- * The walk starts where the claims of this database start (hint.c), in two
+ * The walk starts where the claims of this database start (queue/claim_start.c), in two
  * index scans: the rest of the start's priority from its seq on, then the
  * lower priorities.
  */
@@ -378,22 +378,22 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 				   Interval *duration, bool writes_noted, Tuplestorestate *out,
 				   TupleDesc outdesc)
 {
-	DirectRel	d;
+	TaskqRel	d;
 	Relation	idx;
 	ClaimWalk	w;
-	TaskqHintScan hs;
+	TaskqClaimStartScan hs;
 	ScanKeyData keys[3];
 	int			nkeys = 0;
 	AttrNumber	prio_col;
 
-	if (!direct_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
+	if (!taskq_rel_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
 		return -1;
 	/* (action, priority DESC, seq, not_before) or (priority DESC, seq, not_before) */
-	idx = find_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx",
+	idx = taskq_rel_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx",
 					 one_action ? 4 : 3, NULL);
 	if (idx == NULL)
 	{
-		direct_close(&d);
+		taskq_rel_close(&d);
 		return -1;
 	}
 
@@ -416,9 +416,9 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 
 	hs.slot = -1;
 	hs.valid = false;
-	if (d.hints_ok && taskq_shared_claim_start)
-		taskq_hint_begin(one_action ? linitial(actions) : NULL, &hs);
-	w.advancing = hs.slot >= 0 && taskq_hint_may_move(writes_noted);
+	if (d.starts_ok && taskq_shared_claim_start)
+		taskq_claim_start_begin(one_action ? linitial(actions) : NULL, &hs);
+	w.advancing = hs.slot >= 0 && taskq_claim_start_may_move(writes_noted);
 	w.covering = w.advancing;
 
 	if (one_action)
@@ -448,15 +448,15 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 		if (!w.stopped && w.last.seq < PG_INT64_MAX)
 			w.last.seq++;
 		if (w.stopped || w.last.seq != PG_INT64_MAX)
-			taskq_hint_advance(&hs, w.last);
+			taskq_claim_start_advance(&hs, w.last);
 	}
 	if (w.covered)
-		taskq_hint_defer(&hs, w.cover_to);
+		taskq_claim_start_defer(&hs, w.cover_to);
 	if (w.dirtyfetch != NULL)
 	{
 		table_index_fetch_end(w.dirtyfetch);
 		ExecDropSingleTupleTableSlot(w.dirtyslot);
 	}
-	direct_close(&d);
+	taskq_rel_close(&d);
 	return w.claimed;
 }

@@ -65,7 +65,7 @@ typedef struct ClaimedRow
 static HTAB *claimed_rows = NULL;
 
 void
-taskq_remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
+taskq_remember_claimed(TaskqRel *d, Datum id, ItemPointer tid)
 {
 	text	   *t = DatumGetTextPP(id);
 	int			len = VARSIZE_ANY_EXHDR(t);
@@ -94,7 +94,7 @@ taskq_remember_claimed(DirectRel *d, Datum id, ItemPointer tid)
  * truncating the table: a TID past it is not read.
  */
 bool
-taskq_fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks)
+taskq_fetch_claimed(TaskqRel *d, const char *id, BlockNumber *nblocks)
 {
 	ClaimedRow	row;
 	ItemPointerData tid;
@@ -110,5 +110,5 @@ taskq_fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks)
 		!table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->oldslot))
 		return false;
 	slot_getallattrs(d->oldslot);
-	return text_matches(old_value(d, d->col.id, &isnull), id) && !isnull;
+	return taskq_text_matches(taskq_rel_old(d, d->col.id, &isnull), id) && !isnull;
 }

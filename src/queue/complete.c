@@ -62,7 +62,7 @@
 /*
  * Complete the tasks still held with these tokens, in the order of the
  * arrays (sorted by id, so rows are locked in id order by the nested loop
- * over them): the fallback of direct.c's completion.
+ * over them): the fallback of complete.c's direct completion.
  */
 static TaskqPlan complete_held_batch_plan = {
 	"UPDATE taskq.tasks AS t"
@@ -80,7 +80,7 @@ static TaskqPlan complete_held_batch_plan = {
 
 /*
  * With taskq.retention = 0: delete the held tasks that nobody keeps (see
- * direct.c's delete_on_completion), before complete_held_batch_plan
+ * delete_on_completion), before complete_held_batch_plan
  * completes the others.
  */
 static TaskqPlan delete_held_batch_plan = {
@@ -104,19 +104,19 @@ static const char *const complete_changes[] = {
 
 /* Still held with this token: unfinished, not cancelled. */
 static bool
-held_with(DirectRel *d, pg_uuid_t *token)
+held_with(TaskqRel *d, pg_uuid_t *token)
 {
 	bool		isnull;
 	Datum		v;
 
 	slot_getallattrs(d->oldslot);
-	v = old_value(d, d->col.performance_token, &isnull);
+	v = taskq_rel_old(d, d->col.performance_token, &isnull);
 	if (isnull || memcmp(DatumGetUUIDP(v), token, UUID_LEN) != 0)
 		return false;
-	v = old_value(d, d->ready.status_code, &isnull);
+	v = taskq_rel_old(d, d->ready.status_code, &isnull);
 	if (isnull || (DatumGetObjectId(v) != d->ready.pending && DatumGetObjectId(v) != d->in_progress))
 		return false;
-	return !DatumGetBool(old_value(d, d->col.cancelled, &isnull));
+	return !DatumGetBool(taskq_rel_old(d, d->col.cancelled, &isnull));
 }
 
 /*
@@ -125,13 +125,13 @@ held_with(DirectRel *d, pg_uuid_t *token)
  * it: its completion deletes it instead of writing a finished version.
  */
 static bool
-delete_on_completion(DirectRel *d)
+delete_on_completion(TaskqRel *d)
 {
 	bool		isnull;
 
-	if (taskq_retention != 0 || DatumGetBool(old_value(d, d->col.post_result, &isnull)))
+	if (taskq_retention != 0 || DatumGetBool(taskq_rel_old(d, d->col.post_result, &isnull)))
 		return false;
-	(void) old_value(d, d->col.workflow, &isnull);
+	(void) taskq_rel_old(d, d->col.workflow, &isnull);
 	return isnull;
 }
 
@@ -149,18 +149,18 @@ int
 taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 					  char **statuses, bool *done, List **succs)
 {
-	DirectRel	d;
+	TaskqRel	d;
 	Relation	pkey;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
 	BlockNumber nblocks = InvalidBlockNumber;
 
-	if (!direct_open(&d, caller, complete_changes, lengthof(complete_changes)))
+	if (!taskq_rel_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
-	pkey = find_index(&d, "tasks_pkey", 1, NULL);
+	pkey = taskq_rel_index(&d, "tasks_pkey", 1, NULL);
 	if (pkey == NULL)
 	{
-		direct_close(&d);
+		taskq_rel_close(&d);
 		return -1;
 	}
 
@@ -197,24 +197,24 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 											InvalidSnapshot, true, &tmfd, false);
 			else
 			{
-				begin_new_row(&d);
+				taskq_rel_new_row(&d);
 				/* held_with() found it pending or in progress */
 				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, ids[i]);
-				set_column(&d, d.ready.status_code, ObjectIdGetDatum(d.completed), false);
+				taskq_rel_set(&d, d.ready.status_code, ObjectIdGetDatum(d.completed), false);
 				if (statuses[i] != NULL)
-					set_column(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
-				set_column(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
-				set_column(&d, d.col.action_deadline, (Datum) 0, true);
-				result = update_row(&d, &tid, true, &tmfd);
+					taskq_rel_set(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
+				taskq_rel_set(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
+				taskq_rel_set(&d, d.col.action_deadline, (Datum) 0, true);
+				result = taskq_rel_update(&d, &tid, true, &tmfd);
 			}
 			if (result == TM_Ok)
 			{
-				Datum		s = old_value(&d, d.col.to_signal_after, &isnull);
+				Datum		s = taskq_rel_old(&d, d.col.to_signal_after, &isnull);
 				bool		status_null;
 
 				/* a pending task held since a lease expiry: its ready version is gone */
-				if (DatumGetObjectId(old_value(&d, d.ready.status_code, &status_null)) == d.ready.pending)
-					taskq_hint_ready_changed();
+				if (DatumGetObjectId(taskq_rel_old(&d, d.ready.status_code, &status_null)) == d.ready.pending)
+					taskq_claim_start_ready_changed();
 
 				done[i] = true;
 				succs[i] = isnull ? NIL : taskq_text_array_list(s);
@@ -234,7 +234,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 			found = result == TM_Ok;
 		}
 	}
-	direct_close(&d);
+	taskq_rel_close(&d);
 	return ndone;
 }
 /* The rows (id, to_signal_after) the last statement finished: done, succs. */

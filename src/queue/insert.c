@@ -46,7 +46,7 @@
  * copy every column of every row into a tuplestore, which cost more than
  * the insert itself.  Two forms (see insert_rows): for a large batch, the
  * tries of actions with a policy filled in beforehand and the rows written
- * a page at a time by direct.c (a plain INSERT if that path does not
+ * a page at a time by row_insert.c (a plain INSERT if that path does not
  * apply); for a small one (or insert_tasks_if_absent), one statement that
  * looks the policy up and reports stored duplicates by a short count.
  */
@@ -367,7 +367,7 @@ column_array(int c, Datum *col, bool *nulls, int n)
 
 /*
  * Insert every row: a small batch in one statement; a large one, after a
- * look for stored duplicates, a page at a time (direct.c), or with the
+ * look for stored duplicates, a page at a time (the direct paths), or with the
  * INSERT if that path does not apply.  The successors of a row go to the
  * direct path as a text[], to the INSERT as an array literal (one text per
  * row, cast in the statement).
@@ -512,7 +512,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 
 	/*
 	 * A large batch: written a page at a time, its primary key entries
-	 * checked as they go in (direct.c), and a stored duplicate reported by
+	 * checked as they go in (the direct paths), and a stored duplicate reported by
 	 * id and batch position.
 	 */
 	{

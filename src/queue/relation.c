@@ -7,7 +7,7 @@
  *
  * The direct paths (claim walk, completion, batch insert) apply only to the
  * table the install script made: no triggers but taskq's own, no row
- * security; otherwise direct_open says no and the caller runs its SQL
+ * security; otherwise taskq_rel_open says no and the caller runs its SQL
  * fallback.  Locking: the table is opened with RowExclusiveLock, as an
  * UPDATE would; each path locks its rows itself.
  *
@@ -64,7 +64,7 @@ taskq_column(TupleDesc desc, const char *name)
 	}
 	return InvalidAttrNumber;
 }
-/* The columns besides the ready ones (taskq_ready_cols, hint.c); false if one is missing. */
+/* The columns besides the ready ones (taskq_ready_cols, queue/claim_start.c); false if one is missing. */
 static bool
 find_columns(TupleDesc desc, TaskColumns *c)
 {
@@ -111,20 +111,20 @@ written_fn(bool again)
  * The triggers of taskq.tasks are only the install script's, which this
  * path needs not fire: tasks_ready_hint_insert, _update and _delete,
  * statement triggers of taskq.tasks_written() over the changed rows.
- * *hints_ok: all three are there and enabled ALWAYS, so every SQL statement
+ * *starts_ok: all three are there and enabled ALWAYS, so every SQL statement
  * that adds a ready entry lowers the claims' start, and one that changes a
- * ready row is noted for its transaction (hint.c); if not, claims walk from
+ * ready row is noted for its transaction (queue/claim_start.c); if not, claims walk from
  * the first entry.
  */
 static bool
-triggers_ours(Relation rel, bool *hints_ok)
+triggers_ours(Relation rel, bool *starts_ok)
 {
 	TriggerDesc *td = rel->trigdesc;
 	bool		ins = false,
 				upd = false,
 				del = false;
 
-	*hints_ok = false;
+	*starts_ok = false;
 	if (td == NULL)
 		return true;
 	for (int i = 0; i < td->numtriggers; i++)
@@ -141,7 +141,7 @@ triggers_ours(Relation rel, bool *hints_ok)
 		upd |= TRIGGER_FOR_UPDATE(t->tgtype) && t->tgnewtable != NULL && t->tgoldtable != NULL;
 		del |= TRIGGER_FOR_DELETE(t->tgtype) && t->tgoldtable != NULL;
 	}
-	*hints_ok = ins && upd && del;
+	*starts_ok = ins && upd && del;
 	return true;
 }
 
@@ -151,7 +151,7 @@ triggers_ours(Relation rel, bool *hints_ok)
  * commands.  False (nothing left open) if this path does not apply.
  */
 bool
-direct_open(DirectRel *d, const char *what, const char *const *changed, int nchanged)
+taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged)
 {
 	Oid			nsp = get_namespace_oid("taskq", true);
 	Oid			relid;
@@ -168,7 +168,7 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 	d->desc = RelationGetDescr(d->rel);
 	/* heap: held_by_us and held_by_another read the row's header */
 	if (d->rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
-		!triggers_ours(d->rel, &d->hints_ok) || d->rel->rd_rel->relrowsecurity ||
+		!triggers_ours(d->rel, &d->starts_ok) || d->rel->rd_rel->relrowsecurity ||
 		!find_columns(d->desc, &d->col) || !taskq_ready_cols(d->desc, &d->ready))
 	{
 		table_close(d->rel, RowExclusiveLock);
@@ -211,7 +211,7 @@ direct_open(DirectRel *d, const char *what, const char *const *changed, int ncha
 }
 
 void
-direct_close(DirectRel *d)
+taskq_rel_close(TaskqRel *d)
 {
 	ExecDropSingleTupleTableSlot(d->oldslot);
 	ExecDropSingleTupleTableSlot(d->newslot);
@@ -229,7 +229,7 @@ direct_close(DirectRel *d)
  * its IndexInfo in *info, if info is given.
  */
 Relation
-find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info)
+taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info)
 {
 	for (int i = 0; i < d->rri->ri_NumIndices; i++)
 	{
@@ -249,7 +249,7 @@ find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info)
 
 /* Start the new row version as a copy of the old one. */
 void
-begin_new_row(DirectRel *d)
+taskq_rel_new_row(TaskqRel *d)
 {
 	slot_getallattrs(d->oldslot);
 	ExecClearTuple(d->newslot);
@@ -258,7 +258,7 @@ begin_new_row(DirectRel *d)
 }
 
 void
-set_column(DirectRel *d, AttrNumber att, Datum value, bool isnull)
+taskq_rel_set(TaskqRel *d, AttrNumber att, Datum value, bool isnull)
 {
 	d->newslot->tts_values[att - 1] = value;
 	d->newslot->tts_isnull[att - 1] = isnull;
@@ -266,7 +266,7 @@ set_column(DirectRel *d, AttrNumber att, Datum value, bool isnull)
 
 /* Write the new version over the old one found at tid; wait or not. */
 TM_Result
-update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
+taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 {
 	LockTupleMode lockmode;
 	bool		update_indexes;
@@ -283,7 +283,7 @@ update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 	return result;
 }
 bool
-text_matches(Datum d, const char *s)
+taskq_text_matches(Datum d, const char *s)
 {
 	text	   *t = DatumGetTextPP(d);
 	size_t		len = VARSIZE_ANY_EXHDR(t);
@@ -292,12 +292,12 @@ text_matches(Datum d, const char *s)
 }
 
 bool
-action_listed(List *actions, Datum action)
+taskq_action_listed(List *actions, Datum action)
 {
 	ListCell   *lc;
 
 	foreach(lc, actions)
-		if (text_matches(action, lfirst(lc)))
+		if (taskq_text_matches(action, lfirst(lc)))
 			return true;
 	return false;
 }

@@ -52,7 +52,7 @@ typedef struct TaskColumns
 				workflow;
 } TaskColumns;
 
-typedef struct DirectRel
+typedef struct TaskqRel
 {
 	Relation	rel;
 	TupleDesc	desc;
@@ -64,10 +64,10 @@ typedef struct DirectRel
 	ResultRelInfo *rri;
 	Snapshot	snapshot;
 	CommandId	cid;
-	bool		hints_ok;		/* the tasks_ready_hint triggers note SQL writes */
+	bool		starts_ok;		/* the tasks_ready_hint triggers note SQL writes */
 	TupleTableSlot *oldslot;	/* the row as found */
 	TupleTableSlot *newslot;	/* the row as written */
-} DirectRel;
+} TaskqRel;
 
 
 
@@ -76,26 +76,26 @@ extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
-extern bool direct_open(DirectRel *d, const char *what, const char *const *changed, int nchanged);
-extern void direct_close(DirectRel *d);
-extern Relation find_index(DirectRel *d, const char *name, int nkeys, IndexInfo **info);
-extern void begin_new_row(DirectRel *d);
-extern void set_column(DirectRel *d, AttrNumber att, Datum value, bool isnull);
-extern TM_Result update_row(DirectRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
-extern bool text_matches(Datum d, const char *s);
-extern bool action_listed(List *actions, Datum action);
+extern bool taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged);
+extern void taskq_rel_close(TaskqRel *d);
+extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info);
+extern void taskq_rel_new_row(TaskqRel *d);
+extern void taskq_rel_set(TaskqRel *d, AttrNumber att, Datum value, bool isnull);
+extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
+extern bool taskq_text_matches(Datum d, const char *s);
+extern bool taskq_action_listed(List *actions, Datum action);
 
 /* The value of a column of the row as found. */
 static inline Datum
-old_value(DirectRel *d, AttrNumber att, bool *isnull)
+taskq_rel_old(TaskqRel *d, AttrNumber att, bool *isnull)
 {
 	*isnull = d->oldslot->tts_isnull[att - 1];
 	return d->oldslot->tts_values[att - 1];
 }
 
 /* claimed_rows.c: where this backend's claims wrote their rows */
-extern void taskq_remember_claimed(DirectRel *d, Datum id, ItemPointer tid);
-extern bool taskq_fetch_claimed(DirectRel *d, const char *id, BlockNumber *nblocks);
+extern void taskq_remember_claimed(TaskqRel *d, Datum id, ItemPointer tid);
+extern bool taskq_fetch_claimed(TaskqRel *d, const char *id, BlockNumber *nblocks);
 
 /* claim_walk.c, complete.c, row_insert.c: the direct paths; -1 or false: not applicable */
 extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,

@@ -62,7 +62,7 @@
  * primary key's own 23505 if it committed.
  */
 static bool
-id_stored(DirectRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer tid)
+id_stored(TaskqRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer tid)
 {
 	ScanKeyData key;
 	IndexScanDesc scan;
@@ -83,7 +83,7 @@ id_stored(DirectRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer 
 /*
  * Insert n rows into taskq.tasks, given as column arrays: cols[c][i] and
  * nulls[c][i] are row i's value of column names[c].  The columns not named
- * take their defaults, and so does a NULL not_before (insert.c's INSERT had
+ * take their defaults, and so does a NULL not_before (insert.c's INSERT has
  * COALESCE(not_before, now()), the column's default).  The rows are written
  * a page at a time (table_multi_insert, as COPY does: one WAL record per
  * page rather than per row), then their index entries are added.  The
@@ -96,7 +96,7 @@ bool
 taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 					bool **nulls, int *stored)
 {
-	DirectRel	d;
+	TaskqRel	d;
 	int			natts;
 	int		   *given;			/* per attribute: index into names, or -1 */
 	ExprState **defaults;		/* per attribute: its default, if used */
@@ -104,7 +104,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	TupleTableSlot **slots;
 	ExprContext *econtext;
 	int			done = 0;
-	TaskqHintBatch ready;
+	TaskqReadyBatch ready;
 	int			id_col = -1;
 	Relation	pkey;
 	IndexInfo  *pkinfo = NULL;
@@ -113,20 +113,20 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	ItemPointerData *repeat_tids;
 
 	*stored = -1;
-	if (!direct_open(&d, "INSERT", NULL, 0))
+	if (!taskq_rel_open(&d, "INSERT", NULL, 0))
 		return false;
-	pkey = find_index(&d, "tasks_pkey", 1, &pkinfo);
+	pkey = taskq_rel_index(&d, "tasks_pkey", 1, &pkinfo);
 	for (int c = 0; c < ncols; c++)
 		if (strcmp(names[c], "id") == 0)
 			id_col = c;
 	if (pkey == NULL || !pkinfo->ii_Unique || id_col < 0)
 	{
-		direct_close(&d);
+		taskq_rel_close(&d);
 		return false;
 	}
 	repeat_rows = palloc(sizeof(int) * n);
 	repeat_tids = palloc(sizeof(ItemPointerData) * n);
-	taskq_hint_batch_init(&ready);
+	taskq_ready_batch_init(&ready);
 	natts = d.desc->natts;
 	given = palloc(sizeof(int) * natts);
 	defaults = palloc0(sizeof(ExprState *) * natts);
@@ -138,7 +138,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 
 		if (att == InvalidAttrNumber)
 		{
-			direct_close(&d);
+			taskq_rel_close(&d);
 			return false;
 		}
 		given[att - 1] = c;
@@ -209,7 +209,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 				repeat_rows[nrepeats] = done + j;
 				repeat_tids[nrepeats++] = slots[j]->tts_tid;
 			}
-			taskq_hint_note_row(&ready, slots[j], &d.ready);	/* hint.c */
+			taskq_ready_batch_note(&ready, slots[j], &d.ready);	/* claim_start.c */
 		}
 		done += k;
 	}
@@ -217,10 +217,10 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		if (id_stored(&d, pkey, pkinfo, cols[id_col][repeat_rows[r]], &repeat_tids[r]))
 			*stored = repeat_rows[r];
 	/* the entries are in the indexes: now the claims may start before them */
-	taskq_hint_flush(&ready);
+	taskq_ready_batch_flush(&ready);
 
 	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
 		ExecDropSingleTupleTableSlot(slots[k]);
-	direct_close(&d);
+	taskq_rel_close(&d);
 	return true;
 }

@@ -8,7 +8,7 @@
  * reaches zero while pending becomes ready (it enters the ready index); if
  * it is spontaneous the queue completes it on the spot.
  *
- * The completion itself, the hottest update here, is in direct.c (with the
+ * The completion itself, the hottest update here, is in complete.c (with the
  * UPDATE below as its fallback).
  *
  * Locking: the returned task's row is locked first; successors are then

@@ -56,7 +56,7 @@ static TaskqPlan ready_actions_plan = {
 	0, {0}
 };
 
-/* Mark an announcement, "<kind><name>" (see shmem.h), to be sent. */
+/* Mark an announcement, "<kind><name>" (see ipc/shmem.h), to be sent. */
 static void
 mark_entry(const char *entry)
 {

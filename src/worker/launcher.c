@@ -92,7 +92,7 @@ launcher_detach(int code, Datum arg)
 
 /*
  * The connectable, non-template databases that the workers' role may
- * connect to; *role is that role (acl.c).  None when taskq.worker_role
+ * connect to; *role is that role (worker/role.c).  None when taskq.worker_role
  * names a role that cannot be used.
  */
 static List *

@@ -2,7 +2,7 @@
  *
  * loop.c
  *	  The per-database background worker: expires leases, adds the
- *	  signals completions deferred past a locked join (finish.c), announces
+ *	  signals completions deferred past a locked join (queue/signal.c), announces
  *	  delayed tasks whose time came, sends the coalesced NOTIFYs, and
  *	  deletes finished tasks past taskq.retention.
  *
@@ -65,8 +65,8 @@
 #define LOCKED_RETRY_MS 100
 /* Deferred signals are folded at most once per this many ms (they batch). */
 #define FOLD_INTERVAL_MS 2
-/* how often the claims' starts are forgotten (hint.c) */
-#define HINT_RESET_MS 1000
+/* how often the claims' starts are forgotten (queue/claim_start.c) */
+#define CLAIM_START_RESET_MS 1000
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
 
@@ -346,7 +346,7 @@ taskq_worker_main(Datum main_arg)
 	bool		announce_all = false;
 	bool		fold_pending = false;
 	TimestampTz last_fold = 0;
-	TimestampTz last_hint_reset = 0;
+	TimestampTz last_claim_start_reset = 0;
 	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
@@ -424,11 +424,11 @@ taskq_worker_main(Datum main_arg)
 			fold_pending |= taskq_deferred_take(true);
 		else
 			wake_for_fold = taskq_deferred_take(false);
-		/* writes no trigger saw (hint.c) wait at most this long */
-		if (now >= last_hint_reset + HINT_RESET_MS * (int64) 1000)
+		/* writes no trigger saw (queue/claim_start.c) wait at most this long */
+		if (now >= last_claim_start_reset + CLAIM_START_RESET_MS * (int64) 1000)
 		{
 			taskq_claim_start_reset(MyDatabaseId);
-			last_hint_reset = now;
+			last_claim_start_reset = now;
 		}
 		if (first || now >= next_maintenance ||
 			!worker_announce(&notify_due, &announce_all))

@@ -196,7 +196,7 @@ taskq_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	/*
 	 * DDL may have disabled the triggers that note SQL writes of ready
-	 * tasks (hint.c) or re-enabled them after writes they missed: claims
+	 * tasks (queue/claim_start.c) or re-enabled them after writes they missed: claims
 	 * walk from the first entry again.
 	 */
 	if (IsA(pstmt->utilityStmt, AlterTableStmt) || IsA(pstmt->utilityStmt, CreateTrigStmt) ||
