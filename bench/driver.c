@@ -17,7 +17,7 @@
  *               latency   taskq only: a producer at --rate tasks/s for
  *                         --seconds, --clients workers waiting on LISTEN taskq;
  *                         enqueue->claim from database timestamps
- *     taskq only, issue 4's workloads 4-7:
+ *     taskq only, the depth, fan-in, chain and soak workloads:
  *               depth     rounds of: enqueue --backlog tasks (not timed,
  *                         then VACUUM ANALYZE and CHECKPOINT), drain
  *                         min(--backlog, claims left) of them (timed), until

@@ -11,13 +11,13 @@
 #   RUNS=3 TASKS=100000 LATENCY_SECONDS=20 bash bench/run.sh
 #   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
 #
-# Workloads (issue 4): enqueue (1 per transaction from 4 clients; batches of
+# Workloads: enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
 # producer at 300 tasks/s, 4 idle workers on LISTEN), lag (LAG_TASKS
 # (300,000) pending, autovacuum off, one worker drains 50 per claim in
 # LAG_CHUNKS (6) chunks: last chunk's rate against the first's, for taskq,
 # baseline and floor; LONG_RUNS runs), and, taskq against itself (ratios
-# the issue sets targets for):
+# the targets are set for):
 #   depth   drain rate over the first DEPTH_CLAIMS (100,000) claims with
 #           DEPTH_BIG (1,000,000) pending, against the same number of claims
 #           taken DEPTH_SMALL (10,000) at a time from a queue refilled to
@@ -54,7 +54,7 @@ source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
 WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
-TASKS=${TASKS:-100000}   # issue 4: enqueue and drain 100,000
+TASKS=${TASKS:-100000}   # enqueue and drain 100,000
 DRAIN_WORKERS=${DRAIN_WORKERS:-1 4 16}   # a subset, for quick looks
 DRAIN_PER_CLAIM=${DRAIN_PER_CLAIM:-1 50}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
