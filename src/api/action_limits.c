@@ -1,6 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * action_limits.c
+ *	  Per-action limits on workers (taskq.action_grants), applied by the
+ *	  SQL entry points before they call the queue.
+ *
  * The public functions are SECURITY DEFINER: they run as the extension's
  * owner, so producers and workers reach taskq.tasks only through them, and
  * what each may call is decided by EXECUTE privileges (install script).  On
@@ -20,11 +23,6 @@
  * catcache invalidations; each clears the cache.  So a caller that is not
  * limited pays one comparison per call, and a limited one a lookup of the
  * actions of the tasks it extends or returns.
- *
- * Background workers: PostgreSQL 15 starts a worker as a role given by
- * oid.  The launcher resolves taskq.worker_role (empty: the bootstrap
- * superuser, as before), checks that the role may log in and connect, and
- * passes the oid to each worker in bgw_extra.
  *
  *-------------------------------------------------------------------------
  */

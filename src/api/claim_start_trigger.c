@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim_start_trigger.c
- * taskq.tasks_written(): the statement triggers through which SQL writes of
- * taskq.tasks keep the claims' start right (claim_start.c).
+ *	  taskq.tasks_written(): the statement triggers through which SQL writes of
+ *	  taskq.tasks keep the claims' start right (claim_start.c).
  *
  *-------------------------------------------------------------------------
  */

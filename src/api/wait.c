@@ -4,7 +4,7 @@
  *	  wait_for_task: sleep until a task is completed or aborted.
  *
  * The waiter sleeps on the condition variable of the task's hash slot,
- * which the finishing transaction broadcasts after it commits (shmem.c).
+ * which the finishing transaction broadcasts after it commits (ipc/wakeup.c).
  * It prepares to sleep before each look at the row, so a broadcast between
  * the look and the sleep is not lost, and it reads the row with the latest
  * snapshot, so the wait works in any isolation level.  A long recheck

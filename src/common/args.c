@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * args.c
- * Checks of the arguments SQL functions are given, and small helpers for
- * lists of C strings.
+ *	  Checks of the arguments SQL functions are given, and small helpers for
+ *	  lists of C strings.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,6 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * plan.c
+ *	  The prepared-plan cache, and readers of SPI results.
+ *
  * Every statement taskq runs is a TaskqPlan: prepared on first use in a
  * backend and kept with SPI_keepplan, so repeated calls never re-parse or
  * re-plan (the plan cache still re-plans after DDL on taskq.tasks).

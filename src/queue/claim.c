@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * claim.c
- * The claim path: own_tasks' engine.  It runs the lease-expiry sweep, then
- * the claim walk (claim_walk.c), or, when the direct path does not apply
- * (an admin put triggers or row security on taskq.tasks), the SQL claim
- * here: ready rows selected with LIMIT and FOR UPDATE SKIP LOCKED and
- * updated by ctid in the same statement.
+ *	  The claim path: own_tasks' engine.  It runs the lease-expiry sweep, then
+ *	  the claim walk (claim_walk.c), or, when the direct path does not apply
+ *	  (an admin put triggers or row security on taskq.tasks), the SQL claim
+ *	  here: ready rows selected with LIMIT and FOR UPDATE SKIP LOCKED and
+ *	  updated by ctid in the same statement.
  *
  * Concurrent claimers never wait for each other and never get the same
  * task, and the cost depends on the number of rows claimed, not on how many

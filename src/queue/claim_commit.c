@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim_commit.c
- * Which commits may skip the WAL flush: transactions that wrote only
- * claims.
+ *	  Which commits may skip the WAL flush: transactions that wrote only
+ *	  claims.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim_start.c
- * Where claims start in the ready indexes: past the dead entries at their
- * head.
+ *	  Where claims start in the ready indexes: past the dead entries at their
+ *	  head.
  *
  * A claimed or finished task leaves its old entry at the head of the ready
  * index until VACUUM removes it (its row version is dead, or soon will be).

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim_walk.c
- * The claim without the executor: a ready index walked from the shared
- * claim start, each ready row updated without waiting.
+ *	  The claim without the executor: a ready index walked from the shared
+ *	  claim start, each ready row updated without waiting.
  *
  * The SQL claim was UPDATE ... WHERE ctid = ANY (SELECT ... FOR UPDATE SKIP
  * LOCKED).  For every task it wrote a tuple lock and then the update: two

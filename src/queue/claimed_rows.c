@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claimed_rows.c
- * Where this backend's claims put their rows (id -> TID), for the
- * completion.
+ *	  Where this backend's claims put their rows (id -> TID), for the
+ *	  completion.
  *
  * A worker returns what it claimed, usually on the same connection.  The
  * claim knows where each new row version went; the completion would look

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * complete.c
- * The completion of held tasks: each row found where this backend's claim
- * wrote it or by its primary key, its token checked, the row updated (or
- * deleted with taskq.retention = 0); and the same as one SQL statement, the
- * fallback when the direct path does not apply.
+ *	  The completion of held tasks: each row found where this backend's claim
+ *	  wrote it or by its primary key, its token checked, the row updated (or
+ *	  deleted with taskq.retention = 0); and the same as one SQL statement, the
+ *	  fallback when the direct path does not apply.
  *
  * The completion does what UPDATE ... FROM unnest(ids, tokens) did, row by
  * row in id order (the lock order of batch returns): it waits for a row

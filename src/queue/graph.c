@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * graph.c
- * The dependency graph: the lock that serialises changes to edges between
- * stored tasks, the cycle check run under it, edges added between stored
- * tasks, and the workflow locks.
+ *	  The dependency graph: the lock that serialises changes to edges between
+ *	  stored tasks, the cycle check run under it, edges added between stored
+ *	  tasks, and the workflow locks.
  *
  * Lock order: workflow locks (in key order), then the graph lock, then task
  * rows in id order.
@@ -26,10 +26,14 @@
 
 #include "common/args.h"
 #include "common/plan.h"
-#include "queue/queue.h"
+#include "queue/relation.h"
 
 /* Advisory lock key of the dependency graph: ("task", "q\0\0\0"). */
-#define GRAPH_LOCK_KEY1 0x7461736B
+/*
+ * The advisory locks of taskq: key1 "task", and key2 "q\0\0\0" for the
+ * dependency graph or the hash of a workflow key for a workflow lock.
+ */
+#define TASKQ_LOCK_CLASS 0x7461736B
 #define GRAPH_LOCK_KEY2 0x71000000
 
 static TaskqPlan lock_tasks_plan = {
@@ -46,14 +50,6 @@ static TaskqPlan add_successors_plan = {
 	2, {TEXTOID, TEXTARRAYOID}
 };
 
-static TaskqPlan add_signals_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
-	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
-	2, {TEXTOID, INT4OID}
-};
-
 static TaskqPlan successors_plan = {
 	"SELECT to_signal_after FROM taskq.tasks"
 	" WHERE id OPERATOR(pg_catalog.=) $1"
@@ -66,7 +62,7 @@ taskq_lock_dependency_graph(void)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GRAPH_LOCK_KEY1, GRAPH_LOCK_KEY2, 2);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TASKQ_LOCK_CLASS, GRAPH_LOCK_KEY2, 2);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
@@ -243,8 +239,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 		}
 		if (e->new_signals > 0)
 		{
-			values[1] = Int32GetDatum(e->new_signals);
-			taskq_execute(&add_signals_plan, values, NULL, false, 0);
+			(void) taskq_signal_add_edges(e->id, e->new_signals, false);
 		}
 	}
 
@@ -254,8 +249,6 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 	return added;
 }
 
-/* Advisory lock class of workflow locks: ("task", hash of the key). */
-#define WORKFLOW_LOCK_KEY1 0x7461736B
 
 
 static TaskqPlan cancelled_workflows_plan = {
@@ -271,7 +264,7 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 	LOCKTAG		tag;
 	uint32		h = hash_bytes((const unsigned char *) workflow, strlen(workflow));
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, WORKFLOW_LOCK_KEY1, h, 2);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TASKQ_LOCK_CLASS, h, 2);
 	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }
 

@@ -1,6 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * insert.c
+ *	  A batch of tasks inserted atomically, with their edges to each other
+ *	  and to stored tasks that have not started (insert_tasks,
+ *	  replace_tasks, insert_tasks_if_absent, the shapes).
+ *
  * A batch is checked whole before anything is written: duplicate ids in the
  * batch, unknown successors, cycles among the batch's own edges.  Rows go in
  * with one INSERT over unnest() of column arrays, after a look for stored
@@ -108,17 +112,6 @@ static TaskqPlan existing_plan = {
 	"SELECT id FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR KEY SHARE",
 	1, {TEXTARRAYOID}
-};
-
-/* One more edge into a stored task, which must not have started. */
-static TaskqPlan add_signals_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
-	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1"
-	"   AND status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"   AND performance_token IS NULL",
-	2, {TEXTOID, INT4OID}
 };
 
 static TaskqPlan state_plan = {
@@ -365,77 +358,88 @@ column_array(int c, Datum *col, bool *nulls, int n)
 											  col_lens[c], col_byval[c], col_align[c]));
 }
 
-/*
- * Insert every row: a small batch in one statement; a large one, after a
- * look for stored duplicates, a page at a time (the direct paths), or with the
- * INSERT if that path does not apply.  The successors of a row go to the
- * direct path as a text[], to the INSERT as an array literal (one text per
- * row, cast in the statement).
- */
-static void
-insert_rows(List *specs, HTAB *ids, bool if_absent)
+/* The batch as column arrays: cols[c][i] and nulls[c][i] are row i's column c. */
+typedef struct BatchColumns
 {
-	int			n = list_length(specs);
+	int			n;
 	Datum	   *cols[NCOLS];
-	bool	   *colnulls[NCOLS];
-	Datum		values[NCOLS];
+	bool	   *nulls[NCOLS];
+} BatchColumns;
+
+/*
+ * In a large batch a task without max_tries gets its action's, if the
+ * action has a policy, looked up here once per batch, not once per row (the
+ * small form looks it up in the INSERT).  Returns the actions with a policy,
+ * and their tries in *tries.
+ */
+static List *
+policy_max_tries(List *specs, List **tries)
+{
+	List	   *no_tries = NIL;
+	List	   *actions = NIL;
 	ListCell   *lc;
-	int			i = 0;
-	List	   *no_tries = NIL;	/* actions of tasks without max_tries */
-	List	   *policy_actions = NIL;
-	List	   *policy_tries = NIL;
-	bool		small = if_absent || n <= SMALL_BATCH;
+	Datum		arg;
 
-	for (int c = 0; c < NCOLS; c++)
-	{
-		cols[c] = palloc0(sizeof(Datum) * n);
-		colnulls[c] = palloc0(sizeof(bool) * n);
-	}
-
-	/*
-	 * In a large batch a task without max_tries gets its action's, if the
-	 * action has a policy, looked up here once per batch, not once per row
-	 * (the small form looks it up in the INSERT).
-	 */
+	*tries = NIL;
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (!small && !s->has_max_tries && !taskq_string_member(no_tries, s->action))
+		if (!s->has_max_tries && !taskq_string_member(no_tries, s->action))
 			no_tries = lappend(no_tries, s->action);
 	}
-	if (no_tries != NIL)
+	if (no_tries == NIL)
+		return NIL;
+	arg = taskq_text_array_datum(no_tries);
+	taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		Datum		arg = taskq_text_array_datum(no_tries);
-
-		taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			policy_actions = lappend(policy_actions, taskq_get_text(r, 1, NULL));
-			policy_tries = lappend_int(policy_tries, taskq_get_int32(r, 2, NULL));
-		}
+		actions = lappend(actions, taskq_get_text(r, 1, NULL));
+		*tries = lappend_int(*tries, taskq_get_int32(r, 2, NULL));
 	}
+	return actions;
+}
 
+/*
+ * The batch's rows as column arrays.  The successors of a row are a text[]
+ * for the direct path, an array literal (one text, cast in the statement)
+ * for the small INSERT.
+ */
+static void
+fill_columns(BatchColumns *bc, List *specs, HTAB *ids, bool small,
+			 List *policy_actions, List *policy_tries)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	bc->n = list_length(specs);
+	for (int c = 0; c < NCOLS; c++)
+	{
+		bc->cols[c] = palloc0(sizeof(Datum) * bc->n);
+		bc->nulls[c] = palloc0(sizeof(bool) * bc->n);
+	}
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
 		IdEntry    *e = lookup_id(ids, s->id, false);
+		Datum	  **cols = bc->cols;
+		bool	  **nulls = bc->nulls;
 
 		cols[0][i] = CStringGetTextDatum(s->id);
 		cols[1][i] = CStringGetTextDatum(s->action);
 		if (s->body)
 			cols[2][i] = JsonbPGetDatum(s->body);
 		else
-			colnulls[2][i] = true;
+			nulls[2][i] = true;
 		if (s->status)
 			cols[3][i] = CStringGetTextDatum(s->status);
 		else
-			colnulls[3][i] = true;
-		colnulls[4][i] = true;
+			nulls[3][i] = true;
+		nulls[4][i] = true;
 		if (s->has_max_tries)
 		{
 			cols[4][i] = Int32GetDatum(s->max_tries);
-			colnulls[4][i] = false;
+			nulls[4][i] = false;
 		}
 		else
 		{
@@ -446,13 +450,13 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 				if (strcmp(lfirst(pa), s->action) == 0)
 				{
 					cols[4][i] = Int32GetDatum(lfirst_int(pt));
-					colnulls[4][i] = false;
+					nulls[4][i] = false;
 					break;
 				}
 		}
 		cols[5][i] = Int32GetDatum(s->num_signals + e->inherited);
 		if (s->successors == NIL)
-			colnulls[COL_SUCC][i] = true;
+			nulls[COL_SUCC][i] = true;
 		else if (small)
 			cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
 		else
@@ -462,110 +466,150 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 		if (s->has_not_before)
 			cols[9][i] = TimestampTzGetDatum(s->not_before);
 		else
-			colnulls[9][i] = true;
+			nulls[9][i] = true;
 		cols[10][i] = BoolGetDatum(s->spontaneous);
 		if (s->retry)
 			cols[11][i] = JsonbPGetDatum(s->retry);
 		else
-			colnulls[11][i] = true;
+			nulls[11][i] = true;
 		if (s->workflow)
 			cols[12][i] = CStringGetTextDatum(s->workflow);
 		else
-			colnulls[12][i] = true;
+			nulls[12][i] = true;
 		i++;
 	}
+}
 
-	if (small)
-	{
-		List	   *inserted = NIL;
-		List	   *missing = NIL;
-		uint64		written;
+/* Every column as an array, the arguments of the INSERT statements. */
+static void
+column_arrays(BatchColumns *bc, Datum *values)
+{
+	for (int c = 0; c < NCOLS; c++)
+		values[c] = column_array(c, bc->cols[c], bc->nulls[c], bc->n);
+}
 
-		for (int c = 0; c < NCOLS; c++)
-			values[c] = column_array(c, cols[c], colnulls[c], n);
-		taskq_execute(&insert_small_plan, values, NULL, false, 0);
-		if (SPI_processed == (uint64) n)
-			return;
-		/*
-		 * insert_tasks_if_absent locked the stored ones and left them out:
-		 * a conflict there is a concurrent insert of the same id.
-		 */
-		if (if_absent)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
-					 errhint("Retry the call.")));
-		/* Left out: a stored duplicate, or a row an admin's trigger skipped. */
-		written = SPI_processed;
-		for (uint64 r = 0; r < written; r++)
-			inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
-		foreach(lc, specs)
-		{
-			TaskSpec   *s = lfirst(lc);
+/*
+ * A small batch (or insert_tasks_if_absent): one statement that looks the
+ * policy up and leaves out stored duplicates, which are then reported.
+ */
+static void
+insert_small(List *specs, BatchColumns *bc, bool if_absent)
+{
+	Datum		values[NCOLS];
+	List	   *inserted = NIL;
+	List	   *missing = NIL;
+	uint64		written;
+	ListCell   *lc;
 
-			if (!taskq_string_member(inserted, s->id))
-				missing = lappend(missing, s->id);
-		}
-		report_stored_duplicate(specs, stored_among(taskq_text_array_datum(missing)));
-		report_skipped_rows(n, written);
-	}
+	column_arrays(bc, values);
+	taskq_execute(&insert_small_plan, values, NULL, false, 0);
+	if (SPI_processed == (uint64) bc->n)
+		return;
 
 	/*
-	 * A large batch: written a page at a time, its primary key entries
-	 * checked as they go in (the direct paths), and a stored duplicate reported by
-	 * id and batch position.
+	 * insert_tasks_if_absent locked the stored ones and left them out: a
+	 * conflict there is a concurrent insert of the same id.
 	 */
+	if (if_absent)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
+				 errhint("Retry the call.")));
+	/* Left out: a stored duplicate, or a row an admin's trigger skipped. */
+	written = SPI_processed;
+	for (uint64 r = 0; r < written; r++)
+		inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
+	foreach(lc, specs)
 	{
-		/* total_dependencies starts equal to num_signals (cols[5]) */
-		static const char *const names[] = {"id", "action", "body", "status",
-			"max_tries", "num_signals", "total_dependencies", "to_signal_after",
-			"post_result", "priority", "not_before", "spontaneous", "retry",
-		"workflow"};
-		Datum	   *dcols[lengthof(names)] = {cols[0], cols[1], cols[2], cols[3],
-			cols[4], cols[5], cols[5], cols[6], cols[7], cols[8], cols[9],
-		cols[10], cols[11], cols[12]};
-		bool	   *dnulls[lengthof(names)] = {colnulls[0], colnulls[1],
-			colnulls[2], colnulls[3], colnulls[4], colnulls[5], colnulls[5],
-			colnulls[6], colnulls[7], colnulls[8], colnulls[9], colnulls[10],
-		colnulls[11], colnulls[12]};
+		TaskSpec   *s = lfirst(lc);
 
-		int			stored;
-
-		if (taskq_insert_direct(n, lengthof(names), names, dcols, dnulls, &stored))
-		{
-			if (stored >= 0)
-				report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
-			return;
-		}
+		if (!taskq_string_member(inserted, s->id))
+			missing = lappend(missing, s->id);
 	}
+	report_stored_duplicate(specs, stored_among(taskq_text_array_datum(missing)));
+	report_skipped_rows(bc->n, written);
+}
 
-	/*
-	 * The INSERT, when the direct path does not apply: a stored duplicate is
-	 * looked for first, so that it is reported by id and batch position.  (A
-	 * plain INSERT is much cheaper than ON CONFLICT, which takes a
-	 * speculative-insertion lock and writes a second WAL record per row.)
-	 * Only an insert of the same id racing this one between the look and
-	 * the insert gets the unique index's own error: the same SQLSTATE,
-	 * 23505, with the id in its detail.
-	 */
-	report_stored_duplicate(specs, stored_among(column_array(COL_ID, cols[COL_ID],
-															 colnulls[COL_ID], n)));
+/*
+ * A large batch: written a page at a time, its primary key entries checked
+ * as they go in (row_insert.c), and a stored duplicate reported by id and
+ * batch position.  False if that path does not apply.
+ */
+static bool
+insert_large_direct(List *specs, BatchColumns *bc)
+{
+	/* total_dependencies starts equal to num_signals (cols[5]) */
+	static const char *const names[] = {"id", "action", "body", "status",
+		"max_tries", "num_signals", "total_dependencies", "to_signal_after",
+		"post_result", "priority", "not_before", "spontaneous", "retry",
+	"workflow"};
+	Datum	  **c = bc->cols;
+	bool	  **z = bc->nulls;
+	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12]};
+	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
+	z[6], z[7], z[8], z[9], z[10], z[11], z[12]};
+	int			stored;
 
-	/* The INSERT: successors as array literals, every column as an array. */
-	i = 0;
+	if (!taskq_insert_direct(bc->n, lengthof(names), names, dcols, dnulls, &stored))
+		return false;
+	if (stored >= 0)
+		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
+	return true;
+}
+
+/*
+ * A large batch with the INSERT, when the direct path does not apply: a
+ * stored duplicate is looked for first, so that it is reported by id and
+ * batch position.  (A plain INSERT is much cheaper than ON CONFLICT, which
+ * takes a speculative-insertion lock and writes a second WAL record per
+ * row.)  Only an insert of the same id racing this one between the look and
+ * the insert gets the unique index's own error: the same SQLSTATE, 23505,
+ * with the id in its detail.
+ */
+static void
+insert_large_sql(List *specs, BatchColumns *bc)
+{
+	Datum		values[NCOLS];
+	ListCell   *lc;
+	int			i = 0;
+
+	report_stored_duplicate(specs, stored_among(column_array(COL_ID, bc->cols[COL_ID],
+															 bc->nulls[COL_ID], bc->n)));
+	/* successors as array literals, every column as an array */
 	foreach(lc, specs)
 	{
 		TaskSpec   *s = lfirst(lc);
 
 		if (s->successors != NIL)
-			cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
+			bc->cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
 		i++;
 	}
-	for (int c = 0; c < NCOLS; c++)
-		values[c] = column_array(c, cols[c], colnulls[c], n);
+	column_arrays(bc, values);
 	taskq_execute(&insert_plan, values, NULL, false, 0);
-	if (SPI_processed != (uint64) n)
-		report_skipped_rows(n, SPI_processed);
+	if (SPI_processed != (uint64) bc->n)
+		report_skipped_rows(bc->n, SPI_processed);
+}
+
+/*
+ * Insert every row: a small batch in one statement; a large one a page at a
+ * time (the direct path), or with the INSERT if that path does not apply.
+ */
+static void
+insert_rows(List *specs, HTAB *ids, bool if_absent)
+{
+	BatchColumns bc;
+	bool		small = if_absent || list_length(specs) <= SMALL_BATCH;
+	List	   *policy_actions = NIL;
+	List	   *policy_tries = NIL;
+
+	if (!small)
+		policy_actions = policy_max_tries(specs, &policy_tries);
+	fill_columns(&bc, specs, ids, small, policy_actions, policy_tries);
+	if (small)
+		insert_small(specs, &bc, if_absent);
+	else if (!insert_large_direct(specs, &bc))
+		insert_large_sql(specs, &bc);
 }
 
 /* Name the first batch task whose to_signal_after names id. */
@@ -613,9 +657,7 @@ signal_stored_successors(List *specs, HTAB *ids)
 
 		e = lfirst(lc);
 		values[0] = CStringGetTextDatum(e->id);
-		values[1] = Int32GetDatum(e->stored_edges);
-		taskq_execute(&add_signals_plan, values, NULL, false, 0);
-		if (SPI_processed == 1)
+		if (taskq_signal_add_edges(e->id, e->stored_edges, true))
 			continue;
 
 		taskq_execute(&state_plan, values, NULL, false, 0);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * lease.c
- * Leases: the expiry sweep, run by own_tasks before it claims and by the
- * background worker, and extend_ownership's extension of a lease.
+ *	  Leases: the expiry sweep, run by own_tasks before it claims and by the
+ *	  background worker.  (extend_ownership's extension of a lease is a
+ *	  single task's status change: lifecycle.c.)
  *
  * A task in progress whose deadline passed goes back to pending with its
  * token kept, so the late owner may still return or extend it until
@@ -64,18 +65,6 @@ static TaskqPlan expired_exhausted_plan = {
 
 StaticAssertDecl(TASKQ_SWEEP_BATCH == 64, "TASKQ_SWEEP_BATCH is spelt out in the sweep plans");
 
-static TaskqPlan extend_plan = {
-	"UPDATE taskq.tasks"
-	"   SET status_code = 'in_progress',"
-	"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $4"
-	" WHERE id OPERATOR(pg_catalog.=) $1"
-	"   AND performance_token OPERATOR(pg_catalog.=) $2"
-	"   AND actor_id OPERATOR(pg_catalog.=) $3"
-	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT cancelled",
-	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
-};
-
 /*
  * Hand expired leases back: requeue those with tries left, abort (with the
  * cascade) those on their last try.  Cheap when nothing expired: one probe
@@ -114,22 +103,4 @@ taskq_sweep_expired(void)
 		handled += n;
 	}
 	return handled;
-}
-
-/*
- * Extend the lease of task id by lease from now, if it is unfinished and
- * still held with token by actor; that includes a lease that expired while
- * nobody else owned the task since.  True if extended.
- */
-bool
-taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
-{
-	Datum		values[4];
-
-	values[0] = CStringGetTextDatum(id);
-	values[1] = token;
-	values[2] = CStringGetTextDatum(actor);
-	values[3] = IntervalPGetDatum(lease);
-	taskq_execute(&extend_plan, values, NULL, false, 0);
-	return SPI_processed == 1;
 }

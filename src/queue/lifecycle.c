@@ -14,6 +14,16 @@
  * a task as in_progress, re-driving one that is not aborted) the API layer
  * or the path reports it to the user with its own SQLSTATE first.
  *
+ * The single-task writes of status_code are here: the end of a task
+ * (completed or aborted), another try, a longer lease, a re-drive.  Three
+ * hot or set-based paths write it where they run, each checking the
+ * status it starts from in the same statement or under the same buffer
+ * lock, and each naming its transition: the claim (claim_walk.c, and the
+ * SQL claim in claim.c: pending -> in_progress), the completion of held
+ * tasks (complete.c: -> completed), the expiry sweep (lease.c:
+ * in_progress -> pending), and the abort cascade (signal.c, where a
+ * successor's fate is decided with its count).
+ *
  * The tasks a call finished are collected in backend-local memory as they
  * end (taskq_task_finished) and handed to taskq_finished_hook, at most
  * once each, when the call's queue work is done (taskq_finished_dispatch),
@@ -30,6 +40,7 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "common/args.h"
 #include "common/plan.h"
@@ -265,4 +276,84 @@ taskq_redrive_task(const char *id, List *successors)
 	if (taskq_get_int32(0, 1, NULL) == 0)
 		taskq_note_ready(taskq_get_text(0, 2, NULL));
 	taskq_signal_wait_again(taskq_sort_strings(successors));
+}
+
+/* ----------
+ * Another try, and a longer lease
+ * ----------
+ */
+/*
+ * Give the task back for another try, after the given delay or the one its
+ * retry policy (or its action's) sets for the tries it used.
+ */
+static TaskqPlan retry_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'pending', status = COALESCE($2, t.status),"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
+	"       not_before = pg_catalog.now() OPERATOR(pg_catalog.+) COALESCE($3,"
+	"           taskq._backoff(COALESCE(t.retry,"
+	"                                   (SELECT p.retry FROM taskq.action_policies AS p"
+	"                                     WHERE p.action OPERATOR(pg_catalog.=) t.action)),"
+	"                          t.num_tries))"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now(), t.action",
+	3, {TEXTOID, TEXTOID, INTERVALOID}
+};
+
+/*
+ * Give task id (found in status cur under its row lock, still held by the
+ * returning worker) back for another try, after retry_delay or, if NULL,
+ * the delay its retry policy (or its action's) sets for the tries it used.
+ * status, if not NULL, is its new human-readable status.
+ */
+void
+taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
+				 Interval *retry_delay)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	(void) taskq_status_transition(cur, TASKQ_RETRY, id);
+	values[0] = CStringGetTextDatum(id);
+	if (status)
+		values[1] = CStringGetTextDatum(status);
+	else
+		nulls[1] = 'n';
+	if (retry_delay)
+		values[2] = IntervalPGetDatum(retry_delay);
+	else
+		nulls[2] = 'n';
+	taskq_execute(&retry_plan, values, nulls, false, 0);
+	if (taskq_get_bool(0, 1, NULL))
+		taskq_note_ready(taskq_get_text(0, 2, NULL));	/* no delay: ready now */
+}
+
+static TaskqPlan extend_plan = {
+	"UPDATE taskq.tasks"
+	"   SET status_code = 'in_progress',"
+	"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $4"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND performance_token OPERATOR(pg_catalog.=) $2"
+	"   AND actor_id OPERATOR(pg_catalog.=) $3"
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT cancelled",
+	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
+};
+
+/*
+ * Extend the lease of task id by lease from now, if it is unfinished and
+ * still held with token by actor; that includes a lease that expired while
+ * nobody else owned the task since.  True if extended.
+ */
+bool
+taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
+{
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(id);
+	values[1] = token;
+	values[2] = CStringGetTextDatum(actor);
+	values[3] = IntervalPGetDatum(lease);
+	taskq_execute(&extend_plan, values, NULL, false, 0);
+	return SPI_processed == 1;
 }

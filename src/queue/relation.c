@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * relation.c
- * taskq.tasks as the direct paths see it: its columns, opened for writes
- * without the executor, a new row version formed and written with its index
- * entries, and which rows are ready.
+ *	  taskq.tasks as the direct paths see it: its columns, opened for writes
+ *	  without the executor, a new row version formed and written with its index
+ *	  entries, and which rows are ready.
  *
  * The direct paths (claim walk, completion, batch insert) apply only to the
  * table the install script made: no triggers but taskq's own, no row

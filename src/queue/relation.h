@@ -116,11 +116,14 @@ extern void taskq_note_claim_written(bool only_claims);
 /* lifecycle.c: the end of one task, and the tasks a call finished */
 extern List *taskq_finish_row(const char *id, TaskqStatus code, const char *status);
 extern void taskq_task_finished(const char *id, TaskqStatus outcome);
+extern void taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
+							 Interval *retry_delay);
 
 /* signal.c: successors told that their predecessors completed */
 extern void taskq_signal_completed(List *succs, List **work);
 extern void taskq_complete_spontaneous(List *work);
 extern void taskq_signal_aborted(const char *id, List *succs);
 extern void taskq_signal_wait_again(List *succs);
+extern bool taskq_signal_add_edges(const char *id, int32 k, bool unstarted);
 
 #endif							/* TASKQ_RELATION_H */

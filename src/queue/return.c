@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * return.c
- * Returning tasks: a worker's return of the tasks it owns, completed,
- * aborted or pending again, all or none.
+ *	  Returning tasks: a worker's return of the tasks it owns, completed,
+ *	  aborted or pending again, all or none.
  *
  * The completions of a batch go through complete.c at once, in id order
  * (the lock order of batch returns); every other return locks its row,
@@ -36,24 +36,6 @@ static TaskqPlan lock_plan = {
 	"       cancelled"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 	1, {TEXTOID}
-};
-
-/*
- * Give the task back for another try, after the given delay or the one its
- * retry policy (or its action's) sets for the tries it used.
- */
-static TaskqPlan retry_plan = {
-	"UPDATE taskq.tasks AS t"
-	"   SET status_code = 'pending', status = COALESCE($2, t.status),"
-	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
-	"       not_before = pg_catalog.now() OPERATOR(pg_catalog.+) COALESCE($3,"
-	"           taskq._backoff(COALESCE(t.retry,"
-	"                                   (SELECT p.retry FROM taskq.action_policies AS p"
-	"                                     WHERE p.action OPERATOR(pg_catalog.=) t.action)),"
-	"                          t.num_tries))"
-	" WHERE t.id OPERATOR(pg_catalog.=) $1"
-	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()",
-	3, {TEXTOID, TEXTOID, INTERVALOID}
 };
 
 /*
@@ -128,25 +110,7 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 			taskq_abort_task(id, status ? status :
 							 psprintf("aborted: all %d tries used", max_tries));
 		else
-		{
-			Datum		values[3];
-			char		nulls[3] = {' ', ' ', ' '};
-			char	   *action = taskq_get_text(0, 6, NULL);
-
-			values[0] = arg;
-			if (status)
-				values[1] = CStringGetTextDatum(status);
-			else
-				nulls[1] = 'n';
-			if (retry_delay)
-				values[2] = IntervalPGetDatum(retry_delay);
-			else
-				nulls[2] = 'n';
-			(void) taskq_status_transition(taskq_status_from_label(cur), TASKQ_RETRY, id);
-			taskq_execute(&retry_plan, values, nulls, false, 0);
-			if (taskq_get_bool(0, 1, NULL))
-				taskq_note_ready(action);	/* no delay: ready now */
-		}
+			taskq_task_retry(id, taskq_status_from_label(cur), status, retry_delay);
 	}
 }
 

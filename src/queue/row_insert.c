@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * row_insert.c
- * The insert of a batch of rows without the executor: written a page at a
- * time (table_multi_insert, as COPY does), their index entries added, the
- * primary key checked as entries go in.
+ *	  The insert of a batch of rows without the executor: written a page at a
+ *	  time (table_multi_insert, as COPY does), their index entries added, the
+ *	  primary key checked as entries go in.
  *
  * Locking: RowExclusiveLock on the table, as an INSERT; a possible repeat
  * of a stored id is checked as a deferred unique constraint does, which

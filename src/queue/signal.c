@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * signal.c
- * Signals: every change of a successor's count of unfinished predecessors
- * (num_signals), and the deferred signals the background worker folds.
+ *	  Signals: every change of a successor's count of unfinished predecessors
+ *	  (num_signals), and the deferred signals the background worker folds.
+ *
+ * Signals are counted on the successor row: num_signals is decremented once
  * for every predecessor that finishes, completed or aborted, so it always
  * equals the number of unfinished predecessors.  A successor whose count
  * reaches zero while pending becomes ready (it enters the ready index); if
@@ -451,4 +453,46 @@ taskq_signal_wait_again(List *succs)
 
 		taskq_execute(&wait_again_plan, &s, NULL, false, 0);
 	}
+}
+
+/* ----------
+ * New edges
+ * ----------
+ */
+
+/*
+ * k more predecessors for stored task id (edges added by add_dependencies
+ * or by an insert whose tasks name it as successor): k more signals to
+ * wait for.  With unstarted, only if the task has not started (pending,
+ * never owned).  False if no row was changed: the task is gone, or
+ * started.
+ */
+static TaskqPlan add_edges_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
+	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan add_edges_unstarted_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
+	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND performance_token IS NULL",
+	2, {TEXTOID, INT4OID}
+};
+
+bool
+taskq_signal_add_edges(const char *id, int32 k, bool unstarted)
+{
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(id);
+	values[1] = Int32GetDatum(k);
+	taskq_execute(unstarted ? &add_edges_unstarted_plan : &add_edges_plan,
+				  values, NULL, false, 0);
+	return SPI_processed == 1;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * token.c
- * Performance tokens: the version-4 UUID each claim hands its owner.
+ *	  Performance tokens: the version-4 UUID each claim hands its owner.
  *
  * gen_random_uuid() asks OpenSSL for 16 bytes per call, which cost about as
  * much as the rest of a claimed row's CPU; tokens are drawn from a

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * role.c
- * The role the background workers run as (taskq.worker_role): looked up by
- * the launcher, which starts no worker while it is unusable.
+ *	  The role the background workers run as (taskq.worker_role): looked up by
+ *	  the launcher, which starts no worker while it is unusable.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * control.c
- * Job control: cancelling tasks and workflows, and re-driving aborted
- * tasks.
+ *	  Job control: cancelling tasks and workflows, and re-driving aborted
+ *	  tasks.
  *
  * A cancelled task that is owned keeps running until its owner returns it
  * (the return then aborts it); one that is not owned is aborted at once,

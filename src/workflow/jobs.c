@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * jobs.c
- * Jobs: the progress a task's owner reports for its workflow's job.
+ *	  Jobs: the progress a task's owner reports for its workflow's job.
  *
  *-------------------------------------------------------------------------
  */
