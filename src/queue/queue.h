@@ -170,6 +170,10 @@ extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
 extern void taskq_claim_start_init(void);
 extern void taskq_claim_start_reset(Oid dboid);
 
+/* Waiting for a task to finish (wait.c) */
+extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline,
+							 bool *isnull);
+
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);
 

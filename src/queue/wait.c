@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ *
+ * wait.c
+ *	  Waiting for a task to finish: sleep until it is completed or aborted,
+ *	  without polling.
+ *
+ * The waiter sleeps on the condition variable of the task's hash slot,
+ * which the finishing transaction broadcasts after it commits
+ * (ipc/wakeup.c).  It prepares to sleep before each look at the row, so a
+ * broadcast between the look and the sleep is not lost, and it reads the
+ * row with the latest snapshot, so the wait works in any isolation level.
+ * A long recheck interval guards against a finish that sent no broadcast
+ * (a row changed by hand); it is not a polling loop.  No lock is taken.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "common/plan.h"
+#include "ipc/wakeup.h"
+#include "queue/queue.h"
+
+/* Look again at least this often even without a wakeup. */
+#define WAIT_RECHECK_MS 10000
+
+static TaskqPlan look_plan = {
+	"SELECT t, t.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"  FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/*
+ * Wait until task id is finished, or until deadline if has_deadline: its
+ * row (a taskq.tasks composite, in the caller's memory context), or NULL
+ * with *isnull set after the deadline or if the task was deleted while
+ * waiting.  An unknown id: 42704.  Needs the shared memory of
+ * shared_preload_libraries (55000 without it).
+ */
+Datum
+taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *isnull)
+{
+	ConditionVariable *cv;
+	Datum		arg;
+	Datum		result = (Datum) 0;
+	bool		found_row = false;
+
+	if (!taskq_shmem_available())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("taskq.wait_for_task requires taskq to be loaded via shared_preload_libraries"),
+				 errhint("Add taskq to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	cv = taskq_finish_cv(id);
+	arg = CStringGetTextDatum(id);
+	*isnull = true;
+
+	SPI_connect();
+	for (;;)
+	{
+		bool		rownull;
+		long		sleep_ms = WAIT_RECHECK_MS;
+
+		ConditionVariablePrepareToSleep(cv);
+
+		PushActiveSnapshot(GetLatestSnapshot());
+		taskq_execute(&look_plan, &arg, NULL, true, 1);
+		PopActiveSnapshot();
+
+		if (SPI_processed == 0)
+		{
+			ConditionVariableCancelSleep();
+			if (!found_row)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("task \"%s\" does not exist", id)));
+			break;				/* deleted while we waited: no result */
+		}
+		found_row = true;
+		if (taskq_get_bool(0, 2, NULL))
+		{
+			ConditionVariableCancelSleep();
+			result = SPI_datumTransfer(taskq_get_datum(0, 1, &rownull), false, -1);
+			*isnull = false;
+			break;
+		}
+
+		if (has_deadline)
+		{
+			long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+															   deadline);
+
+			if (left <= 0)
+			{
+				ConditionVariableCancelSleep();
+				break;
+			}
+			sleep_ms = Min(sleep_ms, left);
+		}
+		(void) ConditionVariableTimedSleep(cv, sleep_ms, PG_WAIT_EXTENSION);
+	}
+	SPI_finish();
+	return result;
+}
