@@ -7,7 +7,9 @@
 #     and only of its own layer or the layers below it:
 #         common <- ipc <- queue <- workflow <- api
 #         worker uses common, ipc and queue;
-#   - project headers include each other without a circle.
+#   - project headers include each other without a circle;
+#   - SQL entry points (PG_FUNCTION_INFO_V1) live in api/ only: the other
+#     layers are engines that api/ calls.
 # The checker first proves on bad trees that it catches each kind of
 # violation, then runs on src/.
 # Exit 0 when all hold; otherwise print each violation and exit 1.
@@ -36,6 +38,8 @@ for my $f (sort @files) {
     (my $rel = $f) =~ s{^\Q$root\E/}{};
     open(my $fh, "<", $f) or die "$f: $!";
     while (my $l = <$fh>) {
+        push @v, "$rel: an SQL entry point outside api/ ($1)"
+            if $l =~ /^\s*PG_FUNCTION_INFO_V1\((\w+)\)/ && $rel !~ m{^api/};
         next unless $l =~ /^\s*#\s*include\s+"([^"]+)"/;
         push @{ $inc{$rel} }, $1;
     }
@@ -127,10 +131,13 @@ bad bare_name <<'T'
 queue/a.h|/* a */
 queue/x.c|#include "a.h"
 T
+bad sql_face_in_queue <<'T'
+queue/x.c|PG_FUNCTION_INFO_V1(taskq_x);
+T
 
 out=$(check src)
 if [[ -n $out ]]; then
     echo "$out"
     exit 1
 fi
-echo "layers: every include of src/ keeps the layer rule"
+echo "layers: every include of src/ keeps the layer rule; SQL entry points only in api/"
