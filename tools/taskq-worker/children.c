@@ -13,7 +13,11 @@
  * block the worker.  The child's stderr comes back through a pipe: each line
  * is logged, and the last non-empty one becomes the task's status text.
  * Stopping is SIGTERM to the group, then SIGKILL --kill-after later
- * (main.c's loop escalates).
+ * (main.c's loop escalates).  The shell may not exec the command, so the
+ * process the worker started can end on SIGTERM while the command in its
+ * group ignores it: a stopped child counts as ended only when its whole
+ * group is gone.  The worker is a child subreaper (Linux), so that such
+ * orphans come back to it to be reaped and kill(-pgid, 0) tells the truth.
  *
  *-------------------------------------------------------------------------
  */
@@ -164,6 +168,7 @@ child_start(const RunSpec *run, const char *id, const char *token,
 	memset(c, 0, sizeof(*c));
 	c->used = true;
 	c->pid = pid;
+	c->pgid = pid;
 	c->id = strdup(id);
 	c->token = strdup(token);
 	c->action = strdup(action);
@@ -178,10 +183,17 @@ child_start(const RunSpec *run, const char *id, const char *token,
 static void
 signal_child(Child *c, int sig)
 {
-	if (c->pid <= 0)
+	if (c->pgid <= 0)
 		return;
-	if (kill(-c->pid, sig) != 0)
+	if (kill(-c->pgid, sig) != 0 && c->pid > 0)
 		kill(c->pid, sig);
+}
+
+/* Is any process of the child's group still there? */
+bool
+child_group_alive(const Child *c)
+{
+	return c->pgid > 0 && (kill(-c->pgid, 0) == 0 || errno == EPERM);
 }
 
 /* Ask the child to stop (SIGTERM); the first reason given stays. */
@@ -190,7 +202,7 @@ child_stop(Child *c, StopReason why)
 {
 	if (c->stop == STOP_NONE)
 		c->stop = why;
-	if (c->pid <= 0 || c->term_sent_ms != 0)
+	if (c->term_sent_ms != 0 || (c->pid <= 0 && !child_group_alive(c)))
 		return;
 	signal_child(c, SIGTERM);
 	c->term_sent_ms = now_ms();
@@ -201,7 +213,7 @@ child_stop(Child *c, StopReason why)
 void
 child_kill_now(Child *c)
 {
-	if (c->pid <= 0 || c->killed)
+	if (c->killed)
 		return;
 	signal_child(c, SIGKILL);
 	c->killed = true;

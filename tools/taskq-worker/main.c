@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -272,6 +273,10 @@ main(int argc, char **argv)
 
 	parse_options(argc, argv);
 	setup_signals();
+#ifdef PR_SET_CHILD_SUBREAPER
+	/* orphans of a child's group are reaped here (children.c) */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
 	children_init();
 	log_msg("taskq-worker %s: %d action(s), concurrency %d, lease %.1fs",
 			TASKQ_WORKER_VERSION, opts.nruns, opts.concurrency, opts.lease_ms / 1000.0);
@@ -299,7 +304,7 @@ main(int argc, char **argv)
 			hard_stop = true;
 			log_msg("second signal: stopping every child now");
 			for (int i = 0; i < opts.concurrency; i++)
-				if (children[i].used && children[i].pid > 0)
+				if (children[i].used)
 				{
 					child_stop(&children[i], STOP_SHUTDOWN);
 					child_kill_now(&children[i]);
@@ -315,7 +320,8 @@ main(int argc, char **argv)
 		{
 			Child	   *c = &children[i];
 
-			if (c->used && c->pid > 0 && c->term_sent_ms != 0 && !c->killed)
+			if (c->used && c->term_sent_ms != 0 && !c->killed &&
+				(c->pid > 0 || child_group_alive(c)))
 			{
 				if (now >= c->term_sent_ms + opts.kill_after_ms)
 					child_kill_now(c);
@@ -342,6 +348,12 @@ main(int argc, char **argv)
 
 			if (c->used && c->pid == 0)
 			{
+				/* a stopped child ends with its whole group */
+				if (c->term_sent_ms != 0 && child_group_alive(c))
+				{
+					wake = earliest(wake, now + 100);
+					continue;
+				}
 				child_read_stderr(c, true);
 				finish_child(c);
 				child_free(c);

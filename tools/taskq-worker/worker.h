@@ -95,6 +95,7 @@ typedef struct Child
 {
 	bool		used;
 	pid_t		pid;			/* 0 once reaped */
+	pid_t		pgid;			/* its process group (the first pid) */
 	char	   *id;
 	char	   *token;
 	char	   *action;
@@ -123,6 +124,7 @@ extern void child_stop(Child *c, StopReason why);
 extern void child_kill_now(Child *c);
 extern void child_read_stderr(Child *c, bool at_exit);
 extern bool children_reap(void);
+extern bool child_group_alive(const Child *c);
 extern void child_free(Child *c);
 
 /* ------------------------------------------------------------ db */
