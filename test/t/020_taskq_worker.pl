@@ -274,8 +274,15 @@ my @bad_json = grep { my $l = $_; !eval { decode_json($l); 1 } } split /\n/, slu
 is(join("\n", @bad_json), '', '--log-format json: every line is a JSON object');
 
 # --- SIGTERM during work: grace, then stop; tasks given back ---------------
+# With release_task (0.5) a task is given back without counting its try, so
+# even a task with max_tries 1 stays pending; before it, return_task
+# 'pending' gives it back and uses the try up.
+my $has_release = $node->safe_psql('postgres',
+	"SELECT pg_catalog.to_regprocedure('taskq.release_task(text,uuid)') IS NOT NULL") eq 't';
+my ($max_tries, $tries_after) = $has_release ? (1, 0) : (3, 1);
+note $has_release ? 'release_task is there' : 'no release_task: tasks are given back with return_task';
 $node->safe_psql('postgres',
-	json_insert_sql(map { { id => "term-$_", action => 'term', max_tries => 3 } } qw(quick polite stubborn)));
+	json_insert_sql(map { { id => "term-$_", action => 'term', max_tries => $max_tries } } qw(quick polite stubborn)));
 my $log3 = "$dir/worker3.log";
 my $w3 = start_worker($log3, '--actor', 'runner-3', '--concurrency', '3', '--lease', '5s',
 	'--grace', '1.5s', '--kill-after', '1s', '--run', "term=$dir/child.sh");
@@ -290,8 +297,8 @@ is(join(',', grep { kill(0, $_) } @pids), '', 'no child is left running');
 is(row('term-quick'), 'completed|1', 'a child that ends within the grace has its task completed');
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(id || ':' || status_code || ':' || num_tries, ',' ORDER BY id) FROM taskq.tasks WHERE id IN ('term-polite', 'term-stubborn')"),
-	'term-polite:pending:1,term-stubborn:pending:1',
-	'the stopped ones were given back (pending)');
+	"term-polite:pending:$tries_after,term-stubborn:pending:$tries_after",
+	'the stopped ones were given back (pending' . ($has_release ? ', the try not counted)' : ')'));
 is(scalar(grep { /outcome=released/ } split /\n/, slurp($log3)), 2, 'logged as released');
 
 # Another worker finishes them: each is done exactly once.
@@ -308,7 +315,7 @@ is(join(',', sort split /\n/, slurp("$dir/done")),
 unlink "$dir/phase2";
 
 # --- a second signal stops at once ----------------------------------------
-$node->safe_psql('postgres', json_insert_sql({ id => 'hard-stubborn', action => 'term', max_tries => 3 }));
+$node->safe_psql('postgres', json_insert_sql({ id => 'hard-stubborn', action => 'term', max_tries => $max_tries }));
 my $log5 = "$dir/worker5.log";
 my $w5 = start_worker($log5, '--actor', 'runner-5', '--lease', '5s', '--grace', '30s',
 	'--kill-after', '30s', '--run', "term=$dir/child.sh");
@@ -318,7 +325,7 @@ usleep(300_000);
 my ($rc5, $took5) = stop_worker($w5, 5);
 is($rc5, 0, 'a second signal: the worker exits 0');
 cmp_ok($took5, '<', 2, sprintf('at once (%.1f s), not after --grace 30s', $took5));
-is(row('hard-stubborn'), 'pending|1', 'and gives the task back');
+is(row('hard-stubborn'), "pending|$tries_after", 'and gives the task back');
 
 check_invariants($node, 'after the runs');
 $node->stop;

@@ -166,14 +166,32 @@ db_connect(void)
 }
 
 /*
- * Read what arrived on the connection; *wakeup is set when a notification
- * names one of our actions.  False if the connection is lost.
+ * Notifications libpq has read already (also those that came in during
+ * another call's result): *wakeup is set when one names one of our actions
+ * (or has no payload).
+ */
+void
+db_notifications(bool *wakeup)
+{
+	PGnotify   *n;
+
+	if (conn == NULL)
+		return;
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		if (n->extra == NULL || *n->extra == '\0' || find_run(n->extra) != NULL)
+			*wakeup = true;
+		PQfreemem(n);
+	}
+}
+
+/*
+ * Read what arrived on the connection, then its notifications (above).
+ * False if the connection is lost.
  */
 bool
 db_consume(bool *wakeup)
 {
-	PGnotify   *n;
-
 	if (conn == NULL)
 		return false;
 	if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
@@ -185,12 +203,7 @@ db_consume(bool *wakeup)
 		db_disconnect();
 		return false;
 	}
-	while ((n = PQnotifies(conn)) != NULL)
-	{
-		if (n->extra == NULL || *n->extra == '\0' || find_run(n->extra) != NULL)
-			*wakeup = true;
-		PQfreemem(n);
-	}
+	db_notifications(wakeup);
 	return true;
 }
 

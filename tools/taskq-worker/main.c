@@ -429,6 +429,20 @@ main(int argc, char **argv)
 			wake = earliest(wake, next_poll);
 		}
 
+		/* notifications that came in with the results of the calls above */
+		if (db_connected() && !stopping)
+		{
+			bool		wakeup = false;
+
+			db_notifications(&wakeup);
+			if (wakeup && free_slots > 0)
+			{
+				want_claim = true;
+				continue;
+			}
+			want_claim = want_claim || wakeup;
+		}
+
 		/* wait for the next event */
 		for (int i = 0; i < opts.concurrency; i++)
 		{

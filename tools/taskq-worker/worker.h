@@ -144,6 +144,7 @@ extern bool db_connect(void);
 extern void db_disconnect(void);
 extern int	db_socket(void);
 extern bool db_consume(bool *wakeup);
+extern void db_notifications(bool *wakeup);
 extern int	db_claim(int max, Claimed **out);
 extern void claimed_free(Claimed *c, int n);
 extern bool db_extend(Child **due, int n, bool *owned);
