@@ -264,6 +264,7 @@ main(int argc, char **argv)
 {
 	bool		stopping = false;
 	bool		hard_stop = false;
+	bool		grace_over = false;
 	bool		was_connected = false;
 	bool		want_claim = true;
 	int64_t		stop_deadline = 0;
@@ -311,6 +312,8 @@ main(int argc, char **argv)
 				}
 		}
 		if (stopping && now >= stop_deadline)
+			grace_over = true;
+		if (grace_over)
 			for (int i = 0; i < opts.concurrency; i++)
 				if (children[i].used && children[i].pid > 0 && children[i].stop == STOP_NONE)
 					child_stop(&children[i], STOP_SHUTDOWN);
@@ -460,7 +463,7 @@ main(int argc, char **argv)
 				pchild[npfd++] = c;
 			}
 		}
-		if (stopping && !hard_stop)
+		if (stopping && !grace_over)
 			wake = earliest(wake, stop_deadline);
 		pfd[npfd].fd = sig_pipe[0];
 		pfd[npfd].events = POLLIN;
