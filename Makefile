@@ -54,6 +54,31 @@ $(OBJS): $(wildcard src/*/*.h)
 src/sql/taskq--$(EXTVERSION).sql: src/sql/taskq.sql
 	cp $< $@
 
+# taskq-worker (tools/taskq-worker/), a libpq program installed next to the
+# extension in PostgreSQL's bindir.  Not PGXS's PROGRAM, which shares OBJS
+# with MODULE_big: its own rules, with the compiler and flags PGXS gives.
+TQW      = tools/taskq-worker/taskq-worker
+TQW_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard tools/taskq-worker/*.c)))
+ifeq ($(HAVE_PGXS),yes)
+all: $(TQW)
+$(TQW_OBJS): %.o: %.c $(wildcard tools/taskq-worker/*.h)
+	$(CC) $(CFLAGS) -Wall -Wextra -I$(shell $(PG_CONFIG) --includedir) \
+		-DTASKQ_WORKER_VERSION='"$(EXTVERSION)"' -c -o $@ $<
+$(TQW): $(TQW_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) -L$(shell $(PG_CONFIG) --libdir) -lpq
+install: install-taskq-worker
+uninstall: uninstall-taskq-worker
+clean: clean-taskq-worker
+.PHONY: install-taskq-worker uninstall-taskq-worker clean-taskq-worker
+install-taskq-worker: $(TQW)
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
+	$(INSTALL_PROGRAM) $(TQW) '$(DESTDIR)$(bindir)/taskq-worker'
+uninstall-taskq-worker:
+	rm -f '$(DESTDIR)$(bindir)/taskq-worker'
+clean-taskq-worker:
+	rm -f $(TQW) $(TQW_OBJS)
+endif
+
 .PHONY: test check-asan demo demo-stop deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:

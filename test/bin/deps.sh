@@ -8,6 +8,7 @@ set -euo pipefail
 PACKAGES=(
     postgresql-15                          # server, initdb, pg_ctl, psql
     postgresql-server-dev-15               # PGXS, pg_regress, isolation tester, PostgreSQL::Test perl lib
+    libpq-dev                              # tools/taskq-worker (libpq-fe.h, -lpq)
     postgresql-15-pgtap                    # CREATE EXTENSION pgtap
     libtap-parser-sourcehandler-pgtap-perl # pg_prove
     libipc-run-perl                        # needed by PostgreSQL::Test::Cluster

@@ -1,0 +1,326 @@
+/*-------------------------------------------------------------------------
+ *
+ * children.c
+ *	  The children: one process per claimed task, started with
+ *	  /bin/sh -c COMMAND, the task's body on standard input and the task in
+ *	  the environment (TASKQ_ID, TASKQ_ACTION, TASKQ_TRY, TASKQ_TOKEN,
+ *	  TASKQ_DEADLINE; TASKQ_RUN is reserved and removed).
+ *
+ * Each child leads a process group of its own, so that stopping it reaches
+ * whatever its shell started, and a Ctrl-C at a terminal reaches only the
+ * worker, which then decides (main.c).  The body goes through an unlinked
+ * temporary file, not a pipe: a child that never reads its input cannot
+ * block the worker.  The child's stderr comes back through a pipe: each line
+ * is logged, and the last non-empty one becomes the task's status text.
+ * Stopping is SIGTERM to the group, then SIGKILL --kill-after later
+ * (main.c's loop escalates).  The shell may not exec the command, so the
+ * process the worker started can end on SIGTERM while the command in its
+ * group ignores it: a stopped child counts as ended only when its whole
+ * group is gone.  The worker is a child subreaper (Linux), so that such
+ * orphans come back to it to be reaped and kill(-pgid, 0) tells the truth.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+Child	   *children;
+
+void
+children_init(void)
+{
+	children = calloc(opts.concurrency, sizeof(Child));
+	if (children == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	for (int i = 0; i < opts.concurrency; i++)
+		children[i].err_fd = -1;
+}
+
+int
+children_running(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < opts.concurrency; i++)
+		if (children[i].used)
+			n++;
+	return n;
+}
+
+/* An unlinked temporary file holding body, positioned at its start; -1 on error. */
+static int
+body_file(const char *body)
+{
+	const char *dir = getenv("TMPDIR");
+	char		path[4096];
+	int			fd;
+	size_t		left = strlen(body);
+
+	snprintf(path, sizeof(path), "%s/taskq-worker-body.XXXXXX",
+			 dir != NULL && *dir != '\0' ? dir : "/tmp");
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	while (left > 0)
+	{
+		ssize_t		n = write(fd, body, left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			close(fd);
+			return -1;
+		}
+		body += n;
+		left -= n;
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0)
+	{
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+Child *
+child_start(const RunSpec *run, const char *id, const char *token,
+			const char *action, int try, const char *deadline, const char *body)
+{
+	Child	   *c = NULL;
+	int			in_fd;
+	int			err[2];
+	char		trybuf[16];
+	pid_t		pid;
+
+	for (int i = 0; i < opts.concurrency; i++)
+		if (!children[i].used)
+		{
+			c = &children[i];
+			break;
+		}
+	if (c == NULL)
+		return NULL;
+
+	in_fd = body_file(body);
+	if (in_fd < 0)
+	{
+		log_msg("task %s: cannot write its body to a temporary file: %s", id, strerror(errno));
+		return NULL;
+	}
+	if (pipe2(err, O_CLOEXEC) != 0)
+	{
+		log_msg("task %s: pipe: %s", id, strerror(errno));
+		close(in_fd);
+		return NULL;
+	}
+	snprintf(trybuf, sizeof(trybuf), "%d", try);
+
+	pid = fork();
+	if (pid < 0)
+	{
+		log_msg("task %s: fork: %s", id, strerror(errno));
+		close(in_fd);
+		close(err[0]);
+		close(err[1]);
+		return NULL;
+	}
+	if (pid == 0)
+	{
+		sigset_t	none;
+
+		setpgid(0, 0);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
+			_exit(127);
+		setenv("TASKQ_ID", id, 1);
+		setenv("TASKQ_ACTION", action, 1);
+		setenv("TASKQ_TRY", trybuf, 1);
+		setenv("TASKQ_TOKEN", token, 1);
+		setenv("TASKQ_DEADLINE", deadline, 1);
+		unsetenv("TASKQ_RUN");	/* reserved for workflow steps */
+		execl("/bin/sh", "sh", "-c", run->command, (char *) NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);			/* also here: no race with a quick kill */
+	close(in_fd);
+	close(err[1]);
+	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+
+	memset(c, 0, sizeof(*c));
+	c->used = true;
+	c->pid = pid;
+	c->pgid = pid;
+	c->id = strdup(id);
+	c->token = strdup(token);
+	c->action = strdup(action);
+	c->try = try;
+	c->started_ms = now_ms();
+	c->extended_ms = c->started_ms;
+	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
+	c->err_fd = err[0];
+	return c;
+}
+
+static void
+signal_child(Child *c, int sig)
+{
+	if (c->pgid <= 0)
+		return;
+	if (kill(-c->pgid, sig) != 0 && c->pid > 0)
+		kill(c->pid, sig);
+}
+
+/* Is any process of the child's group still there? */
+bool
+child_group_alive(const Child *c)
+{
+	return c->pgid > 0 && (kill(-c->pgid, 0) == 0 || errno == EPERM);
+}
+
+/* Ask the child to stop (SIGTERM); the first reason given stays. */
+void
+child_stop(Child *c, StopReason why)
+{
+	if (c->stop == STOP_NONE)
+		c->stop = why;
+	if (c->term_sent_ms != 0 || (c->pid <= 0 && !child_group_alive(c)))
+		return;
+	signal_child(c, SIGTERM);
+	c->term_sent_ms = now_ms();
+	if (opts.kill_after_ms == 0)
+		child_kill_now(c);
+}
+
+void
+child_kill_now(Child *c)
+{
+	if (c->killed)
+		return;
+	signal_child(c, SIGKILL);
+	c->killed = true;
+	if (c->term_sent_ms == 0)
+		c->term_sent_ms = now_ms();
+}
+
+static void
+take_line(Child *c, const char *line, size_t len)
+{
+	char		tmp[sizeof(c->err_buf) + 1];
+
+	memcpy(tmp, line, len);
+	tmp[len] = '\0';
+	if (len > 0 && tmp[len - 1] == '\r')
+		tmp[--len] = '\0';
+	log_child_stderr(c->id, tmp);
+	if (len > 0)
+	{
+		if (len >= sizeof(c->last_line))
+			len = sizeof(c->last_line) - 1;
+		memcpy(c->last_line, tmp, len);
+		c->last_line[len] = '\0';
+	}
+}
+
+/*
+ * Read what the child wrote to stderr.  at_exit: the child is gone, so a
+ * partial last line counts as a line.
+ */
+void
+child_read_stderr(Child *c, bool at_exit)
+{
+	while (c->err_fd >= 0)
+	{
+		ssize_t		n;
+		char	   *nl;
+
+		if (c->err_len == sizeof(c->err_buf))
+		{
+			take_line(c, c->err_buf, c->err_len);
+			c->err_len = 0;
+		}
+		n = read(c->err_fd, c->err_buf + c->err_len, sizeof(c->err_buf) - c->err_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			{
+				close(c->err_fd);
+				c->err_fd = -1;
+				at_exit = true;
+			}
+			break;
+		}
+		c->err_len += n;
+		while ((nl = memchr(c->err_buf, '\n', c->err_len)) != NULL)
+		{
+			size_t		len = nl - c->err_buf;
+
+			take_line(c, c->err_buf, len);
+			memmove(c->err_buf, nl + 1, c->err_len - len - 1);
+			c->err_len -= len + 1;
+		}
+	}
+	if (at_exit && c->err_len > 0)
+	{
+		take_line(c, c->err_buf, c->err_len);
+		c->err_len = 0;
+	}
+}
+
+/* Collect the children that ended; true if any did. */
+bool
+children_reap(void)
+{
+	bool		any = false;
+	int			status;
+	pid_t		pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	{
+		for (int i = 0; i < opts.concurrency; i++)
+		{
+			Child	   *c = &children[i];
+
+			if (c->used && c->pid == pid)
+			{
+				c->pid = 0;
+				c->wait_status = status;
+				any = true;
+				break;
+			}
+		}
+	}
+	return any;
+}
+
+void
+child_free(Child *c)
+{
+	if (c->err_fd >= 0)
+		close(c->err_fd);
+	free(c->id);
+	free(c->token);
+	free(c->action);
+	memset(c, 0, sizeof(*c));
+	c->err_fd = -1;
+}

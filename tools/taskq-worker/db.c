@@ -1,0 +1,429 @@
+/*-------------------------------------------------------------------------
+ *
+ * db.c
+ *	  taskq-worker's one database connection: connect, LISTEN taskq, claim
+ *	  (own_tasks), heartbeats (extend_ownership), returns (return_task) and
+ *	  releases (release_task).
+ *
+ * Every call is a short blocking libpq call with a prepared statement.  A
+ * call that finds the connection broken marks it lost (db_connected()
+ * turns false) and main.c reconnects with backoff; any other error is
+ * logged and the call reports failure.
+ *
+ * Returns go one task at a time with return_task, not in a batch or with
+ * return_and_own: children end one by one, each with its own status, and
+ * a return that is refused (TQ001: the lease was lost and the task claimed
+ * by someone else) must refuse only that task.  return_tasks and
+ * return_and_own are all or none, so one stale token would fail the other
+ * returns and the claim with it.  The claim that follows a return is a
+ * separate own_tasks call for all free slots at once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+static PGconn *conn;
+static bool have_release_task;
+
+bool
+db_connected(void)
+{
+	return conn != NULL && PQstatus(conn) == CONNECTION_OK;
+}
+
+int
+db_socket(void)
+{
+	return conn != NULL ? PQsocket(conn) : -1;
+}
+
+void
+db_disconnect(void)
+{
+	if (conn != NULL)
+		PQfinish(conn);
+	conn = NULL;
+}
+
+/* The error of res (or of the connection) on one line, without the "ERROR:  " prefix. */
+static void
+error_text(PGresult *res, char *buf, size_t len)
+{
+	const char *msg = res != NULL ? PQresultErrorMessage(res) : "";
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	size_t		n;
+
+	if (msg == NULL || *msg == '\0')
+		msg = PQerrorMessage(conn);
+	if (strncmp(msg, "ERROR:  ", 8) == 0)
+		msg += 8;
+	if (state != NULL)
+		snprintf(buf, len, "%s: %s", state, msg);
+	else
+		snprintf(buf, len, "%s", msg);
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	n = strlen(buf);
+	while (n > 0 && buf[n - 1] == ' ')
+		buf[--n] = '\0';
+}
+
+/*
+ * res failed: true if the connection is gone (it is then dropped), false
+ * for an error of the statement (its text in err).
+ */
+static bool
+failed(PGresult *res, const char *what, char *err, size_t errlen)
+{
+	char		buf[1024];
+
+	error_text(res, buf, sizeof(buf));
+	if (err != NULL)
+		snprintf(err, errlen, "%s", buf);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		log_msg("connection lost during %s: %s", what, buf);
+		db_disconnect();
+		return true;
+	}
+	if (err == NULL)
+		log_msg("%s failed: %s", what, buf);
+	return false;
+}
+
+static bool
+prepare(const char *name, const char *sql)
+{
+	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
+	bool		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+	if (!ok)
+		failed(res, name, NULL, 0);
+	PQclear(res);
+	return ok;
+}
+
+bool
+db_connect(void)
+{
+	const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
+	const char *const values[] = {"10", "taskq-worker", opts.conninfo, NULL};
+	PGresult   *res;
+
+	db_disconnect();
+	conn = PQconnectdbParams(keys, values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char		buf[1024];
+
+		error_text(NULL, buf, sizeof(buf));
+		log_msg("cannot connect: %s", buf);
+		db_disconnect();
+		return false;
+	}
+
+	res = PQexec(conn, "LISTEN taskq");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		failed(res, "LISTEN taskq", NULL, 0);
+		PQclear(res);
+		db_disconnect();
+		return false;
+	}
+	PQclear(res);
+
+	/* release_task (0.5) gives a task back without counting a try. */
+	res = PQexec(conn, "SELECT pg_catalog.to_regprocedure('taskq.release_task(text,uuid)') IS NOT NULL");
+	have_release_task = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+
+	if (!prepare("own",
+				 "SELECT id, token, action, coalesce(body::text, ''), num_tries, "
+				 "coalesce(to_char(action_deadline AT TIME ZONE 'UTC', "
+				 "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
+				 "FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval)") ||
+		!prepare("extend",
+				 "SELECT id, owned FROM taskq.extend_ownership($1, $2::text[], $3::uuid[], $4::interval)") ||
+		!prepare("return",
+				 "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status)") ||
+		(have_release_task &&
+		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")))
+	{
+		db_disconnect();
+		return false;
+	}
+	log_msg("connected as actor %s; release_task %s", opts.actor,
+			have_release_task ? "available" : "missing (tasks are given back with return_task 'pending')");
+	return true;
+}
+
+/*
+ * Notifications libpq has read already (also those that came in during
+ * another call's result): *wakeup is set when one names one of our actions
+ * (or has no payload).
+ */
+void
+db_notifications(bool *wakeup)
+{
+	PGnotify   *n;
+
+	if (conn == NULL)
+		return;
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		if (n->extra == NULL || *n->extra == '\0' || find_run(n->extra) != NULL)
+			*wakeup = true;
+		PQfreemem(n);
+	}
+}
+
+/*
+ * Read what arrived on the connection, then its notifications (above).
+ * False if the connection is lost.
+ */
+bool
+db_consume(bool *wakeup)
+{
+	if (conn == NULL)
+		return false;
+	if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
+	{
+		char		buf[1024];
+
+		error_text(NULL, buf, sizeof(buf));
+		log_msg("connection lost: %s", buf);
+		db_disconnect();
+		return false;
+	}
+	db_notifications(wakeup);
+	return true;
+}
+
+/* A PostgreSQL array literal of strings. */
+static char *
+array_literal(const char *const *items, int n)
+{
+	size_t		len = 3;
+	char	   *s;
+	char	   *p;
+
+	for (int i = 0; i < n; i++)
+		len += 2 * strlen(items[i]) + 3;
+	s = malloc(len);
+	if (s == NULL)
+		return NULL;
+	p = s;
+	*p++ = '{';
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			*p++ = ',';
+		*p++ = '"';
+		for (const char *q = items[i]; *q; q++)
+		{
+			if (*q == '"' || *q == '\\')
+				*p++ = '\\';
+			*p++ = *q;
+		}
+		*p++ = '"';
+	}
+	*p++ = '}';
+	*p = '\0';
+	return s;
+}
+
+static void
+lease_interval(char *buf, size_t len)
+{
+	snprintf(buf, len, "%lld milliseconds", (long long) opts.lease_ms);
+}
+
+static char *
+xstrdup(const char *s)
+{
+	char	   *r = strdup(s);
+
+	if (r == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	return r;
+}
+
+/*
+ * Claim up to max tasks of our actions with our lease.  Returns how many
+ * (in *out), or -1 on error (the connection may be lost).
+ */
+int
+db_claim(int max, Claimed **out)
+{
+	const char *actions[1000];
+	char	   *arr;
+	char		maxbuf[16];
+	char		lease[64];
+	const char *params[4];
+	PGresult   *res;
+	int			n;
+
+	*out = NULL;
+	for (int i = 0; i < opts.nruns && i < 1000; i++)
+		actions[i] = opts.runs[i].action;
+	arr = array_literal(actions, opts.nruns < 1000 ? opts.nruns : 1000);
+	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
+	lease_interval(lease, sizeof(lease));
+	params[0] = opts.actor;
+	params[1] = maxbuf;
+	params[2] = arr;
+	params[3] = lease;
+	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
+	free(arr);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		failed(res, "own_tasks", NULL, 0);
+		PQclear(res);
+		return -1;
+	}
+	n = PQntuples(res);
+	if (n > 0)
+	{
+		*out = calloc(n, sizeof(Claimed));
+		if (*out == NULL)
+		{
+			log_msg("out of memory");
+			exit(1);
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		(*out)[i].id = xstrdup(PQgetvalue(res, i, 0));
+		(*out)[i].token = xstrdup(PQgetvalue(res, i, 1));
+		(*out)[i].action = xstrdup(PQgetvalue(res, i, 2));
+		(*out)[i].body = xstrdup(PQgetvalue(res, i, 3));
+		(*out)[i].try = atoi(PQgetvalue(res, i, 4));
+		(*out)[i].deadline = xstrdup(PQgetvalue(res, i, 5));
+	}
+	PQclear(res);
+	return n;
+}
+
+void
+claimed_free(Claimed *c, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(c[i].id);
+		free(c[i].token);
+		free(c[i].action);
+		free(c[i].body);
+		free(c[i].deadline);
+	}
+	free(c);
+}
+
+/*
+ * Heartbeat for n tasks in one call: owned[i] tells whether due[i] is still
+ * ours.  False on error (the connection may be lost; the caller tries again).
+ */
+bool
+db_extend(Child **due, int n, bool *owned)
+{
+	const char **ids = calloc(n, sizeof(char *));
+	const char **tokens = calloc(n, sizeof(char *));
+	char	   *id_arr;
+	char	   *tok_arr;
+	char		lease[64];
+	const char *params[4];
+	PGresult   *res;
+	bool		ok;
+
+	if (ids == NULL || tokens == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = due[i]->id;
+		tokens[i] = due[i]->token;
+	}
+	id_arr = array_literal(ids, n);
+	tok_arr = array_literal(tokens, n);
+	lease_interval(lease, sizeof(lease));
+	params[0] = opts.actor;
+	params[1] = id_arr;
+	params[2] = tok_arr;
+	params[3] = lease;
+	res = PQexecPrepared(conn, "extend", 4, params, NULL, NULL, 0);
+	free(id_arr);
+	free(tok_arr);
+	free(ids);
+	free(tokens);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == n;
+	if (ok)
+	{
+		for (int i = 0; i < n; i++)
+			owned[i] = strcmp(PQgetvalue(res, i, 1), "t") == 0;
+	}
+	else if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		log_msg("extend_ownership answered %d rows for %d tasks", PQntuples(res), n);
+	else
+		failed(res, "extend_ownership", NULL, 0);
+	PQclear(res);
+	return ok;
+}
+
+static bool
+exec_void(const char *stmt, int nparams, const char *const *params, char *err, size_t errlen)
+{
+	PGresult   *res = PQexecPrepared(conn, stmt, nparams, params, NULL, NULL, 0);
+	bool		ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+
+	if (!ok)
+		failed(res, stmt, err, errlen);
+	PQclear(res);
+	return ok;
+}
+
+/* return_task(id, token, status, code); false with the error in err. */
+bool
+db_return(const char *id, const char *token, const char *status,
+		  const char *code, char *err, size_t errlen)
+{
+	const char *params[4] = {id, token, status, code};
+
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	return exec_void("return", 4, params, err, errlen);
+}
+
+/*
+ * Give a task back without counting a try: release_task when the extension
+ * has it, else return_task(..., 'released', 'pending'), which lets the
+ * retry policy apply.
+ */
+bool
+db_release(const char *id, const char *token, char *err, size_t errlen)
+{
+	const char *params[2] = {id, token};
+
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	if (have_release_task)
+		return exec_void("release", 2, params, err, errlen);
+	return db_return(id, token, "released", "pending", err, errlen);
+}

@@ -1,0 +1,512 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *	  taskq-worker's loop: signals, reconnection, claims, heartbeats,
+ *	  timeouts, and the return of each task when its child ends.
+ *
+ * One iteration: note signals; escalate stops (SIGKILL --kill-after after
+ * SIGTERM); reap ended children and return their tasks; reconnect if the
+ * connection is gone; send heartbeats that are due; stop children past
+ * their --timeout; claim for the free slots; then poll() for the next
+ * event: a signal (self-pipe), a notification, a child's stderr, or the
+ * earliest deadline among all of the above.
+ *
+ * Claims.  The worker claims when a slot is free and (a) a notification
+ * named one of its actions, (b) the last claim filled every free slot (more
+ * may be ready), or (c) --poll passed since the last claim.  One own_tasks
+ * call claims for all free slots at once.
+ *
+ * Heartbeats.  A task's lease is extended by --lease when half of it has
+ * passed since the claim or the last extension, in one extend_ownership
+ * call for every task that is due.  owned = false: the task is no longer
+ * ours; its child is stopped and nothing is returned for it.
+ *
+ * Lost connection.  Every child is stopped (its task comes back by lease
+ * expiry; nothing can be returned without the connection), and the worker
+ * reconnects after 1 s, 2 s, 4 s, ... up to --max-backoff.
+ *
+ * Signals.  The first SIGTERM or SIGINT stops claiming; running children
+ * get --grace to finish (their tasks are returned as usual), then they are
+ * stopped and their tasks given back without counting a try.  The worker
+ * exits 0 once no child is left.  A second signal stops the children at
+ * once (SIGKILL) and gives their tasks back.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int	sig_pipe[2] = {-1, -1};
+static volatile sig_atomic_t stop_signals = 0;
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+on_signal(int sig)
+{
+	int			save = errno;
+	ssize_t		rc;
+
+	if (sig == SIGTERM || sig == SIGINT)
+		stop_signals++;
+	rc = write(sig_pipe[1], "", 1);
+	(void) rc;					/* a full pipe has woken the loop already */
+	errno = save;
+}
+
+static void
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+	{
+		perror("taskq-worker: pipe");
+		exit(1);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+exit_text(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "%d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, len, "status %d", status);
+}
+
+/* "prefix: last line of stderr", or prefix alone. */
+static void
+status_text(Child *c, const char *prefix, char *buf, size_t len)
+{
+	if (c->last_line[0] != '\0')
+		snprintf(buf, len, "%s: %s", prefix, c->last_line);
+	else
+		snprintf(buf, len, "%s", prefix);
+}
+
+/*
+ * The child ended (reaped): return its task as its exit status or the
+ * reason it was stopped says, and log the task's line.
+ */
+static void
+finish_child(Child *c)
+{
+	char		exit_buf[32];
+	char		status[600];
+	char		err[1024] = "";
+	const char *code = NULL;
+	const char *outcome;
+	int			st = c->wait_status;
+	double		secs = (now_ms() - c->started_ms) / 1000.0;
+	bool		ok = true;
+
+	exit_text(st, exit_buf, sizeof(exit_buf));
+	switch (c->stop)
+	{
+		case STOP_LEASE_LOST:
+			log_task(c->id, c->action, c->try, "lost", exit_buf, secs,
+					 "lease lost (owned = false); nothing returned");
+			return;
+		case STOP_CONNECTION_LOST:
+			log_task(c->id, c->action, c->try, "lost", exit_buf, secs,
+					 "connection lost; the task comes back when its lease expires");
+			return;
+		case STOP_SHUTDOWN:
+			ok = db_release(c->id, c->token, err, sizeof(err));
+			log_task(c->id, c->action, c->try, ok ? "released" : "not-returned",
+					 exit_buf, secs, ok ? "stopped at shutdown; given back" : err);
+			return;
+		case STOP_TIMEOUT:
+			{
+				const RunSpec *run = find_run(c->action);
+
+				snprintf(status, sizeof(status), "timed out after %.1fs",
+						 run != NULL ? run->timeout_ms / 1000.0 : secs);
+				code = "pending";
+				outcome = "timeout";
+			}
+			break;
+		case STOP_NONE:
+		default:
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			{
+				snprintf(status, sizeof(status), "%s",
+						 c->last_line[0] != '\0' ? c->last_line : "done");
+				code = "completed";
+			}
+			else if (WIFEXITED(st) && WEXITSTATUS(st) == TQW_EXIT_GIVE_UP)
+			{
+				status_text(c, "exit 100", status, sizeof(status));
+				code = "aborted";
+			}
+			else
+			{
+				char		prefix[48];
+
+				snprintf(prefix, sizeof(prefix), "%s%s",
+						 WIFEXITED(st) ? "exit " : "", exit_buf);
+				status_text(c, prefix, status, sizeof(status));
+				code = "pending";
+			}
+			outcome = code;
+			break;
+	}
+	ok = db_return(c->id, c->token, status, code, err, sizeof(err));
+	log_task(c->id, c->action, c->try, ok ? outcome : "not-returned", exit_buf, secs,
+			 ok ? NULL : err);
+}
+
+/* Give back a task that got no child (fork or temporary file failed). */
+static void
+give_back(const Claimed *t)
+{
+	char		err[1024];
+	bool		ok = db_release(t->id, t->token, err, sizeof(err));
+
+	log_task(t->id, t->action, t->try, ok ? "released" : "not-returned", "-", 0.0,
+			 ok ? "could not start its child" : err);
+}
+
+static void
+claim(int free_slots, bool *more)
+{
+	Claimed    *tasks;
+	int			n = db_claim(free_slots, &tasks);
+
+	*more = n == free_slots;
+	for (int i = 0; i < n; i++)
+	{
+		const RunSpec *run = find_run(tasks[i].action);
+
+		if (run == NULL ||
+			child_start(run, tasks[i].id, tasks[i].token, tasks[i].action,
+						tasks[i].try, tasks[i].deadline, tasks[i].body) == NULL)
+			give_back(&tasks[i]);
+	}
+	if (n > 0)
+		claimed_free(tasks, n);
+}
+
+static void
+heartbeat(int64_t now)
+{
+	Child	   *due[1000];
+	bool		owned[1000];
+	int			n = 0;
+
+	for (int i = 0; i < opts.concurrency && n < 1000; i++)
+	{
+		Child	   *c = &children[i];
+
+		if (c->used && c->pid > 0 &&
+			c->stop != STOP_LEASE_LOST && c->stop != STOP_CONNECTION_LOST &&
+			now >= c->extended_ms + opts.lease_ms / 2)
+			due[n++] = c;
+	}
+	if (n == 0)
+		return;
+	if (!db_extend(due, n, owned))
+	{
+		/* try again in a second (or after the reconnection) */
+		for (int i = 0; i < n; i++)
+			due[i]->extended_ms = now + 1000 - opts.lease_ms / 2;
+		return;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		if (owned[i])
+			due[i]->extended_ms = now;
+		else
+		{
+			log_msg("task %s: lease lost (owned = false); stopping its child", due[i]->id);
+			child_stop(due[i], STOP_LEASE_LOST);
+		}
+	}
+}
+
+static int64_t
+earliest(int64_t a, int64_t b)
+{
+	return (a == 0 || (b != 0 && b < a)) ? b : a;
+}
+
+int
+main(int argc, char **argv)
+{
+	bool		stopping = false;
+	bool		hard_stop = false;
+	bool		grace_over = false;
+	bool		was_connected = false;
+	bool		want_claim = true;
+	int64_t		stop_deadline = 0;
+	int64_t		next_connect = 0;
+	int64_t		backoff = 1000;
+	int64_t		next_poll = 0;
+
+	parse_options(argc, argv);
+	setup_signals();
+#ifdef PR_SET_CHILD_SUBREAPER
+	/* orphans of a child's group are reaped here (children.c) */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+	children_init();
+	log_msg("taskq-worker %s: %d action(s), concurrency %d, lease %.1fs",
+			TASKQ_WORKER_VERSION, opts.nruns, opts.concurrency, opts.lease_ms / 1000.0);
+
+	for (;;)
+	{
+		int64_t		now = now_ms();
+		int64_t		wake = 0;
+		int			free_slots;
+		struct pollfd pfd[1002];
+		Child	   *pchild[1002];
+		int			npfd = 0;
+		int			timeout;
+
+		/* signals */
+		if (stop_signals >= 1 && !stopping)
+		{
+			stopping = true;
+			stop_deadline = now + opts.grace_ms;
+			log_msg("stopping: no more claims; %d running task(s) get %.1fs to finish",
+					children_running(), opts.grace_ms / 1000.0);
+		}
+		if (stop_signals >= 2 && !hard_stop)
+		{
+			hard_stop = true;
+			log_msg("second signal: stopping every child now");
+			for (int i = 0; i < opts.concurrency; i++)
+				if (children[i].used)
+				{
+					child_stop(&children[i], STOP_SHUTDOWN);
+					child_kill_now(&children[i]);
+				}
+		}
+		if (stopping && now >= stop_deadline)
+			grace_over = true;
+		if (grace_over)
+			for (int i = 0; i < opts.concurrency; i++)
+				if (children[i].used && children[i].pid > 0 && children[i].stop == STOP_NONE)
+					child_stop(&children[i], STOP_SHUTDOWN);
+
+		/* SIGKILL for children that outlived --kill-after */
+		for (int i = 0; i < opts.concurrency; i++)
+		{
+			Child	   *c = &children[i];
+
+			if (c->used && c->term_sent_ms != 0 && !c->killed &&
+				(c->pid > 0 || child_group_alive(c)))
+			{
+				if (now >= c->term_sent_ms + opts.kill_after_ms)
+					child_kill_now(c);
+				else
+					wake = earliest(wake, c->term_sent_ms + opts.kill_after_ms);
+			}
+		}
+
+		/* a lost connection stops every child */
+		if (was_connected && !db_connected())
+		{
+			was_connected = false;
+			for (int i = 0; i < opts.concurrency; i++)
+				if (children[i].used && children[i].pid > 0)
+					child_stop(&children[i], STOP_CONNECTION_LOST);
+			next_connect = now + backoff;
+		}
+
+		/* ended children: return their tasks */
+		children_reap();
+		for (int i = 0; i < opts.concurrency; i++)
+		{
+			Child	   *c = &children[i];
+
+			if (c->used && c->pid == 0)
+			{
+				/* a stopped child ends with its whole group */
+				if (c->term_sent_ms != 0 && child_group_alive(c))
+				{
+					wake = earliest(wake, now + 100);
+					continue;
+				}
+				child_read_stderr(c, true);
+				finish_child(c);
+				child_free(c);
+				want_claim = want_claim || !stopping;
+			}
+		}
+		if (was_connected && !db_connected())
+			continue;			/* a return lost the connection */
+
+		if (stopping && children_running() == 0)
+		{
+			log_msg("stopped");
+			db_disconnect();
+			return 0;
+		}
+
+		/* (re)connect */
+		if (!db_connected() && !stopping)
+		{
+			if (now >= next_connect)
+			{
+				if (db_connect())
+				{
+					was_connected = true;
+					backoff = 1000;
+					want_claim = true;
+				}
+				else
+				{
+					next_connect = now + backoff;
+					log_msg("next connection attempt in %.1fs", backoff / 1000.0);
+					backoff = backoff * 2 > opts.max_backoff_ms ? opts.max_backoff_ms : backoff * 2;
+				}
+				continue;
+			}
+			wake = earliest(wake, next_connect);
+		}
+
+		if (db_connected())
+		{
+			heartbeat(now);
+			if (!db_connected())
+				continue;
+		}
+
+		/* --timeout */
+		for (int i = 0; i < opts.concurrency; i++)
+		{
+			Child	   *c = &children[i];
+
+			if (c->used && c->pid > 0 && c->stop == STOP_NONE && c->timeout_at_ms != 0)
+			{
+				if (now >= c->timeout_at_ms)
+				{
+					log_msg("task %s: timed out; stopping its child", c->id);
+					child_stop(c, STOP_TIMEOUT);
+				}
+				else
+					wake = earliest(wake, c->timeout_at_ms);
+			}
+		}
+
+		/* claim */
+		free_slots = opts.concurrency - children_running();
+		if (db_connected() && !stopping && free_slots > 0)
+		{
+			if (want_claim || now >= next_poll)
+			{
+				claim(free_slots, &want_claim);
+				next_poll = now_ms() + opts.poll_ms;
+				continue;
+			}
+			wake = earliest(wake, next_poll);
+		}
+
+		/* notifications that came in with the results of the calls above */
+		if (db_connected() && !stopping)
+		{
+			bool		wakeup = false;
+
+			db_notifications(&wakeup);
+			if (wakeup && free_slots > 0)
+			{
+				want_claim = true;
+				continue;
+			}
+			want_claim = want_claim || wakeup;
+		}
+
+		/* wait for the next event */
+		for (int i = 0; i < opts.concurrency; i++)
+		{
+			Child	   *c = &children[i];
+
+			if (!c->used)
+				continue;
+			if (c->pid > 0 && c->stop != STOP_LEASE_LOST && c->stop != STOP_CONNECTION_LOST &&
+				db_connected())
+				wake = earliest(wake, c->extended_ms + opts.lease_ms / 2);
+			if (c->err_fd >= 0)
+			{
+				pfd[npfd].fd = c->err_fd;
+				pfd[npfd].events = POLLIN;
+				pchild[npfd++] = c;
+			}
+		}
+		if (stopping && !grace_over)
+			wake = earliest(wake, stop_deadline);
+		pfd[npfd].fd = sig_pipe[0];
+		pfd[npfd].events = POLLIN;
+		pchild[npfd++] = NULL;
+		if (db_connected())
+		{
+			pfd[npfd].fd = db_socket();
+			pfd[npfd].events = POLLIN;
+			pchild[npfd++] = NULL;
+		}
+		if (wake == 0)
+			timeout = 60000;
+		else
+		{
+			int64_t		left = wake - now_ms();
+
+			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int) left + 1;
+		}
+		if (poll(pfd, npfd, timeout) < 0 && errno != EINTR)
+		{
+			log_msg("poll: %s", strerror(errno));
+			return 1;
+		}
+		for (int i = 0; i < npfd; i++)
+		{
+			if (pfd[i].revents == 0)
+				continue;
+			if (pchild[i] != NULL)
+				child_read_stderr(pchild[i], false);
+			else if (pfd[i].fd == sig_pipe[0])
+			{
+				char		buf[64];
+
+				while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+					;
+			}
+			else
+			{
+				bool		wakeup = false;
+
+				if (db_consume(&wakeup) && wakeup)
+					want_claim = true;
+			}
+		}
+	}
+}

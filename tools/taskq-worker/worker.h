@@ -1,0 +1,155 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *	  taskq-worker: runs a program per claimed task (one child process per
+ *	  task), keeps the lease with heartbeats and returns the task from the
+ *	  child's exit status.
+ *
+ * The program is single-threaded: one poll() loop (main.c) watches the
+ * database connection (notifications), a self-pipe the signal handlers
+ * write to, and the children's standard error.  Every database call is a
+ * short blocking libpq call on the one connection.
+ *
+ *	  options.c   command line, durations, --help
+ *	  log.c       one line per task on stderr (text or JSON), messages
+ *	  children.c  starting, watching and stopping the children
+ *	  db.c        connection, LISTEN, claims, heartbeats, returns
+ *	  main.c      signals and the loop that ties them together
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_WORKER_H
+#define TASKQ_WORKER_H
+
+/* pipe2, mkostemp: every file includes this header first */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef TASKQ_WORKER_VERSION
+#define TASKQ_WORKER_VERSION "unknown"
+#endif
+
+/* Exit statuses of a child with a meaning of their own. */
+#define TQW_EXIT_TEMPFAIL	75		/* EX_TEMPFAIL: try again later */
+#define TQW_EXIT_GIVE_UP	100		/* give up: no more tries */
+
+/* ------------------------------------------------------------ options */
+
+typedef struct RunSpec
+{
+	char	   *action;
+	char	   *command;		/* run with /bin/sh -c */
+	int64_t		timeout_ms;		/* 0: none */
+} RunSpec;
+
+typedef struct Options
+{
+	const char *conninfo;
+	const char *actor;
+	int			concurrency;
+	int64_t		lease_ms;
+	int64_t		poll_ms;
+	int64_t		grace_ms;
+	int64_t		kill_after_ms;
+	int64_t		max_backoff_ms;
+	bool		json_log;
+	RunSpec    *runs;
+	int			nruns;
+} Options;
+
+extern Options opts;
+
+extern void parse_options(int argc, char **argv);
+extern bool parse_duration(const char *s, int64_t *ms);
+extern const RunSpec *find_run(const char *action);
+
+/* ------------------------------------------------------------ time */
+
+extern int64_t now_ms(void);	/* CLOCK_MONOTONIC, milliseconds */
+
+/* ------------------------------------------------------------ log */
+
+extern void log_msg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern void log_task(const char *id, const char *action, int try, const char *outcome,
+					 const char *exit_text, double seconds, const char *detail);
+extern void log_child_stderr(const char *id, const char *line);
+
+/* ------------------------------------------------------------ children */
+
+/* Why the worker stopped a child (what then happens to its task). */
+typedef enum StopReason
+{
+	STOP_NONE = 0,
+	STOP_TIMEOUT,				/* --timeout passed: returned pending */
+	STOP_LEASE_LOST,			/* owned = false: nothing returned */
+	STOP_CONNECTION_LOST,		/* the connection died: nothing returned */
+	STOP_SHUTDOWN				/* --grace passed: given back, no try counted */
+} StopReason;
+
+typedef struct Child
+{
+	bool		used;
+	pid_t		pid;			/* 0 once reaped */
+	pid_t		pgid;			/* its process group (the first pid) */
+	char	   *id;
+	char	   *token;
+	char	   *action;
+	int			try;
+	int64_t		started_ms;
+	int64_t		extended_ms;	/* claim or last heartbeat */
+	int64_t		timeout_at_ms;	/* 0: none */
+	StopReason	stop;
+	int64_t		term_sent_ms;	/* 0: not signalled yet */
+	bool		killed;
+	int			err_fd;			/* read end of its stderr; -1 at EOF */
+	char		err_buf[1024];	/* the current partial line */
+	size_t		err_len;
+	char		last_line[512]; /* last non-empty line of stderr */
+	int			wait_status;	/* from waitpid, valid once pid == 0 */
+} Child;
+
+extern Child *children;			/* opts.concurrency slots */
+
+extern void children_init(void);
+extern int	children_running(void);
+extern Child *child_start(const RunSpec *run, const char *id, const char *token,
+						  const char *action, int try, const char *deadline,
+						  const char *body);
+extern void child_stop(Child *c, StopReason why);
+extern void child_kill_now(Child *c);
+extern void child_read_stderr(Child *c, bool at_exit);
+extern bool children_reap(void);
+extern bool child_group_alive(const Child *c);
+extern void child_free(Child *c);
+
+/* ------------------------------------------------------------ db */
+
+typedef struct Claimed
+{
+	char	   *id;
+	char	   *token;
+	char	   *action;
+	char	   *body;
+	int			try;
+	char	   *deadline;
+} Claimed;
+
+extern bool db_connected(void);
+extern bool db_connect(void);
+extern void db_disconnect(void);
+extern int	db_socket(void);
+extern bool db_consume(bool *wakeup);
+extern void db_notifications(bool *wakeup);
+extern int	db_claim(int max, Claimed **out);
+extern void claimed_free(Claimed *c, int n);
+extern bool db_extend(Child **due, int n, bool *owned);
+extern bool db_return(const char *id, const char *token, const char *status,
+					  const char *code, char *err, size_t errlen);
+extern bool db_release(const char *id, const char *token, char *err, size_t errlen);
+
+#endif							/* TASKQ_WORKER_H */
