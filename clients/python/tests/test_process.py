@@ -1,0 +1,63 @@
+"""A worker process stopped with SIGTERM, or killed with SIGKILL, mid-task."""
+
+import os
+import signal
+import subprocess
+import sys
+
+from conftest import status_of, task_row, taskq, wait_until
+
+PROC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_proc.py")
+
+
+def start(dsn, action, lease, grace):
+    return subprocess.Popen([sys.executable, PROC, dsn, action, str(lease), str(grace)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_sigterm_finishes_what_it_can_and_gives_back_the_rest(dsn, db, name):
+    action = f"{name}-s"
+    taskq.insert(dsn, [{"id": f"{name}-quick", "action": action, "body": {"sleep": 1}},
+                       {"id": f"{name}-slow", "action": action, "body": {"sleep": 60}}])
+    proc = start(dsn, action, lease=30, grace=2)
+    try:
+        wait_until(lambda: status_of(db, f"{name}-quick") == "in_progress"
+                   and status_of(db, f"{name}-slow") == "in_progress", what="both claims")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert status_of(db, f"{name}-quick") == "completed", out
+    slow = task_row(db, f"{name}-slow")
+    assert slow["status_code"] == "pending", out
+    if "release_task is missing" in out:
+        assert slow["status"] == "released"
+    else:
+        assert slow["num_tries"] == 0           # release_task counts no try
+    # Nothing lost: another worker claims it at once.
+    got = db.execute("SELECT id FROM taskq.own_tasks('next', 1, %s, '1 minute')",
+                     ([action],)).fetchall()
+    assert got == [(f"{name}-slow",)]
+
+
+def test_kill_9_the_task_comes_back_when_the_lease_expires(dsn, db, name):
+    action = f"{name}-k"
+    taskq.insert(dsn, {"id": f"{name}-1", "action": action, "body": {"sleep": 60}})
+    proc = start(dsn, action, lease=60, grace=2)
+    try:
+        wait_until(lambda: status_of(db, f"{name}-1") == "in_progress", what="the claim")
+    finally:
+        proc.kill()
+        proc.communicate(timeout=15)
+    assert proc.returncode == -signal.SIGKILL
+    # The lease holds the task: nobody else gets it ...
+    assert db.execute("SELECT id FROM taskq.own_tasks('next', 1, %s, '1 minute')",
+                      ([action],)).fetchall() == []
+    assert status_of(db, f"{name}-1") == "in_progress"
+    # ... until it expires (back-dated here rather than waited for).
+    db.execute("UPDATE taskq.tasks SET action_deadline = now() - interval '1 second'"
+               " WHERE id = %s", (f"{name}-1",))
+    got = db.execute("SELECT id, num_tries FROM taskq.own_tasks('next', 1, %s, '1 minute')",
+                     ([action],)).fetchall()
+    assert got == [(f"{name}-1", 2)]
