@@ -2,6 +2,10 @@
 -- Lease expiry: late owners, stale owners, the last try.  Leases are made
 -- to expire by moving action_deadline into the past (no sleeping).
 --
+-- These cases give every lease explicitly or check a claim without a
+-- deadline: taskq.default_lease = 0 keeps the 0.x rule (no max_duration, no
+-- deadline).  The default lease itself is checked in own.sql.
+SET taskq.default_lease = 0;
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;
 

@@ -38,6 +38,8 @@ INSERT INTO m_valid VALUES
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'1 hour'$$]),
   ('return_task', ARRAY[$$'m-owned'$$,
        $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$, $$'done'$$, $$'completed'$$]),
+  ('release_task', ARRAY[$$'m-owned'$$,
+       $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$]),
   ('return_tasks', ARRAY[$$'{m-owned}'$$,
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'{done}'$$,
        $$'{completed}'$$]),

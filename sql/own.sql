@@ -2,6 +2,10 @@
 -- own_tasks (actions filter, order, max_tasks, tokens, tries, deadlines)
 -- and extend_ownership.
 --
+-- These cases give every lease explicitly or check a claim without a
+-- deadline: taskq.default_lease = 0 keeps the 0.x rule (no max_duration, no
+-- deadline).  The default lease itself is checked at the end of this file.
+SET taskq.default_lease = 0;
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;
 
@@ -95,3 +99,18 @@ SELECT * FROM taskq.extend_ownership('ext', ARRAY['e2', 'e2'],
     ARRAY[(SELECT token FROM public.tokens WHERE id = 'e2'),
           (SELECT token FROM public.tokens WHERE id = 'e2')], '1 hour');
 SELECT id, status_code, actor_id, num_tries, has_token, deadline FROM public.tq;
+
+-- taskq.default_lease: a claim without max_duration gets a lease of that
+-- long (5 minutes by default); 0 keeps the claim without a deadline.
+RESET taskq.default_lease;
+SHOW taskq.default_lease;
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+SELECT taskq.insert_tasks($$[{"id": "dl1", "action": "dl"}, {"id": "dl2", "action": "dl"}]$$);
+SELECT id, action_deadline = now() + interval '5 minutes' AS five_minutes
+  FROM taskq.own_tasks('w', 1, '{dl}');
+SET taskq.default_lease = '90s';
+SELECT id, action_deadline = now() + interval '90 seconds' AS ninety_seconds
+  FROM taskq.return_and_own('{}', '{}', NULL, '{}', 'w', 1, '{dl}');
+SET taskq.default_lease = 0;
+

@@ -99,8 +99,11 @@ SELECT expect_error($$SELECT taskq.return_task('never', gen_random_uuid(), NULL,
 SELECT expect_error($$SELECT taskq.return_task('c2', (SELECT token FROM public.tokens WHERE id = 'c1'), NULL, 'completed')$$);
 SELECT id, status_code, status, has_token FROM public.tq;
 SELECT ret('c1', 'completed', 'first');
--- The token is kept after finishing: the same return again says 55000.
+-- The token is kept after finishing: the same return repeated (a worker
+-- that lost the acknowledgement of its commit) succeeds and changes
+-- nothing, not even the status text; another status code says 55000.
 SELECT expect_error(format('SELECT taskq.return_task(%L, %L, %L, %L)', 'c1', :'c1tok', 'second', 'completed'));
+SELECT id, status_code, status FROM public.tq WHERE id = 'c1';
 SELECT expect_error(format('SELECT taskq.return_task(%L, %L, NULL, %L)', 'c1', :'c1tok', 'aborted'));
 SELECT expect_error(format('SELECT taskq.return_task(%L, %L, NULL, %L)', 'c1', :'c1tok', 'pending'));
 -- ... while a wrong token on a finished task is still TQ001.
@@ -208,3 +211,37 @@ SELECT pg_relation_size('taskq.tasks') AS size_after_vacuum;
 SELECT taskq.insert_tasks($$[{"id": "v200", "action": "v"}]$$);
 SELECT public.ret('v200', 'completed');
 SELECT id, status_code FROM public.tq WHERE id = 'v200';
+
+-- A return of pending on the last try ended the task aborted; the same
+-- return repeated is a no-op too, and completed is not.
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+SELECT taskq.insert_tasks($$[{"id": "last", "action": "l", "max_tries": 1}]$$);
+SELECT n, id FROM public.own('w', 1, '{l}', '1 hour');
+SELECT ret('last', 'pending', 'flaky');
+SELECT ret('last', 'pending', 'flaky again');
+SELECT id, status_code, status FROM public.tq WHERE id = 'last';
+SELECT expect_error($$SELECT ret('last', 'completed')$$);
+
+-- release_task: back to pending and ready at once, the try not counted,
+-- the token gone; it follows return_task's token rules.
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+SELECT taskq.insert_tasks($$[{"id": "rel", "action": "rl", "max_tries": 1},
+                             {"id": "rel2", "action": "rl"}]$$);
+SELECT n, id, num_tries FROM public.own('w', 1, '{rl}', '1 hour');
+SELECT taskq.release_task('rel', (SELECT token FROM public.tokens WHERE id = 'rel'));
+SELECT id, status_code, num_tries, actor_id, has_token, deadline FROM public.tq WHERE id = 'rel';
+-- with max_tries 1 the released task is claimed again (no try was used)
+SELECT n, id, num_tries FROM public.own('w2', 1, '{rl}', '1 hour');
+-- the old token is stale, an unknown id is 42704, a finished task 55000
+SELECT expect_error($$SELECT taskq.release_task('rel', gen_random_uuid())$$);
+SELECT expect_error($$SELECT taskq.release_task('nope', gen_random_uuid())$$);
+SELECT ret('rel', 'completed');
+SELECT expect_error($$SELECT taskq.release_task('rel', (SELECT token FROM public.tokens WHERE id = 'rel'))$$);
+-- a task cancelled while owned ends aborted (cancelled) instead
+SELECT n, id FROM public.own('w', 1, '{rl}', '1 hour');
+SELECT taskq.cancel_tasks('{rel2}');
+SELECT taskq.release_task('rel2', (SELECT token FROM public.tokens WHERE id = 'rel2'));
+SELECT id, status_code, status, cancelled FROM taskq.tasks WHERE id = 'rel2';
+

@@ -273,6 +273,7 @@ SELECT id, owned FROM taskq.extend_ownership('copier', ARRAY['copy-1', 'mail-1']
     ARRAY[:'copy_token', :'mail_token']::uuid[], '2 hours');
 RESET SESSION AUTHORIZATION;
 SELECT public.as_role('regress_copier', $$SELECT taskq.return_task('mail-1', '$$ || :'mail_token' || $$', NULL, 'completed')$$) AS return_other;
+SELECT public.as_role('regress_copier', $$SELECT taskq.release_task('mail-1', '$$ || :'mail_token' || $$')$$) AS release_other;
 SELECT public.as_role('regress_copier', $$SELECT taskq.return_tasks('{copy-1,mail-1}', '{$$ || :'copy_token' || ',' || :'mail_token' || $$}', NULL, '{completed,completed}')$$) AS return_batch;
 SELECT public.as_role('regress_copier', $$SELECT taskq.return_task('no-such-task', '$$ || :'mail_token' || $$', NULL, 'completed')$$) AS return_unknown;
 SELECT id, status_code, action_deadline > now() + interval '90 minutes' AS extended

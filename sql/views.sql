@@ -2,6 +2,10 @@
 -- Monitoring views: taskq.action_stats and taskq.tasks_in_progress.
 -- Counts and booleans only (no raw timestamps or durations).
 --
+-- These cases give every lease explicitly or check a claim without a
+-- deadline: taskq.default_lease = 0 keeps the 0.x rule (no max_duration, no
+-- deadline).  The default lease itself is checked in own.sql.
+SET taskq.default_lease = 0;
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * return.c
- *	  SQL faces of returning: return_task and return_tasks.  Arguments are
+ *	  SQL faces of returning: return_task, return_tasks and release_task.  Arguments are
  *	  checked and turned into the queue's TaskqReturnItem; the queue
  *	  (queue/return.c) does the rest.
  *
@@ -24,6 +24,7 @@
 
 PG_FUNCTION_INFO_V1(taskq_return_task);
 PG_FUNCTION_INFO_V1(taskq_return_tasks);
+PG_FUNCTION_INFO_V1(taskq_release_task);
 
 /* A status_code argument: the enum's label, as the queue's status. */
 TaskqStatus
@@ -192,4 +193,22 @@ taskq_return_tasks(PG_FUNCTION_ARGS)
 	taskq_return(items, n, "return_tasks()");
 	SPI_finish();
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * release_task(id text, token uuid) returns void
+ */
+Datum
+taskq_release_task(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	pg_uuid_t  *token;
+
+	taskq_require_arg(fcinfo, 1, "token");
+	token = PG_GETARG_UUID_P(1);
+	taskq_acl_check_return(list_make1(id));	/* action_limits.c: limited workers */
+	SPI_connect();
+	taskq_release(id, token);
+	SPI_finish();
+	PG_RETURN_VOID();
 }

@@ -22,6 +22,7 @@
 int			taskq_notify_interval = 1;	/* ms */
 int			taskq_worker_naptime = 1000;	/* ms */
 int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
+int			taskq_default_lease = 300;	/* s; 0: no deadline */
 bool		taskq_background_worker = true;
 bool		taskq_async_claims = true;
 bool		taskq_shared_claim_start = true;
@@ -51,6 +52,13 @@ taskq_define_settings(void)
 							&taskq_retention,
 							7 * 24 * 3600, -1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("taskq.default_lease",
+							"Lease of a claim that gives no max_duration.",
+							"own_tasks and return_and_own with max_duration NULL lease each task for this long; 0 leases without a deadline (a task is held until it is returned).",
+							&taskq_default_lease,
+							300, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("taskq.async_claims",
 							 "Lets a transaction that wrote only claims commit without waiting for the WAL flush.",

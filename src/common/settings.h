@@ -15,7 +15,8 @@ extern bool taskq_async_claims;
 extern bool taskq_announce_progress;
 extern bool taskq_shared_claim_start;
 extern int	taskq_worker_naptime;	/* ms */
-extern int	taskq_retention;		/* s; -1 keeps forever, 0 deletes at once */
+extern int	taskq_retention;
+extern int	taskq_default_lease;	/* s; 0: no deadline */		/* s; -1 keeps forever, 0 deletes at once */
 extern char *taskq_worker_role;
 
 extern void taskq_define_settings(void);

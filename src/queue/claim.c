@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 
 #include "common/plan.h"
+#include "common/settings.h"
 #include "queue/relation.h"
 
 /* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
@@ -153,6 +154,17 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	bool		isnull;
 	bool		only_claims;
 	int			direct;
+	Interval	default_lease;
+	TaskqClaimRequest r = *req;
+
+	/* no lease given: taskq.default_lease (0: no deadline) */
+	if (r.lease == NULL && taskq_default_lease > 0)
+	{
+		memset(&default_lease, 0, sizeof(default_lease));
+		default_lease.time = (int64) taskq_default_lease * USECS_PER_SEC;
+		r.lease = &default_lease;
+	}
+	req = &r;
 
 	if (req->all_actions)
 		kind = CLAIM_ANY;

@@ -73,6 +73,7 @@ static const struct
 	[TASKQ_COMPLETE] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_COMPLETED},
 	[TASKQ_ABORT] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_ABORTED},
 	[TASKQ_REDRIVE] = {FROM(TASKQ_ABORTED), TASKQ_PENDING},
+	[TASKQ_RELEASE] = {FROM(TASKQ_IN_PROGRESS) | FROM(TASKQ_PENDING), TASKQ_PENDING},
 };
 
 const char *
@@ -356,4 +357,30 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 	values[3] = IntervalPGetDatum(lease);
 	taskq_execute(&extend_plan, values, NULL, false, 0);
 	return SPI_processed == 1;
+}
+
+/*
+ * Back to pending, ready at once, the try not counted: the owner gives the
+ * task back unworked (release_task).
+ */
+static TaskqPlan release_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'pending', num_tries = t.num_tries OPERATOR(pg_catalog.-) 1,"
+	"       actor_id = NULL, performance_token = NULL, action_deadline = NULL,"
+	"       not_before = pg_catalog.now()"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	" RETURNING t.num_signals, t.action",
+	1, {TEXTOID}
+};
+
+/* Release task id (found in status cur under its row lock, held by the caller). */
+void
+taskq_task_release(const char *id, TaskqStatus cur)
+{
+	Datum		a = CStringGetTextDatum(id);
+
+	(void) taskq_status_transition(cur, TASKQ_RELEASE, id);
+	taskq_execute(&release_plan, &a, NULL, false, 0);
+	if (taskq_get_int32(0, 1, NULL) == 0)
+		taskq_note_ready(taskq_get_text(0, 2, NULL));
 }

@@ -123,6 +123,9 @@ typedef struct TaskqReturnItem
  */
 extern void taskq_return(TaskqReturnItem *items, int n, const char *caller);
 
+/* Give a held task back unworked: ready at once, the try not counted. */
+extern void taskq_release(const char *id, pg_uuid_t *token);
+
 /* ----------
  * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)
  * ----------

@@ -116,6 +116,7 @@ extern void taskq_note_claim_written(bool only_claims);
 /* lifecycle.c: the end of one task, and the tasks a call finished */
 extern List *taskq_finish_row(const char *id, TaskqStatus code, const char *status);
 extern void taskq_task_finished(const char *id, TaskqStatus outcome);
+extern void taskq_task_release(const char *id, TaskqStatus cur);
 extern void taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 							 Interval *retry_delay);
 

@@ -39,24 +39,20 @@ static TaskqPlan lock_plan = {
 };
 
 /*
- * Return one owned task; the body of return_task and of each element of
- * return_tasks.
+ * Lock task id and check that token is its token (the queue keeps the last
+ * owner's token after the task finished, and clears it on another try):
+ * 42704 for an unknown id, TQ001 for another token.  Returns its status
+ * label; the row stays in SPI's tuptable for the caller (lock_plan's
+ * columns).
  */
-static void
-return_one(const char *id, pg_uuid_t *token, const char *status,
-		   TaskqStatus code, Interval *retry_delay)
+static char *
+lock_held(const char *id, pg_uuid_t *token)
 {
 	Datum		arg = CStringGetTextDatum(id);
 	bool		isnull = false;
 	bool		gone;
 	char	   *cur = NULL;
 	Datum		cur_token = (Datum) 0;
-
-	if (code == TASKQ_IN_PROGRESS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot return task \"%s\" as in_progress", id),
-				 errhint("Return it as completed, aborted or pending.")));
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
 	/* with taskq.retention = 0 a missing task may be one completed and deleted */
@@ -79,10 +75,58 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
 				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
 				 errhint("A worker holding a stale token must drop the task.")));
+	return cur;
+}
+
+/*
+ * The task (row as lock_plan read it) finished with outcome final, and its
+ * owner returns it again with the same token, asking for code: is this the
+ * same return repeated (a worker that lost the acknowledgement of its
+ * commit and tries again)?  Yes if it asks for the outcome the task has, or
+ * for another try where its tries were used up (the queue aborted it).
+ * Such a return succeeds and changes nothing.  (A status code that the
+ * queue cannot tell apart from another worker's return, such as completed
+ * on a task a cancel aborted, stays an error.)
+ */
+static bool
+repeated_return(TaskqStatus final, TaskqStatus code)
+{
+	bool		max_null;
+	int32		num_tries = taskq_get_int32(0, 4, NULL);
+	int32		max_tries = taskq_get_int32(0, 5, &max_null);
+
+	if (code == final)
+		return true;
+	return final == TASKQ_ABORTED && code == TASKQ_PENDING && !max_null && num_tries >= max_tries;
+}
+
+/*
+ * Return one owned task; the body of return_task and of each element of
+ * return_tasks.
+ */
+static void
+return_one(const char *id, pg_uuid_t *token, const char *status,
+		   TaskqStatus code, Interval *retry_delay)
+{
+	char	   *cur;
+
+	if (code == TASKQ_IN_PROGRESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot return task \"%s\" as in_progress", id),
+				 errhint("Return it as completed, aborted or pending.")));
+
+	cur = lock_held(id, token);
 	if (taskq_status_finished(taskq_status_from_label(cur)))
+	{
+		if (repeated_return(taskq_status_from_label(cur), code))
+			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("task \"%s\" is already %s", id, cur)));
+				 errmsg("task \"%s\" is already %s", id, cur),
+				 errdetail("It was returned as %s, or ended so otherwise; a return repeated with the same token and status code succeeds, another status code does not.",
+						   cur)));
+	}
 
 	/* Cancelled while owned: whatever the worker says, it ends here. */
 	if (taskq_get_bool(0, 7, NULL))
@@ -182,5 +226,28 @@ taskq_return(TaskqReturnItem *items, int n, const char *caller)
 					   items[i].code, items[i].retry_delay);
 			items[i].done = true;
 		}
+	taskq_finished_dispatch();
+}
+
+/*
+ * Give task id, held with token, back unworked: pending and ready at once,
+ * the try not counted (release_task).  The token rules are return_task's;
+ * a task cancelled meanwhile ends aborted (cancelled) instead, and a
+ * finished one is an error (55000).
+ */
+void
+taskq_release(const char *id, pg_uuid_t *token)
+{
+	char	   *cur = lock_held(id, token);
+
+	if (taskq_status_finished(taskq_status_from_label(cur)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("task \"%s\" is already %s", id, cur),
+				 errdetail("Only an unfinished task can be released.")));
+	if (taskq_get_bool(0, 7, NULL))
+		taskq_abort_task(id, "cancelled");
+	else
+		taskq_task_release(id, taskq_status_from_label(cur));
 	taskq_finished_dispatch();
 }

@@ -18,6 +18,9 @@
  *		   |                         +--extend_ownership (expired lease, not yet re-owned)
  *		   +------------------- redrive (aborted -> pending)
  *
+ * release_task takes in_progress back to pending like a retry, but ready at
+ * once and without counting the try.
+ *
  * A pending task is also completed on the spot when it is spontaneous
  * and its last predecessor finished.
  *
@@ -54,7 +57,8 @@ typedef enum TaskqTransition
 	TASKQ_RETRY,				/* in_progress -> pending (returned pending) */
 	TASKQ_COMPLETE,				/* in_progress or pending -> completed */
 	TASKQ_ABORT,				/* pending or in_progress -> aborted */
-	TASKQ_REDRIVE				/* aborted -> pending */
+	TASKQ_REDRIVE,				/* aborted -> pending */
+	TASKQ_RELEASE				/* in_progress -> pending, the try not counted */
 } TaskqTransition;
 
 extern const char *taskq_status_label(TaskqStatus status);

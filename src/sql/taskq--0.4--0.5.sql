@@ -1,5 +1,5 @@
 /*
- * taskq 0.4 -> 0.5: an error in chord's join names argument "join".  The
+ * taskq 0.4 -> 0.5: release_task; an error in chord's join names argument "join".  The
  * join is inserted in one batch after the tasks, so insert_tasks named it
  * the last task of argument "tasks"; chord now checks the join on its own
  * first (taskq._check_task) and its id against the tasks and the stored
@@ -226,3 +226,14 @@ COMMENT ON FUNCTION taskq.chord(jsonb, jsonb, text[]) IS
     'insert tasks that run in parallel (after every id of after_ids) and a join task that runs after all of them';
 REVOKE ALL ON FUNCTION taskq.chord(jsonb, jsonb, text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.chord(jsonb, jsonb, text[]) TO taskq_producer, taskq_admin;
+
+-- release_task: an owned task given back without counting the try.
+CREATE FUNCTION taskq.release_task(id text, token uuid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_release_task'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.release_task(text, uuid) IS
+    'give an owned task back, ready again at once, without counting the try (a worker shutting down)';
+REVOKE ALL ON FUNCTION taskq.release_task(text, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.release_task(text, uuid) TO taskq_worker, taskq_admin;

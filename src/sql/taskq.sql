@@ -772,6 +772,16 @@ COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) 
 REVOKE ALL ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) TO taskq_worker, taskq_admin;
 
+CREATE FUNCTION taskq.release_task(id text, token uuid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_release_task'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.release_task(text, uuid) IS
+    'give an owned task back, ready again at once, without counting the try (a worker shutting down)';
+REVOKE ALL ON FUNCTION taskq.release_task(text, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.release_task(text, uuid) TO taskq_worker, taskq_admin;
+
 CREATE FUNCTION taskq.return_tasks(ids text[], tokens uuid[], statuses text[],
                                    status_codes taskq.status[])
 RETURNS bigint

@@ -1,4 +1,4 @@
--- test/pgtap/contract.sql: the behaviour promised by shared/API.md (with the
+-- test/pgtap/contract.sql: the behaviour the README promises (with the
 -- corners fixed in docs/semantics.md), as a client sees it.
 --
 -- Everything runs in one transaction, so now() is constant: a lease of
@@ -7,7 +7,10 @@
 -- back-dating not_before.  Each section uses its own action names, so the
 -- claims of one section never see the tasks of another.
 BEGIN;
-SELECT plan(174);
+SELECT plan(175);
+-- Claims without max_duration here check the 0.x rule, no deadline
+-- (taskq.default_lease = 0); the default lease is checked in sql/own.sql.
+SET LOCAL taskq.default_lease = 0;
 
 -- Claims are recorded in order, so tests can use the tokens own_tasks handed out.
 CREATE TEMP TABLE claimed (
@@ -219,8 +222,10 @@ SELECT lives_ok($$SELECT pg_temp.ret('rb', 'completed')$$, 'the other predecesso
 SELECT results_eq($$SELECT * FROM pg_temp.own('w1', 10, ARRAY['ret2'])$$, ARRAY['rj'],
     'the join is ready once every predecessor completed');
 
-SELECT throws_ok($$SELECT pg_temp.ret('r1', 'completed')$$, '55000', 'task "r1" is already completed',
-    'a second return of a finished task: 55000 naming the id');
+SELECT lives_ok($$SELECT pg_temp.ret('r1', 'completed')$$,
+    'the same return repeated after the task finished: a no-op');
+SELECT throws_ok($$SELECT pg_temp.ret('r1', 'aborted')$$, '55000', 'task "r1" is already completed',
+    'another return of a finished task: 55000 naming the id');
 SELECT throws_ok($$SELECT pg_temp.ret('r2', 'in_progress')$$, '22023', NULL, 'returning as in_progress: 22023');
 SELECT throws_ok($$SELECT taskq.return_task('nope', gen_random_uuid(), NULL, 'completed')$$,
     '42704', 'task "nope" does not exist', 'returning an unknown task: 42704 naming the id');

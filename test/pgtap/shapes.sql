@@ -161,7 +161,7 @@ SELECT throws_ok($$SELECT taskq.chord('[{"id": "sh-z1", "action": "chz"}]', '["z
     'chord: a join that is not an object: 22023');
 SELECT throws_ok($$SELECT taskq.chord('[{"id": "sh-z1", "action": "chz"}, {"id": "sh-z2", "action": "chz"}]',
                                       '{"id": "sh-z1", "action": "chz"}')$$,
-    '23505', 'task "sh-z1" appears more than once in argument "tasks"', 'chord: a join id equal to a member id: 23505');
+    '23505', 'task "sh-z1" appears in both argument "tasks" and argument "join"', 'chord: a join id equal to a member id: 23505');
 SELECT is((SELECT count(*) FROM taskq.tasks WHERE id IN ('sh-z1', 'sh-z2')), 0::bigint, 'chord: all or none');
 
 SELECT * FROM finish();
