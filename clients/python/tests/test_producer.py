@@ -65,8 +65,8 @@ def test_typed_errors(dsn, db, name):
                        (tid, uuid.uuid4()))
     assert e.value.sqlstate == "TQ001"
     db.execute("SELECT taskq.return_task(%s, %s, NULL, 'completed')", (tid, token))
-    with pytest.raises(taskq.StateError) as e:
+    with pytest.raises(taskq.StateError) as e:      # finished, and not the same return
         with taskq.errors.translated():
-            db.execute("SELECT taskq.return_task(%s, %s, NULL, 'completed')", (tid, token))
+            db.execute("SELECT taskq.return_task(%s, %s, NULL, 'aborted')", (tid, token))
     assert e.value.sqlstate == "55000"
     assert taskq.cancel_tasks(dsn, [f"{name}-1", f"{name}-nope"]) == 0
