@@ -149,7 +149,8 @@ class Worker:
         self.poll_interval = float(poll_interval)
         self.actor = actor or f"{socket.gethostname()}/{os.getpid()}"
         self.connect_kwargs = dict(connect_kwargs or {})
-        # action -> runner(worker, task, conn) -> (status_code, status, retry_delay).
+        # action -> runner(worker, task, conn) -> (status_code, status,
+        # retry_delay, error): how the task is to be returned.
         # The extension point: @task registers a plain handler's runner;
         # richer kinds of handler (state machines, saga steps) will register
         # runners of their own with _register.
@@ -271,6 +272,11 @@ class Worker:
                     log.error("claim failed (%s); reconnecting", e)
                     conn = self._reconnect(conn)
                     continue
+                except psycopg.Error as e:
+                    # Not fatal (a serialization failure, a privilege revoked for
+                    # a while): try again at the next poll.
+                    log.error("claim failed: %s", from_psycopg(e))
+                    got = 0
                 # A full batch: there may be more; claim again when a slot frees.
                 claim_now = got == free
             timeout = max(0.0, next_poll - time.monotonic()) if free > 0 else self.poll_interval
@@ -379,8 +385,7 @@ class Worker:
 
     def _run_task(self, conn, task):
         task.conn = conn
-        runner = self._runners[task.action]
-        code, status, delay, error = runner(self, task, conn)
+        code, status, delay, error = self._runners[task.action](self, task, conn)
         with self._lock:
             lost = task._state != "running" or task.lease_lost
             if not lost:
@@ -394,10 +399,14 @@ class Worker:
         if code == "pending" and error is not None:
             # The handler's writes are rolled back; the return is a transaction of its own.
             conn.rollback()
+        elif conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            # The handler caught an error of its transaction and returned: nothing
+            # it wrote can be committed, so this try failed.
+            conn.rollback()
+            code, status, delay = "pending", "the handler's transaction failed", None
+            error = RuntimeError("the handler returned with its transaction failed")
         try:
-            conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
-                         (task.id, task.token, status, code, _interval(delay)))
-            conn.commit()
+            self._return(conn, task, code, status, delay)
         except psycopg.Error as e:
             conn.rollback()
             err = from_psycopg(e)
@@ -409,16 +418,37 @@ class Worker:
                 return
             if isinstance(e, psycopg.OperationalError):
                 raise
-            log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
-            return
+            if code == "pending":
+                log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
+                return
+            # The return, or the commit of the handler's writes with it, failed
+            # (a constraint, a serialization failure): this try failed.
+            log.warning("task %s (try %d): the return as %s failed (%s); returned pending",
+                        task.id, task.tries, code, err)
+            code, status, delay, error = "pending", f"return failed: {err}", None, err
+            try:
+                self._return(conn, task, code, status, delay)
+            except psycopg.Error as e2:
+                conn.rollback()
+                if isinstance(e2, psycopg.OperationalError):
+                    raise
+                log.error("task %s (try %d): return failed: %s", task.id, task.tries,
+                          from_psycopg(e2))
+                return
         key = {"completed": "completed", "aborted": "aborted"}.get(
             code, "failed" if error is not None else "retried")
         with self._lock:
             self.stats[key] += 1
         if error is not None:
-            log.warning("task %s (try %d) failed: %s", task.id, task.tries, error)
+            log.warning("task %s (try %d) failed: %s", task.id, task.tries, error,
+                        exc_info=error if error.__traceback__ is not None else None)
         else:
             log.debug("task %s (try %d) returned %s", task.id, task.tries, code)
+
+    def _return(self, conn, task, code, status, delay):
+        conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
+                     (task.id, task.token, status, code, _interval(delay)))
+        conn.commit()
 
     # ---- heartbeats -----------------------------------------------------------
 

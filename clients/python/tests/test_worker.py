@@ -209,3 +209,22 @@ def test_a_notification_wakes_the_worker(dsn, db, name):
         db.execute("SELECT pg_notify('taskq', %s)", (f"{name}-n",))
         row = taskq.wait_for_task(dsn, f"{name}-1", 5)
     assert row is not None and row["status_code"] == "completed"
+
+
+def test_a_handler_that_swallows_a_failed_transaction_fails_its_try(dsn, db, name):
+    w = taskq.Worker(dsn, concurrency=1, poll_interval=0.1)
+
+    @w.task(f"{name}-bad")
+    def bad(task):
+        try:
+            task.conn.execute("SELECT 1 / 0")
+        except psycopg.errors.DivisionByZero:
+            pass
+        return "fine"           # but nothing of this transaction can commit
+
+    taskq.insert(dsn, {"id": f"{name}-1", "action": f"{name}-bad", "max_tries": 2})
+    with running(w):
+        row = taskq.wait_for_task(dsn, f"{name}-1", 10)
+    assert (row["status_code"], row["num_tries"]) == ("aborted", 2)
+    assert row["status"] == "the handler's transaction failed"
+    assert w.stats["failed"] == 2
