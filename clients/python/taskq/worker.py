@@ -32,8 +32,12 @@ the status text, None leaves the status as it is); ``raise Retry(delay)``
 returns it pending, to run again after ``delay``; any other exception returns
 it pending with the exception as status, to be retried until ``max_tries``
 (the task's or the action's policy) is used up, when taskq aborts it;
-``raise Abort(status)`` aborts it at once.  A return refused with TQ001 (the
-lease was lost in between) is logged, not fatal.
+``raise Abort(status)`` aborts it at once.  A handler (or the commit of its
+return) that fails with a deadlock or a serialization failure (40P01, 40001)
+is run again in a new transaction, up to ``conflict_retries`` times, as
+PostgreSQL advises, before the try counts as failed.  A return refused with
+TQ001 (the lease was lost in between) is reported with ``on_lease_lost``,
+not fatal.
 
 Shutdown (SIGTERM, SIGINT, or ``stop()``): claiming stops, tasks claimed but
 not yet started are given back at once, running handlers have ``grace``
@@ -46,6 +50,7 @@ which counts the try).  Then ``run()`` returns.
 import logging
 import os
 import queue
+import random
 import select
 import signal
 import socket
@@ -105,6 +110,7 @@ class Task:
         self._lease = lease
         self._expires = time.monotonic() + lease     # our view of the lease's end
         self._state = "queued"      # queued, running, returning, done, released, lost
+        self._lost_reported = False
 
     @property
     def lease_lost(self):
@@ -134,10 +140,15 @@ class Worker:
     grace          seconds running handlers get to finish at shutdown
     poll_interval  longest wait between claims when no notification comes
     actor          the name taskq records as the owner (default: host/pid)
+    connect_kwargs more keyword arguments for psycopg.connect
+    conflict_retries  times a handler is run again, in a new transaction,
+                   when it or its return fails with a deadlock or a
+                   serialization failure (40P01, 40001), before the try
+                   counts as failed
     """
 
     def __init__(self, dsn="", concurrency=8, lease=60.0, grace=30.0, poll_interval=5.0,
-                 actor=None, connect_kwargs=None):
+                 actor=None, connect_kwargs=None, conflict_retries=8):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if lease <= 0:
@@ -149,6 +160,7 @@ class Worker:
         self.poll_interval = float(poll_interval)
         self.actor = actor or f"{socket.gethostname()}/{os.getpid()}"
         self.connect_kwargs = dict(connect_kwargs or {})
+        self.conflict_retries = conflict_retries
         # action -> runner(worker, task, conn) -> (status_code, status,
         # retry_delay, error): how the task is to be returned.
         # The extension point: @task registers a plain handler's runner;
@@ -357,8 +369,6 @@ class Worker:
                     task._state = "lost"
                     self._tasks.pop(task.id, None)
                     self._changed.notify_all()
-                    log.warning("task %s (try %d): lease lost before its handler started;"
-                                " not run", task.id, task.tries)
                     continue
                 task._state = "running"
             try:
@@ -385,56 +395,72 @@ class Worker:
 
     def _run_task(self, conn, task):
         task.conn = conn
-        code, status, delay, error = self._runners[task.action](self, task, conn)
-        with self._lock:
-            lost = task._state != "running" or task.lease_lost
-            if not lost:
-                task._state = "returning"
-        if lost:
-            conn.rollback()
-            why = "given back at shutdown" if task._state == "released" else "lease lost"
-            log.warning("task %s (try %d): %s, its result (%s) is dropped",
-                        task.id, task.tries, why, code)
-            return
-        if code == "pending" and error is not None:
-            # The handler's writes are rolled back; the return is a transaction of its own.
-            conn.rollback()
-        elif conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-            # The handler caught an error of its transaction and returned: nothing
-            # it wrote can be committed, so this try failed.
-            conn.rollback()
-            code, status, delay = "pending", "the handler's transaction failed", None
-            error = RuntimeError("the handler returned with its transaction failed")
-        try:
-            self._return(conn, task, code, status, delay)
-        except psycopg.Error as e:
-            conn.rollback()
-            err = from_psycopg(e)
-            if isinstance(err, TokenError):
-                with self._lock:
-                    self.stats["leases_lost"] += 1
-                log.warning("task %s (try %d): return refused, the lease was lost (%s);"
-                            " its result is dropped", task.id, task.tries, err.message)
+        attempt = 0
+        while True:
+            attempt += 1
+            code, status, delay, error = self._runners[task.action](self, task, conn)
+            if _is_conflict(error) and attempt <= self.conflict_retries and not task.lease_lost:
+                # A deadlock or serialization failure: PostgreSQL's advice is to
+                # run the transaction again; it is not a failed try.
+                conn.rollback()
+                log.debug("task %s: %s; running its handler again", task.id, error)
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+                continue
+            with self._lock:
+                lost = task._state != "running" or task.lease_lost
+                if not lost:
+                    task._state = "returning"
+            if lost:
+                conn.rollback()
+                why = "given back at shutdown" if task._state == "released" else "lease lost"
+                log.info("task %s (try %d): %s, its result (%s) is dropped",
+                         task.id, task.tries, why, code)
                 return
-            if isinstance(e, psycopg.OperationalError):
-                raise
-            if code == "pending":
-                log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
-                return
-            # The return, or the commit of the handler's writes with it, failed
-            # (a constraint, a serialization failure): this try failed.
-            log.warning("task %s (try %d): the return as %s failed (%s); returned pending",
-                        task.id, task.tries, code, err)
-            code, status, delay, error = "pending", f"return failed: {err}", None, err
+            if code == "pending" and error is not None:
+                # The handler's writes are rolled back; the return is a transaction of its own.
+                conn.rollback()
+            elif conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                # The handler caught an error of its transaction and returned: nothing
+                # it wrote can be committed, so this try failed.
+                conn.rollback()
+                code, status, delay = "pending", "the handler's transaction failed", None
+                error = RuntimeError("the handler returned with its transaction failed")
             try:
                 self._return(conn, task, code, status, delay)
-            except psycopg.Error as e2:
+                break
+            except psycopg.Error as e:
                 conn.rollback()
-                if isinstance(e2, psycopg.OperationalError):
+                err = from_psycopg(e)
+                if isinstance(err, TokenError):
+                    self._lose_lease(task, f"taskq refused its return ({err.sqlstate}:"
+                                           f" {err.message})")
+                    return
+                if isinstance(e, psycopg.OperationalError):
                     raise
-                log.error("task %s (try %d): return failed: %s", task.id, task.tries,
-                          from_psycopg(e2))
-                return
+                if _is_conflict(e) and attempt <= self.conflict_retries:
+                    with self._lock:
+                        if task._state == "returning":
+                            task._state = "running"
+                    time.sleep(random.uniform(0.005, 0.05) * attempt)
+                    continue
+                if code == "pending":
+                    log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
+                    return
+                # The return, or the commit of the handler's writes with it, failed
+                # (a constraint checked at commit, say): this try failed.
+                log.warning("task %s (try %d): the return as %s failed (%s); returned pending",
+                            task.id, task.tries, code, err)
+                code, status, delay, error = "pending", f"return failed: {err}", None, err
+                try:
+                    self._return(conn, task, code, status, delay)
+                    break
+                except psycopg.Error as e2:
+                    conn.rollback()
+                    if isinstance(e2, psycopg.OperationalError):
+                        raise
+                    log.error("task %s (try %d): return failed: %s", task.id, task.tries,
+                              from_psycopg(e2))
+                    return
         key = {"completed": "completed", "aborted": "aborted"}.get(
             code, "failed" if error is not None else "retried")
         with self._lock:
@@ -487,12 +513,30 @@ class Worker:
                 with self._lock:
                     if t._state not in ("queued", "running"):
                         continue            # returned meanwhile
-                    t.lease_lost_event.set()
-                    self.stats["leases_lost"] += 1
-                log.warning("task %s (try %d): lease lost (extend_ownership: not owned);"
-                            " its handler's result will be dropped", t.id, t.tries)
+                self._lose_lease(t, "extend_ownership: no longer owned")
         if conn is not None:
             conn.close()
+
+    def _lose_lease(self, task, reason):
+        with self._lock:
+            if task._lost_reported:
+                return
+            task._lost_reported = True
+            task.lease_lost_event.set()
+            self.stats["leases_lost"] += 1
+        try:
+            self.on_lease_lost(task, reason)
+        except Exception:   # noqa: BLE001: a hook's failure must not stop the heartbeats
+            log.exception("on_lease_lost failed")
+
+    def on_lease_lost(self, task, reason):
+        """Called once for a task whose lease the worker learns it lost: from the
+        heartbeat thread (extend_ownership answered owned = false) or from the
+        task's slot (its return was refused with TQ001).  The handler's result
+        is dropped either way.  The default logs a warning; override it (in a
+        subclass) to count or report the loss."""
+        log.warning("task %s (try %d): lease lost (%s); its result is dropped",
+                    task.id, task.tries, reason)
 
     def _running_tasks(self):
         with self._lock:
@@ -538,6 +582,10 @@ class Worker:
         except psycopg.Error as e:
             log.warning("task %s: could not give it back (%s); its lease will expire",
                         task.id, from_psycopg(e))
+
+
+def _is_conflict(error):
+    return isinstance(error, psycopg.Error) and error.sqlstate in ("40001", "40P01")
 
 
 def _plain_runner(fn):

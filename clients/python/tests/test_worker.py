@@ -228,3 +228,22 @@ def test_a_handler_that_swallows_a_failed_transaction_fails_its_try(dsn, db, nam
     assert (row["status_code"], row["num_tries"]) == ("aborted", 2)
     assert row["status"] == "the handler's transaction failed"
     assert w.stats["failed"] == 2
+
+
+def test_a_deadlock_runs_the_handler_again_without_a_try(dsn, db, name):
+    w = taskq.Worker(dsn, concurrency=1, poll_interval=0.1)
+    calls = []
+
+    @w.task(f"{name}-d")
+    def d(task):
+        calls.append(task.tries)
+        if len(calls) < 3:
+            task.conn.execute("DO $$ BEGIN RAISE EXCEPTION 'simulated'"
+                              " USING ERRCODE = 'deadlock_detected'; END $$")
+        return "ok"
+
+    taskq.insert(dsn, {"id": f"{name}-1", "action": f"{name}-d", "max_tries": 1})
+    with running(w):
+        row = taskq.wait_for_task(dsn, f"{name}-1", 10)
+    assert (row["status_code"], row["num_tries"]) == ("completed", 1)
+    assert calls == [1, 1, 1]
