@@ -71,21 +71,27 @@ __all__ = ["Worker", "Task", "Retry", "Abort"]
 class Retry(Exception):
     """Raise in a handler to return the task pending, to run again after
     ``delay`` (seconds or a timedelta; None: the task's retry policy).
-    A try is counted: at ``max_tries`` taskq aborts the task instead."""
+    A try is counted: at ``max_tries`` taskq aborts the task instead.
+    What the handler wrote on ``task.conn`` is rolled back, unless
+    ``commit`` is true: then it commits with the return (a record of the
+    failed try, a checkpoint for the next)."""
 
-    def __init__(self, delay=None, status=None):
+    def __init__(self, delay=None, status=None, commit=False):
         super().__init__(status or "retry")
         self.delay = delay
         self.status = status
+        self.commit = commit
 
 
 class Abort(Exception):
     """Raise in a handler to abort the task (and, by the cascade, every task
-    that waits for it), with ``status`` as its status text."""
+    that waits for it), with ``status`` as its status text.  The handler's
+    writes on ``task.conn`` are rolled back, unless ``commit`` is true."""
 
-    def __init__(self, status=None):
+    def __init__(self, status=None, commit=False):
         super().__init__(status or "aborted")
         self.status = status
+        self.commit = commit
 
 
 class Task:
@@ -594,10 +600,12 @@ def _plain_runner(fn):
         try:
             result = fn(task)
         except Retry as r:
-            conn.rollback()
+            if not r.commit:
+                conn.rollback()
             return "pending", r.status, r.delay, None
         except Abort as a:
-            conn.rollback()
+            if not a.commit:
+                conn.rollback()
             return "aborted", a.status, None, None
         except Exception as e:      # noqa: BLE001: any failure of the handler is a failed try
             if log.isEnabledFor(logging.DEBUG):

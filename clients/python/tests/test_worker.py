@@ -247,3 +247,27 @@ def test_a_deadlock_runs_the_handler_again_without_a_try(dsn, db, name):
         row = taskq.wait_for_task(dsn, f"{name}-1", 10)
     assert (row["status_code"], row["num_tries"]) == ("completed", 1)
     assert calls == [1, 1, 1]
+
+
+def test_retry_and_abort_roll_back_unless_told_to_commit(dsn, db, name):
+    db.execute(f"CREATE TABLE {name}_out (id text, try int)")
+    w = taskq.Worker(dsn, concurrency=1, poll_interval=0.1)
+
+    @w.task(f"{name}-r")
+    def r(task):
+        task.conn.execute(f"INSERT INTO {name}_out VALUES (%s, %s)", (task.id, task.tries))
+        if task.body["how"] == "retry":
+            raise taskq.Retry(delay=0, status="again", commit=task.tries == 1)
+        raise taskq.Abort("no", commit=task.body["commit"])
+
+    taskq.insert(dsn, [{"id": f"{name}-retry", "action": f"{name}-r", "max_tries": 2,
+                        "body": {"how": "retry"}, "post_result": True},
+                       {"id": f"{name}-abort", "action": f"{name}-r",
+                        "body": {"how": "abort", "commit": False}, "post_result": True},
+                       {"id": f"{name}-abort-c", "action": f"{name}-r",
+                        "body": {"how": "abort", "commit": True}, "post_result": True}])
+    with running(w):
+        for t in ("retry", "abort", "abort-c"):
+            assert taskq.wait_for_task(dsn, f"{name}-{t}", 10)["status_code"] == "aborted"
+    assert db.execute(f"SELECT id, try FROM {name}_out ORDER BY id").fetchall() == \
+        [(f"{name}-abort-c", 1), (f"{name}-retry", 1)]
