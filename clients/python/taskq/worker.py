@@ -19,7 +19,9 @@ Threads of a running Worker:
   ``poll_interval`` seconds (the fallback: a notification may be missed, and a
   server without the background worker sends none).
 - ``concurrency`` slot threads, each with its own connection: run a task's
-  handler, then return the task in the handler's transaction.
+  handler, then return the task in the handler's transaction; unless the
+  worker is stopping (or the return asks for a delay), with
+  ``return_and_own``, which claims the slot's next task in the same call.
 - the heartbeat thread, with its own connection: ``extend_ownership`` for
   every task in progress whose lease is half gone, in one call.  A task it
   learns is no longer owned (``owned = false``: the lease expired and another
@@ -368,40 +370,60 @@ class Worker:
             task = self._queue.get()
             if task is None:
                 break
-            with self._lock:
-                if task._state != "queued":        # released at shutdown
-                    continue
-                if task.lease_lost:                # lost before it started
-                    task._state = "lost"
-                    self._tasks.pop(task.id, None)
-                    self._changed.notify_all()
-                    continue
-                task._state = "running"
-            try:
-                if conn is None or conn.closed:
-                    conn = self._connect(autocommit=False)
-                self._run_task(conn, task)
-            except psycopg.OperationalError as e:
-                log.error("task %s: connection lost (%s); its lease will expire", task.id, e)
-                if conn is not None:
-                    conn.close()
-                conn = None
-            except Exception:
-                log.exception("task %s: unexpected error in the worker", task.id)
-            finally:
+            while task is not None:         # a task, then those its returns claimed
                 with self._lock:
-                    self._tasks.pop(task.id, None)
-                    if task._state in ("running", "returning"):
-                        task._state = "done"
-                    self._changed.notify_all()
-                task.conn = None
-                self._wake()
+                    if task._state != "queued":        # released at shutdown
+                        break
+                    if task.lease_lost:                # lost before it started
+                        task._state = "lost"
+                        self._tasks.pop(task.id, None)
+                        self._changed.notify_all()
+                        break
+                    task._state = "running"
+                nxt = None
+                try:
+                    if conn is None or conn.closed:
+                        conn = self._connect(autocommit=False)
+                    nxt = self._run_task(conn, task)
+                except psycopg.OperationalError as e:
+                    log.error("task %s: connection lost (%s); its lease will expire",
+                              task.id, e)
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                except Exception:
+                    log.exception("task %s: unexpected error in the worker", task.id)
+                finally:
+                    with self._lock:
+                        if nxt is not None:
+                            # Registered before the returned task leaves: the
+                            # shutdown never sees the slot empty in between.
+                            self._tasks[nxt.id] = nxt
+                            if self._stopping.is_set():
+                                nxt._state = "released"
+                        self._tasks.pop(task.id, None)
+                        if task._state in ("running", "returning"):
+                            task._state = "done"
+                        self._changed.notify_all()
+                    task.conn = None
+                if nxt is not None and nxt._state == "released":
+                    self._release(conn, nxt)
+                    with self._lock:
+                        self._tasks.pop(nxt.id, None)
+                        self._changed.notify_all()
+                    nxt = None
+                if nxt is None:
+                    self._wake()            # a free slot: the claim loop may claim
+                task = nxt
         if conn is not None:
             conn.close()
 
     def _run_task(self, conn, task):
+        """Run the task's handler and return the task; the task the return
+        claimed (return_and_own), if any."""
         task.conn = conn
         attempt = 0
+        claimed = []
         while True:
             attempt += 1
             code, status, delay, error = self._runners[task.action](self, task, conn)
@@ -432,7 +454,7 @@ class Worker:
                 code, status, delay = "pending", "the handler's transaction failed", None
                 error = RuntimeError("the handler returned with its transaction failed")
             try:
-                self._return(conn, task, code, status, delay)
+                claimed = self._return(conn, task, code, status, delay, claim=True)
                 break
             except psycopg.Error as e:
                 conn.rollback()
@@ -476,11 +498,28 @@ class Worker:
                         exc_info=error if error.__traceback__ is not None else None)
         else:
             log.debug("task %s (try %d) returned %s", task.id, task.tries, code)
+        if claimed:
+            log.debug("claimed %s with the return", claimed[0][0])
+            return Task(claimed[0], self.lease)
+        return None
 
-    def _return(self, conn, task, code, status, delay):
-        conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
-                     (task.id, task.token, status, code, _interval(delay)))
+    def _return(self, conn, task, code, status, delay, claim=False):
+        """Return the task and commit.  With claim, unless the worker is
+        stopping or a delay is asked for: return_and_own, which claims the
+        slot's next task in the same call and transaction; the claimed rows."""
+        rows = []
+        if claim and delay is None and not self._stopping.is_set():
+            rows = conn.execute(
+                "SELECT id, token, action, body, num_tries, action_deadline"
+                "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
+                "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s)",
+                (task.id, task.token, status, code, self.actor, self.actions,
+                 _interval(self.lease))).fetchall()
+        else:
+            conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
+                         (task.id, task.token, status, code, _interval(delay)))
         conn.commit()
+        return rows
 
     # ---- heartbeats -----------------------------------------------------------
 
@@ -583,9 +622,13 @@ class Worker:
     def _release(self, conn, task):
         try:
             conn.execute(self._release_sql, (task.id, task.token))
+            if not conn.autocommit:
+                conn.commit()
             with self._lock:
                 self.stats["released"] += 1
         except psycopg.Error as e:
+            if not conn.autocommit and not conn.closed:
+                conn.rollback()
             log.warning("task %s: could not give it back (%s); its lease will expire",
                         task.id, from_psycopg(e))
 
