@@ -395,15 +395,17 @@ class Worker:
                     log.exception("task %s: unexpected error in the worker", task.id)
                 finally:
                     with self._lock:
-                        if nxt is not None:
-                            # Registered before the returned task leaves: the
-                            # shutdown never sees the slot empty in between.
-                            self._tasks[nxt.id] = nxt
-                            if self._stopping.is_set():
-                                nxt._state = "released"
                         self._tasks.pop(task.id, None)
                         if task._state in ("running", "returning"):
                             task._state = "done"
+                        if nxt is not None:
+                            # In the same critical section: the claim loop and
+                            # the shutdown never see the slot empty in between.
+                            # (nxt may be the same task again, a retry: hence
+                            # after the pop.)
+                            self._tasks[nxt.id] = nxt
+                            if self._stopping.is_set():
+                                nxt._state = "released"
                         self._changed.notify_all()
                     task.conn = None
                 if nxt is not None and nxt._state == "released":

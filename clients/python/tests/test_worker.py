@@ -271,3 +271,36 @@ def test_retry_and_abort_roll_back_unless_told_to_commit(dsn, db, name):
             assert taskq.wait_for_task(dsn, f"{name}-{t}", 10)["status_code"] == "aborted"
     assert db.execute(f"SELECT id, try FROM {name}_out ORDER BY id").fetchall() == \
         [(f"{name}-abort-c", 1), (f"{name}-retry", 1)]
+
+
+def test_a_retry_claimed_again_with_the_return_keeps_its_heartbeats(dsn, db, name):
+    # The failed try's return (return_and_own) claims the same task again: the
+    # worker must go on counting it in progress: heartbeats for it, and no
+    # claim for the slot it occupies.
+    w = taskq.Worker(dsn, concurrency=1, lease=2, poll_interval=0.1)
+
+    @w.task(f"{name}-a")
+    def a(task):
+        if task.tries == 1:
+            raise ValueError("first try fails")
+        time.sleep(4)
+        return "ok"
+
+    @w.task(f"{name}-b")
+    def b(task):
+        return "ok"
+
+    taskq.insert(dsn, {"id": f"{name}-1", "action": f"{name}-a"})
+    with running(w):
+        wait_until(lambda: task_row(db, f"{name}-1")["num_tries"] == 2, what="the second try")
+        taskq.insert(dsn, {"id": f"{name}-2", "action": f"{name}-b"})
+        while status_of(db, f"{name}-1") == "in_progress":
+            assert status_of(db, f"{name}-2") == "pending"     # no slot for it
+            stolen = db.execute("SELECT id FROM taskq.own_tasks('thief', 1, %s, '1 minute')",
+                                ([f"{name}-a"],)).fetchall()
+            assert stolen == []                                # the lease holds
+            time.sleep(0.3)
+        assert taskq.wait_for_task(dsn, f"{name}-2", 10)["status_code"] == "completed"
+    row = task_row(db, f"{name}-1")
+    assert (row["status_code"], row["num_tries"]) == ("completed", 2)
+    assert w.stats["leases_lost"] == 0
