@@ -1,7 +1,8 @@
-"""taskq_worker.py: what the examples share (examples/*/common.py re-export it).
+"""demo.py: what the examples share (examples/*/common.py re-export it).
 
-  connect(name)          a connection from the usual libpq variables (PGHOST,
-                         PGPORT, PGDATABASE, PGUSER, ...); jsonb comes back as dicts
+  connect(name)          a psycopg2 connection from the usual libpq variables
+                         (PGHOST, PGPORT, PGDATABASE, PGUSER, ...); jsonb comes
+                         back as dicts (producers, monitors, progress.py)
   transaction(conn, fn)  fn(cursor) in one transaction, committed; retried on
                          deadlock or serialization failure
   log(who, message)      one line on stdout, flushed: an event worth seeing
@@ -9,32 +10,31 @@
   once(key)              True the first time any process of this run asks for
                          key (DEMO_ONCE_DIR, set by run.sh): explain an event
                          the first time it happens, then only count it
-  Worker                 the worker loop, for a subclass's handle(task):
-
-    LISTEN taskq; then, until SIGTERM or SIGINT (which let the current task
-    finish): own one ready task of our actions with a lease (own_tasks) and
-    hand it to handle(task); while idle, wait on the connection's socket for a
-    NOTIFY on channel "taskq", or half a second.  handle() returns the task
-    with give_back(cur, ...) in its own transaction: that call also claims
-    the next task (return_and_own: one round trip and one commit per task),
-    which the loop takes once that transaction committed.  A task whose lease
-    another worker took over (TQ001 from taskq, or LeaseLost) is counted and
-    logged, not fatal.  On stopping, log the counts in self.stats (a detail).
+  worker(name, ...)      a taskq.Worker (the Python client, clients/python) as
+                         the examples run it: one task at a time, a lease of
+                         lease seconds, actor "{name}/{pid}", an idle worker
+                         polling every half second between notifications; a
+                         lease it loses is logged (and explained once), and on
+                         SIGTERM it lets the current task finish.  Its
+                         handlers write on task.conn: the writes commit with
+                         the task's return, or not at all.
 """
 
+import logging
 import os
 import random
 import re
-import select
-import signal
+import sys
 import time
 from collections import Counter
-from types import SimpleNamespace
 
 import psycopg2
 import psycopg2.extras
 
-INVALID_TOKEN = "TQ001"           # our lease was taken over by another worker
+# The Python client, from this checkout (pip install clients/python does without).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "clients", "python"))
+
 RETRYABLE = ("40P01", "40001")    # deadlock, serialization failure
 IDLE_WAIT = 0.5                   # seconds an idle worker waits for a NOTIFY
 VERBOSE = os.environ.get("VERBOSE", "0") not in ("", "0")
@@ -97,102 +97,37 @@ def once(key):
         return True
 
 
-class LeaseLost(Exception):
-    """Another worker owns the task now."""
+def worker(name, application_name, lease):
+    """A taskq.Worker for an example's worker.py: register handlers with
+    @w.task(action), then w.run().  w.counts is a Counter for the example's
+    own counts, logged (a detail) with the worker's when it stops."""
+    import taskq
 
+    class DemoWorker(taskq.Worker):
+        def on_lease_lost(self, task, reason):
+            self.counts["leases lost"] += 1
+            why = re.sub(r' for task ".*"\)$', ")", reason)
+            log(name, f"lost its lease on {task.id} (try {task.tries}): {why}")
+            if once("lease lost"):
+                log(name, "  the lease ran out, so the task went back to the queue and another"
+                          " worker took it; this try's writes were rolled back")
 
-class Worker:
-    """Owns tasks of actions, one at a time, with a lease of lease seconds, as
-    actor "{name}/{pid}"; a subclass handles them in handle(task)."""
+        def run(self):
+            super().run()
+            counts = self.counts + Counter({k: v for k, v in self.stats.items() if v})
+            detail(name, "stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
-    def __init__(self, name, application_name, actions, lease):
-        self.name = name
-        self.actor = f"{name}/{os.getpid()}"
-        self.actions = actions
-        self.lease = lease
-        self.stopping = False
-        self.claimed = None         # what give_back's return_and_own claimed
-        self.stats = Counter()
-        self.conn = connect(application_name)
-        with self.conn.cursor() as cur:
-            cur.execute("LISTEN taskq")
-        self.conn.commit()
+    # The library's own warnings (a failed try, a refused return) as the
+    # example's log lines; lost leases are logged by on_lease_lost above.
+    class ToLog(logging.Handler):
+        def emit(self, record):
+            log(name, record.getMessage())
+    library_log = logging.getLogger("taskq")
+    library_log.addHandler(ToLog(logging.WARNING))
+    library_log.propagate = False
 
-    def handle(self, task):
-        """Do the task and return it (give_back): the subclass's work."""
-        raise NotImplementedError
-
-    def give_back(self, cur, task, status, code):
-        """Return task with status_code code, in the caller's transaction (cur),
-        and claim our next task in the same call (return_and_own), unless we
-        are stopping: then only return it (a claim we would not work on would
-        hold its task until the lease ran out).  If the transaction is retried,
-        the retry claims again; the claim only counts once it committed."""
-        if self.stopping:
-            cur.execute("SELECT taskq.return_task(%s, %s, %s, %s)",
-                        (task.id, task.token, status, code))
-            self.claimed = None
-            return
-        cur.execute("SELECT id, token, action, body, num_tries"
-                    "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s],"
-                    "                            ARRAY[%s]::taskq.status[], %s, 1, %s,"
-                    "                            make_interval(secs => %s))",
-                    (task.id, task.token, status, code, self.actor, self.actions, self.lease))
-        self.claimed = self.task_of(cur.fetchone())
-
-    def run(self):
-        def stop(signum, frame):
-            self.stopping = True
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        task = None
-        while not self.stopping:
-            if task is None:
-                task = self.own()
-            if task is None:
-                self.idle(IDLE_WAIT)
-                continue
-            self.claimed = None
-            try:
-                self.handle(task)
-                task = self.claimed     # committed with the return
-            except LeaseLost as e:
-                self.lease_lost(task, e)
-                task = None
-            except psycopg2.Error as e:
-                if e.pgcode != INVALID_TOKEN:
-                    raise
-                why = re.sub(r' for task ".*"$', "", e.diag.message_primary or "")
-                self.lease_lost(task, f"taskq refused its return ({e.pgcode}: {why})")
-                task = None
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        detail(self.name, f"stopped: {summary}")
-
-    def lease_lost(self, task, why):
-        self.stats["leases lost"] += 1
-        log(self.name, f"lost its lease on {task.id} (try {task.tries}): {why}")
-        if once("lease lost"):
-            log(self.name, "  the lease ran out, so the task went back to the queue and another"
-                           " worker took it; this try's writes were rolled back")
-
-    def own(self):
-        """One ready task of our actions, owned for self.lease seconds, or None:
-        id, token, action, body and tries (this try's number)."""
-        def claim(cur):
-            cur.execute("SELECT id, token, action, body, num_tries"
-                        "  FROM taskq.own_tasks(%s, 1, %s, make_interval(secs => %s))",
-                        (self.actor, self.actions, self.lease))
-            return cur.fetchone()
-        return self.task_of(transaction(self.conn, claim))
-
-    def task_of(self, row):
-        """A claimed row (id, token, action, body, num_tries) as a task, or None."""
-        if row is None:
-            return None
-        return SimpleNamespace(id=row[0], token=row[1], action=row[2], body=row[3], tries=row[4])
-
-    def idle(self, seconds):
-        """Sleep until taskq notifies that tasks became ready, or for seconds."""
-        if select.select([self.conn], [], [], seconds)[0]:
-            self.conn.poll()
-            self.conn.notifies.clear()
+    w = DemoWorker("", concurrency=1, lease=lease, grace=10, poll_interval=IDLE_WAIT,
+                   actor=f"{name}/{os.getpid()}",
+                   connect_kwargs={"application_name": application_name})
+    w.counts = Counter()
+    return w
