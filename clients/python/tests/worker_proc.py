@@ -2,7 +2,8 @@
 
     worker_proc.py DSN ACTION LEASE GRACE
 
-handles ACTION by sleeping body["sleep"] seconds, then returning "slept".
+handles ACTION by printing "started ID", sleeping body["sleep"] seconds, then
+returning "slept".
 """
 
 import logging
@@ -22,6 +23,7 @@ w = taskq.Worker(dsn, concurrency=2, lease=lease, grace=grace, poll_interval=0.1
 
 @w.task(action)
 def sleep(task):
+    print(f"started {task.id}", flush=True)
     time.sleep(task.body["sleep"])
     return "slept"
 
