@@ -209,21 +209,26 @@ SELECT expect_error($$SELECT taskq.chord('[]', NULL)$$);
 SELECT expect_error($$SELECT taskq.chord('[]', '[{"id": "j", "action": "j"}]')$$);
 SELECT expect_error($$SELECT taskq.chord('{}', '{"id": "j", "action": "j"}')$$);
 SELECT expect_error($$SELECT taskq.chord('[{"id": "x", "action": "a"}]', '{"id": "j", "action": "j", "max_tries": 0}')$$);
--- chord checks its join on its own: for each malformed task object above,
--- the error insert_tasks gives (same SQLSTATE and message), with argument
--- "join" (and the join's id, once known) named in the DETAIL, not the
--- join's place in argument "tasks".
+-- chord checks its join on its own, with insert_tasks' parser: for each
+-- malformed task object above, the error insert_tasks gives (same SQLSTATE
+-- and message), with argument "join" (and the join's id, once known) named
+-- in the context line, not the join's place in argument "tasks".  (The
+-- join's id clashing with a task's is chord's own error, with a DETAIL.)
 CREATE FUNCTION pg_temp.error_detail(cmd text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     detail text;
+    ctx text;
 BEGIN
     EXECUTE cmd;
     RETURN 'no error';
 EXCEPTION WHEN OTHERS THEN
     INSERT INTO public.seen_errors VALUES (SQLSTATE, SQLERRM);
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ': ' || SQLERRM || ' / ' || detail;
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, ctx = PG_EXCEPTION_CONTEXT;
+    ctx := split_part(ctx, E'\n', 1);
+    RETURN SQLSTATE || ': ' || SQLERRM
+        || CASE WHEN ctx LIKE 'PL/pgSQL %' THEN '' ELSE ' / ' || ctx END
+        || CASE WHEN detail <> '' THEN ' / ' || detail ELSE '' END;
 END
 $$;
 SELECT c.n, c.label, e.error,

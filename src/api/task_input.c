@@ -25,7 +25,7 @@
 typedef struct ParseContext
 {
 	const char *argname;
-	int			index;
+	int			index;			/* 0: none yet; -1: the argument is one task */
 	const char *id;
 } ParseContext;
 
@@ -36,6 +36,14 @@ parse_error_context(void *arg)
 
 	if (pc->index == 0)
 		return;
+	if (pc->index < 0)
+	{
+		if (pc->id)
+			errcontext("task \"%s\" of argument \"%s\"", pc->id, pc->argname);
+		else
+			errcontext("the task of argument \"%s\"", pc->argname);
+		return;
+	}
 	if (pc->id)
 		errcontext("task %d (id \"%s\") of argument \"%s\"",
 				   pc->index, pc->id, pc->argname);
@@ -306,6 +314,32 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 }
 
 /*
+ * One task object given as an argument of its own (chord's join): the same
+ * checks as each element of insert_tasks' array, errors naming the argument.
+ */
+TaskSpec *
+taskq_parse_task(Jsonb *task, const char *argname)
+{
+	ParseContext pc = {argname, -1, NULL};
+	ErrorContextCallback errcb;
+	TaskSpec   *spec;
+
+	if (!JB_ROOT_IS_OBJECT(task))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be a JSON task object", argname)));
+	errcb.callback = parse_error_context;
+	errcb.arg = &pc;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	spec = palloc0(sizeof(TaskSpec));
+	spec->index = 1;
+	parse_task_object(&task->root, spec, &pc);
+	error_context_stack = errcb.previous;
+	return spec;
+}
+
+/*
  * Parse the tasks argument: a JSON array of task objects.  An empty array
  * gives NIL.
  */
@@ -454,5 +488,26 @@ taskq_check_retry(PG_FUNCTION_ARGS)
 {
 	if (!PG_ARGISNULL(0))
 		taskq_check_retry_policy(PG_GETARG_JSONB_P(0), "retry");
+	PG_RETURN_VOID();
+}
+
+/*
+ * _check_task(task jsonb, argname text) returns void: the checks of
+ * taskq_parse_task, for the shapes' SQL (chord's join).
+ */
+PG_FUNCTION_INFO_V1(taskq_check_task);
+
+Datum
+taskq_check_task(PG_FUNCTION_ARGS)
+{
+	char	   *argname;
+
+	taskq_require_arg(fcinfo, 1, "argname");
+	argname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	(void) taskq_parse_task(PG_GETARG_JSONB_P(0), argname);
 	PG_RETURN_VOID();
 }
