@@ -1,5 +1,6 @@
 # examples/lib.sh — sourced by every examples/*/run.sh: checks what an
-# example needs (psql, python3 with psycopg2, a connection, the extension)
+# example needs (psql, python3 with psycopg2 for the producers and monitors
+# and psycopg 3 for the workers' taskq client, a connection, the extension)
 # and sets PYTHON and PSQL; then the process, clock and end-check helpers
 # every run.sh shares.  The caller sets EXAMPLE (its name) first.
 #
@@ -13,11 +14,12 @@ command -v psql >/dev/null || die "psql not found (Debian package postgresql-cli
 PYTHON=""
 for py in python3 /usr/bin/python3; do
     command -v "$py" >/dev/null || continue
-    if "$py" -c 'import psycopg2' 2>/dev/null; then PYTHON=$py; break; fi
+    if "$py" -c 'import psycopg2, psycopg' 2>/dev/null; then PYTHON=$py; break; fi
 done
 if [[ -z $PYTHON ]]; then
     command -v python3 >/dev/null || die "python3 not found (Debian package python3)"
-    die "python module psycopg2 not found (Debian package python3-psycopg2)"
+    die "python modules psycopg2 and psycopg (3) not found (Debian packages python3-psycopg2," \
+        "python3-psycopg)"
 fi
 
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
@@ -29,7 +31,7 @@ VERBOSE=${VERBOSE:-0}
 export VERBOSE
 verbose() { [[ $VERBOSE != 0 ]]; }
 
-# once() in taskq_worker.py: an event explained the first time any process
+# once() in demo.py: an event explained the first time any process
 # of this run meets it (a file per event in this directory).
 DEMO_ONCE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$EXAMPLE-once.XXXXXX") || die "mktemp failed"
 export DEMO_ONCE_DIR

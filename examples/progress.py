@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 
-from taskq_worker import connect
+from demo import connect
 
 COUNTS = """
 SELECT count(*) FILTER (WHERE status_code = 'pending'),

@@ -2,7 +2,7 @@
 # examples/branch-export/run.sh — the branch-export story with real concurrent workers.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
-# PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
+# PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.
 # Starts 2 producers (commits on 3 branches), 4 workers and a summary line a
 # second (progress.py; with VERBOSE=1 also the full monitor, tables every
 # second, and every worker's log line); waits until every branch exported its
@@ -22,7 +22,7 @@ TIMEOUT=${TIMEOUT:-90}           # seconds for the exports to finish
 
 EXAMPLE=branch-export
 ACTIONS=next-export,start-export,done-export,export-copy,export-delete,export-success,export-manifest
-# ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
+# ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 

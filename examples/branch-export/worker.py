@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """worker.py: a taskq worker for the branch-export story.
 
-The loop: own one ready task of our actions with a lease (own_tasks), dispatch
-on its action, and return it in the same transaction as the task's own writes
-and a row in export_demo.events, with return_and_own, which claims the next
-task in the same call (taskq_worker.Worker.give_back).  While idle, sleep
-until a NOTIFY on channel "taskq" (or half a second).
+A taskq.Worker (clients/python, set up by ../demo.py) runs one task of our
+actions at a time with a lease, extended by its heartbeats, and dispatches on
+its action; the handler writes the task's own writes and a row in
+export_demo.events on task.conn, in the transaction that returns the task
+(return_and_own, which claims the next task in the same call).  While idle,
+it waits for a NOTIFY on channel "taskq" (or half a second).
 
   next-export-{branch}    create start-export-{branch} and a fresh, spontaneous
                           done-export-{branch} that start-export signals
@@ -33,98 +34,84 @@ nothing.  With a real S3, make the copy idempotent, as the seed requires.
 
 Faults, to show retries and leases: a copy fails at random (return_task
 'pending': retried, up to COPY_MAX_TRIES tries); now and then a worker stalls
-past its lease without heartbeats, and another worker takes the task over.
+past its lease, heartbeats and all (the process stops, as a paused machine
+would), and another worker takes the task over.
 Both only before a task's last try: the demo's faults are transient.
 """
 
 import argparse
+import os
 import random
+import signal
+import subprocess
 import time
 from collections import Counter
 
-from psycopg2.extras import Json
+from common import detail, done_export_id, log, once, start_export_id, worker
 
-from common import (LeaseLost, Worker, detail, done_export_id, log, once, start_export_id,
-                    transaction)
+from psycopg.types.json import Jsonb as Json
+from taskq import Abort, Retry
 
 ACTIONS = ["next-export", "start-export", "export-copy", "export-delete", "export-success",
            "export-manifest"]
-LEASE = 2.0                 # seconds of ownership granted by own_tasks / extend_ownership
+LEASE = 2.0                 # seconds of ownership granted by own_tasks and each heartbeat
 COPY_MAX_TRIES = 3
 PRIORITY = {"start-export": 5, "export-success": 10, "export-manifest": 1}
 
 
-class ExportWorker(Worker):
+class ExportWorker:
     def __init__(self, name, fail_rate, stall_rate):
-        super().__init__(name, f"branch-export {name}", ACTIONS, LEASE)
+        self.name = name
         self.fail_rate = fail_rate
         self.stall_rate = stall_rate
-        self.handlers = {
+        self.worker = worker(name, f"branch-export {name}", LEASE)
+        self.actor = self.worker.actor
+        self.stats = self.worker.counts
+        for action, handler in {
             "next-export": self.next_export,
             "start-export": self.start_export,
             "export-copy": self.copy,
             "export-delete": self.delete,
             "export-success": self.success,
             "export-manifest": self.manifest,
-        }
+        }.items():
+            self.worker.task(action)(handler)
 
-    # ---- the loop (taskq_worker.Worker.run) -----------------------------------
-
-    def handle(self, task):
-        self.handlers[task.action](task)
-
-    def task_of(self, row):
-        task = super().task_of(row)
-        if task is not None:
-            task.heartbeat = time.monotonic()       # the lease was granted now
-            task.heartbeats = 0
-        return task
+    def run(self):
+        self.worker.run()
 
     def finish(self, task, writes=None, path=None, code="completed", status="done",
                fence=False):
-        """In one transaction: the task's writes, its event row (when completed)
-        and the return (give_back).  Raises psycopg2.Error TQ001 when our token is no
-        longer valid (the loop counts the lease as lost).
+        """On task.conn, in the transaction that returns the task: the task's
+        writes and its event row (when completed); then the handler's result:
+        the status to complete it with, or Retry / Abort raised.  If the lease
+        is lost meanwhile, the worker drops all of it.
 
         fence: first check that the task's export is still current; if it is
         not, abort the task instead, without writing."""
-        def txn(cur):
-            if fence and not export_is_current(cur, task.body):
-                self.give_back(cur, task, f"export {task.body['commit']} was abandoned", "aborted")
-                return "abandoned"
-            if writes:
-                writes(cur)
-            if code == "completed":
-                cur.execute("INSERT INTO export_demo.events"
-                            " (branch, export_commit, task_id, action, path, actor, tries)"
-                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                            (task.body["branch"], task.body["commit"], task.id, task.action,
-                             path, self.actor, task.tries))
-            self.give_back(cur, task, status, code)
-            return code
-        result = transaction(self.conn, txn)
-        self.stats[f"{task.action} {result}"] += 1
-        if result == "abandoned":
+        cur = task.conn.cursor()
+        if fence and not export_is_current(cur, task.body):
+            self.stats[f"{task.action} abandoned"] += 1
             log(self.name, f"{task.id}: export {task.body['commit']} was abandoned, task aborted")
+            raise Abort(f"export {task.body['commit']} was abandoned")
+        if writes:
+            writes(cur)
+        self.stats[f"{task.action} {code}"] += 1
+        if code == "pending":
+            raise Retry(status=status)
+        cur.execute("INSERT INTO export_demo.events"
+                    " (branch, export_commit, task_id, action, path, actor, tries)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (task.body["branch"], task.body["commit"], task.id, task.action,
+                     path, self.actor, task.tries))
+        return status
 
     def work(self, task, seconds):
-        """Spend seconds on the task, extending the lease as we go (heartbeats)."""
+        """Spend seconds on the task (the worker's heartbeats keep its lease);
+        stop early if the lease is lost: nothing of this try will count."""
         end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
+        while (left := end - time.monotonic()) > 0 and not task.lease_lost:
             time.sleep(min(left, LEASE / 4))
-            if end - time.monotonic() > 0 and time.monotonic() - task.heartbeat > LEASE / 3:
-                self.extend(task)
-
-    def extend(self, task):
-        def txn(cur):
-            cur.execute("SELECT owned FROM taskq.extend_ownership(%s, ARRAY[%s], ARRAY[%s]::uuid[],"
-                        " make_interval(secs => %s))", (self.actor, task.id, task.token, LEASE))
-            return cur.fetchone()[0]
-        if not transaction(self.conn, txn):
-            raise LeaseLost("extend_ownership: no longer owned")
-        task.heartbeat = time.monotonic()
-        task.heartbeats += 1
-        self.stats["heartbeats"] += 1
 
     def transient_fault(self, task):
         """Maybe stall past the lease; True when the try should fail instead."""
@@ -134,7 +121,7 @@ class ExportWorker(Worker):
             log(self.name, f"stalls {LEASE + 1:.0f}s on {task.id} (try {task.tries}) without"
                            f" heartbeats: its {LEASE:.0f}s lease will run out")
             self.stats["stalls"] += 1
-            time.sleep(LEASE + 1)
+            stall(LEASE + 1)
         return random.random() < self.fail_rate
 
     # ---- the story's handlers -------------------------------------------------
@@ -154,7 +141,7 @@ class ExportWorker(Worker):
                  "body": {"branch": branch, "commit": commit},
                  "spontaneous": True},
             ]),))
-        self.finish(task, writes, status=f"export of {commit} started")
+        return self.finish(task, writes, status=f"export of {commit} started")
 
     def start_export(self, task):
         branch, commit = task.body["branch"], task.body["commit"]
@@ -183,26 +170,30 @@ class ExportWorker(Worker):
             cur.execute("SELECT taskq.add_dependencies(ARRAY[%s], ARRAY[%s])",
                         (done_export_id(branch), manifest_id))
             cur.execute("SELECT taskq.insert_tasks(%s)", (Json(tasks),))
-        self.finish(task, writes, status=f"planned export of {commit}")
+        status = self.finish(task, writes, status=f"planned export of {commit}")
         detail(self.name, f"start-export {commit}: {counts.get('export-copy', 0)} copies,"
                        f" {counts.get('export-delete', 0)} deletes,"
                        f" {counts.get('export-success', 0)} _SUCCESS")
+        return status
 
     def copy(self, task):
         b = task.body
         if self.transient_fault(task):
             self.work(task, 0.01)
-            self.finish(task, code="pending",
-                        status=f"try {task.tries}: simulated S3 error 503 SlowDown")
+            if task.lease_lost:
+                return None             # the worker drops this try's result
             if once("copy retried"):
                 log(self.name, f"{task.id}: try {task.tries} failed (simulated S3 503)")
                 log(self.name, "  returned 'pending': taskq hands it out again, up to"
                                f" {COPY_MAX_TRIES} tries; the summary line counts the retries")
             else:
                 detail(self.name, f"{task.id}: try {task.tries} failed, returned 'pending'")
-            return
+            return self.finish(task, code="pending",
+                               status=f"try {task.tries}: simulated S3 error 503 SlowDown")
         started = time.monotonic()
         self.work(task, 0.02 + b["size_mb"] / 200)   # 200 MB/s
+        if task.lease_lost:
+            return None                 # the worker drops this try's result
         if b["size_mb"] >= 500:
             took = f"copied {b['size_mb']} MB {task.id} in {time.monotonic() - started:.1f}s"
             if once("heartbeats"):
@@ -218,7 +209,7 @@ class ExportWorker(Worker):
                         " ON CONFLICT (branch, path) DO UPDATE SET etag = excluded.etag,"
                         " export_commit = excluded.export_commit, written_by = excluded.written_by",
                         (b["branch"], b["path"], b["etag"], b["commit"], self.actor))
-        self.finish(task, writes, path=b["path"], fence=True)
+        return self.finish(task, writes, path=b["path"], fence=True)
 
     def delete(self, task):
         b = task.body
@@ -227,7 +218,7 @@ class ExportWorker(Worker):
         def writes(cur):
             cur.execute("DELETE FROM export_demo.s3 WHERE branch = %s AND path = %s",
                         (b["branch"], b["path"]))
-        self.finish(task, writes, path=b["path"], fence=True)
+        return self.finish(task, writes, path=b["path"], fence=True)
 
     def success(self, task):
         b = task.body
@@ -239,7 +230,7 @@ class ExportWorker(Worker):
                         " ON CONFLICT (branch, path) DO UPDATE SET etag = excluded.etag,"
                         " export_commit = excluded.export_commit, written_by = excluded.written_by",
                         (b["branch"], marker, b["commit"], b["commit"], self.actor))
-        self.finish(task, writes, path=marker, fence=True)
+        return self.finish(task, writes, path=marker, fence=True)
 
     def manifest(self, task):
         b = task.body
@@ -249,13 +240,23 @@ class ExportWorker(Worker):
                         " SELECT %s, %s, count(*), coalesce(sum(size_mb), 0)"
                         "   FROM export_demo.commit_objects WHERE commit_id = %s",
                         (b["branch"], b["commit"], b["commit"]))
-        self.finish(task, writes)
+        status = self.finish(task, writes)
         if once("manifest"):
             log(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
             log(self.name, f"  the manifest ran last: it waited for {done_export_id(b['branch'])},"
                            " which waited for every copy, delete and _SUCCESS")
         else:
             detail(self.name, f"manifest {b['commit']}: export of {b['commit']} done")
+        return status
+
+
+def stall(seconds):
+    """Stop this whole process for seconds, as a paused virtual machine or a
+    swap storm would: the handler and the heartbeat thread alike.  A child
+    process wakes it up (SIGCONT)."""
+    waker = subprocess.Popen(["sh", "-c", f"sleep {seconds}; kill -CONT {os.getpid()}"])
+    os.kill(os.getpid(), signal.SIGSTOP)
+    waker.wait()
 
 
 def export_is_current(cur, body):

@@ -2,7 +2,7 @@
 # examples/file-import/run.sh — the job-progress seed with real concurrent workers.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
-# PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
+# PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.
 # Starts 4 workers, a producer (3 import jobs of 200-600 rows) and a monitor
 # that prints a summary line a second with each job's progress from
 # taskq.job_states (VERBOSE=1: a progress bar per job, and every worker's log
@@ -20,7 +20,7 @@ WORK_MS=${WORK_MS:-20}           # mean milliseconds of work per row
 TIMEOUT=${TIMEOUT:-60}           # seconds for the jobs to finish
 
 EXAMPLE=file-import
-# ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
+# ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 

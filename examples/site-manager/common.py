@@ -1,5 +1,5 @@
 """Shared by producer.py, worker.py, monitor.py: the demo's actions; and, from
-../taskq_worker.py, connection, transactions, logging, the worker loop.
+../demo.py, connection, transactions, logging, the worker.
 
 Connection parameters come from the usual libpq variables (PGHOST, PGPORT,
 PGDATABASE, PGUSER, ...).
@@ -8,10 +8,10 @@ PGDATABASE, PGUSER, ...).
 import os
 import sys
 
-# The examples' shared module, ../taskq_worker.py, re-exported from here: every
+# The examples' shared module, ../demo.py, re-exported from here: every
 # script of the example imports common, so it runs alone too (python3 worker.py).
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from taskq_worker import Worker, connect, detail, log, once, transaction  # noqa: E402,F401
+from demo import connect, detail, log, once, transaction, worker  # noqa: E402,F401
 
 # Every action of the demo.
 ACTIONS = ["save-metadata", "create-fs", "create-db", "bootstrap", "mark-running"]

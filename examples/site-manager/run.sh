@@ -2,7 +2,7 @@
 # examples/site-manager/run.sh — the status-driven seed with real concurrent workers.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
-# PGDATABASE, PGUSER say where), psql, python3 and python3-psycopg2.
+# PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.
 # Starts 4 workers that fail 30 % of their tries (retried with exponential
 # backoff by the action policy), a producer (the API: 7 site requests, 2 refused
 # at once, 1 a retry; then it deletes site-3 mid-way) and a summary line a
@@ -23,7 +23,7 @@ TIMEOUT=${TIMEOUT:-60}           # seconds for the workflows to finish
 
 EXAMPLE=site-manager
 ACTIONS=save-metadata,create-fs,create-db,bootstrap,mark-running
-# ---- requirements: psql, python3 + psycopg2, a connection, the extension ----
+# ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 

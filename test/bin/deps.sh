@@ -18,6 +18,7 @@ PACKAGES=(
     passwd                                 # useradd
     tar coreutils findutils grep sed mawk  # used by the scripts
     python3 python3-psycopg2               # examples/ (make demo)
+    python3-psycopg python3-pytest         # clients/python (the python suite)
     sqlsmith                               # test/t/012_sqlsmith.pl
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
 )

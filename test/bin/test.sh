@@ -5,7 +5,8 @@
 #   -> static checks, pg_regress, isolation, pgTAP, Perl TAP -> cleanup.
 # Counting: one per pg_regress test, one per isolation spec, one per pgTAP
 # assertion, one per Perl TAP assertion, one per test/static/*.sh, one per
-# example, one per ```sql block of README.md and docs/*.md (suite docs,
+# example, one per pytest test of clients/python/tests (suite python, from
+# its junit xml), one per ```sql block of README.md and docs/*.md (suite docs,
 # test/bin/doc_sql.py: a block after a failed one counts failed, not run);
 # a suite or file that fails without a failed test of its own counts one
 # failure.
@@ -20,7 +21,7 @@
 #              private install; any sanitizer report fails the run),
 #            TASKQ_SUITES="regress isolation ..." (only these suites, for a
 #              quick look while developing; of static regress isolation
-#              pgtap examples docs tap).
+#              pgtap examples python docs tap).
 # taskq is built with assertions (TASKQ_ASSERT=1) whatever the server is.
 set -euo pipefail
 
@@ -361,6 +362,57 @@ suite_examples() {
     line examples "$ok ok, $bad failed ($(elapsed "$t0"))"
 }
 
+# The Python client's pytest suite (clients/python/tests) against a database
+# of the cluster, named to the tests by TASKQ_TEST_DSN: one test per pytest
+# test, counted from pytest's junit xml (failures and errors fail; a run
+# that fails without a failed test, e.g. nothing collected, counts one).
+suite_python() {
+    local out xml rc=0 ok=0 bad=0 skipped=0 t0 db=taskq_python
+    if [[ ! -d clients/python/tests ]]; then line python "skipped (no clients/python/tests)"; return; fi
+    t0=$(tq_now)
+    out=$TQ_WORK/log/python-setup.out
+    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
+        tq_psql "$db" -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
+        add 0 1
+        line python "0 ok, 1 failed (setup)"
+        show "$out" 40
+        return
+    fi
+    out=$TQ_WORK/log/python.out
+    xml=$TQ_WORK/log/python-junit.xml
+    tq_run_as_user "$out" env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=clients/python \
+        TASKQ_TEST_DSN="host=$TQ_SOCK port=$TQ_PORT dbname=$db user=$TQ_DBUSER" \
+        timeout -k 10 "$FILE_TIMEOUT" python3 -m pytest -p no:cacheprovider -q -rfEs \
+        --junitxml="$xml" clients/python/tests || rc=$?
+    # Per file "   FILE  N ok, M failed", then "OK BAD SKIPPED".
+    if [[ -s $xml ]]; then
+        python3 -c '
+import collections, sys, xml.etree.ElementTree as ET
+per = collections.defaultdict(lambda: [0, 0, 0])
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    f = "clients/python/tests/" + case.get("classname", "?").rsplit(".", 1)[-1] + ".py"
+    kind = 1 if case.find("failure") is not None or case.find("error") is not None \
+        else 2 if case.find("skipped") is not None else 0
+    per[f][kind] += 1
+for f, (ok, bad, skip) in sorted(per.items()):
+    print("   %-40s %d ok, %d failed%s" % (f, ok, bad, ", %d skipped" % skip if skip else ""))
+print(*(sum(v[i] for v in per.values()) for i in range(3)))
+' "$xml" >"$out.counts" 2>&1 || true
+        sed '$d' "$out.counts"
+        read -r ok bad skipped < <(tail -n 1 "$out.counts") || true
+        [[ $ok =~ ^[0-9]+$ && $bad =~ ^[0-9]+$ ]] || { ok=0; bad=0; skipped=0; }
+    fi
+    if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
+    add "$ok" "$bad"
+    SQL_FAILED=$((SQL_FAILED + bad))
+    if [[ ${skipped:-0} -gt 0 ]]; then skipped=", $skipped skipped"; else skipped=""; fi
+    line python "$ok ok, $bad failed$skipped ($(elapsed "$t0"))"
+    if [[ $bad -gt 0 ]]; then
+        echo "--- python: output (exit $rc)"
+        show "$out" 200
+    fi
+}
+
 show_tail() {
     [[ -s $1 ]] || return 0
     echo "--- last ${2:-60} lines of $(basename "$1"):"
@@ -403,6 +455,7 @@ run regress
 run isolation
 run pgtap
 run examples
+run python
 run docs
 check_server_log
 tq_cluster_stop

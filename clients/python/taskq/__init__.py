@@ -1,0 +1,31 @@
+"""taskq: workers and producers for the taskq PostgreSQL extension (psycopg 3).
+
+    from taskq import Worker, Retry
+
+    w = Worker("dbname=app", concurrency=8)
+
+    @w.task("copy")
+    def copy(task):
+        ...                 # task.body, task.conn, task.lease_lost
+        return "copied"     # completed; raise Retry(delay=30) for later
+
+    w.run()
+
+The user guide is docs/python.md in the taskq repository.
+"""
+
+from .errors import (DuplicateTaskError, Error, InvalidArgumentError, MissingDependencyError,
+                     PrivilegeError, RetryableError, StateError, TokenError, UnknownTaskError)
+from .producer import (cancel_tasks, cancel_workflow, chain, chord, group, insert,
+                       insert_if_absent, wait_for_task)
+from .worker import Abort, Retry, Task, Worker
+
+__version__ = "0.5.0"
+
+__all__ = [
+    "Worker", "Task", "Retry", "Abort",
+    "insert", "insert_if_absent", "chain", "group", "chord", "wait_for_task",
+    "cancel_tasks", "cancel_workflow",
+    "Error", "TokenError", "UnknownTaskError", "StateError", "DuplicateTaskError",
+    "MissingDependencyError", "InvalidArgumentError", "PrivilegeError", "RetryableError",
+]

@@ -1,0 +1,104 @@
+"""Producer helpers: enqueue tasks and wait for results.
+
+Each takes a connection or a connection string first.  With a connection
+string, the call runs in a connection of its own, committed and closed before
+the helper returns.  With a ``psycopg.Connection``, it runs in that
+connection's current transaction and the caller commits: enqueue tasks in the
+same transaction as the rows they are about (unless the connection is in
+autocommit mode).
+
+Tasks are dicts (or a list of dicts) in the JSON form ``insert_tasks`` takes:
+``{"id": ..., "action": ..., "body": {...}, "to_signal_after": [...], ...}``.
+Errors are raised as ``taskq.Error`` subclasses carrying the SQLSTATE.
+"""
+
+import contextlib
+from datetime import timedelta
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from .errors import translated
+
+__all__ = ["insert", "insert_if_absent", "chain", "group", "chord", "wait_for_task",
+           "cancel_tasks", "cancel_workflow"]
+
+
+@contextlib.contextmanager
+def _connection(conn_or_dsn):
+    if isinstance(conn_or_dsn, psycopg.Connection):
+        yield conn_or_dsn
+        return
+    with psycopg.connect(conn_or_dsn, autocommit=False) as conn:
+        yield conn          # the with block commits, or rolls back on error
+
+
+def _interval(value):
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(seconds=value)
+
+
+def _scalar(conn_or_dsn, sql, params):
+    with translated(), _connection(conn_or_dsn) as conn:
+        return conn.execute(sql, params).fetchone()[0]
+
+
+def _tasks(tasks):
+    return Jsonb([tasks] if isinstance(tasks, dict) else list(tasks))
+
+
+def insert(conn_or_dsn, tasks):
+    """insert_tasks: all tasks or none; returns the number inserted."""
+    return _scalar(conn_or_dsn, "SELECT taskq.insert_tasks(%s)", (_tasks(tasks),))
+
+
+def insert_if_absent(conn_or_dsn, tasks):
+    """insert_tasks_if_absent: {id: inserted} (False: a task with the id existed)."""
+    with translated(), _connection(conn_or_dsn) as conn:
+        rows = conn.execute("SELECT id, inserted FROM taskq.insert_tasks_if_absent(%s)",
+                            (_tasks(tasks),)).fetchall()
+    return dict(rows)
+
+
+def chain(conn_or_dsn, tasks, after_ids=None):
+    """chain: each task waits for the one before (the first for after_ids)."""
+    return _scalar(conn_or_dsn, "SELECT taskq.chain(%s, %s)", (_tasks(tasks), after_ids))
+
+
+def group(conn_or_dsn, tasks, after_ids=None):
+    """"group": the tasks in parallel (each waiting for after_ids)."""
+    return _scalar(conn_or_dsn, 'SELECT taskq."group"(%s, %s)', (_tasks(tasks), after_ids))
+
+
+def chord(conn_or_dsn, tasks, join, after_ids=None):
+    """chord: a group and a join task that waits for all of them
+    (give the join "spontaneous": True to have the queue complete it)."""
+    return _scalar(conn_or_dsn, "SELECT taskq.chord(%s, %s, %s)",
+                   (_tasks(tasks), Jsonb(join), after_ids))
+
+
+def wait_for_task(conn_or_dsn, task_id, timeout=None):
+    """Wait until the task is finished and return its row as a dict
+    (status_code, status, ...); None when timeout (seconds or timedelta)
+    passes first; None timeout: wait until cancelled.  Unknown id:
+    taskq.UnknownTaskError."""
+    with translated(), _connection(conn_or_dsn) as conn:
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute("SELECT * FROM taskq.wait_for_task(%s, %s)",
+                        (task_id, _interval(timeout)))
+            row = cur.fetchone()
+    if row is None or row.get("id") is None:
+        return None
+    return row
+
+
+def cancel_tasks(conn_or_dsn, ids):
+    """cancel_tasks: returns how many were cancelled."""
+    return _scalar(conn_or_dsn, "SELECT taskq.cancel_tasks(%s)", (list(ids),))
+
+
+def cancel_workflow(conn_or_dsn, workflow):
+    """cancel_workflow: returns how many were cancelled."""
+    return _scalar(conn_or_dsn, "SELECT taskq.cancel_workflow(%s)", (workflow,))

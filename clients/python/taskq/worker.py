@@ -1,0 +1,661 @@
+"""The worker: claims tasks, runs their handlers, heartbeats and returns them.
+
+Threads, not asyncio.  A handler is the user's code, and most of it blocks:
+file and network I/O, libraries that know nothing of an event loop, CPU work.
+With threads a plain function is a handler, a blocking call in it stalls only
+its own task, and psycopg 3's synchronous API is thread-safe per connection:
+each concurrent task gets a connection of its own (``task.conn``), so its
+writes and its return can be one transaction, and nothing is shared between
+tasks but the worker's bookkeeping, under one lock.  The cost, one thread and
+one connection per slot, is small for the tens of slots a worker process runs;
+beyond that, run more processes.
+
+Threads of a running Worker:
+
+- the caller of ``run()``: the claim loop.  It LISTENs on channel ``taskq``
+  (its payload is the action whose tasks became ready) and claims with
+  ``own_tasks`` up to as many tasks as it has free slots, when a notification
+  names one of its actions, when a slot frees up, and at least every
+  ``poll_interval`` seconds (the fallback: a notification may be missed, and a
+  server without the background worker sends none).
+- ``concurrency`` slot threads, each with its own connection: run a task's
+  handler, then return the task in the handler's transaction; unless the
+  worker is stopping (or the return asks for a delay), with
+  ``return_and_own``, which claims the slot's next task in the same call.
+- the heartbeat thread, with its own connection: ``extend_ownership`` for
+  every task in progress whose lease is half gone, in one call.  A task it
+  learns is no longer owned (``owned = false``: the lease expired and another
+  worker claimed it, or it was cancelled) has its lease lost: its
+  ``lease_lost`` flag is set, the loss is logged, and whatever its handler
+  does is rolled back and not returned.
+
+Returning: a handler's return value completes the task (``str()`` of it is
+the status text, None leaves the status as it is); ``raise Retry(delay)``
+returns it pending, to run again after ``delay``; any other exception returns
+it pending with the exception as status, to be retried until ``max_tries``
+(the task's or the action's policy) is used up, when taskq aborts it;
+``raise Abort(status)`` aborts it at once.  A handler (or the commit of its
+return) that fails with a deadlock or a serialization failure (40P01, 40001)
+is run again in a new transaction, up to ``conflict_retries`` times, as
+PostgreSQL advises, before the try counts as failed.  A return refused with
+TQ001 (the lease was lost in between) is reported with ``on_lease_lost``,
+not fatal.
+
+Shutdown (SIGTERM, SIGINT, or ``stop()``): claiming stops, tasks claimed but
+not yet started are given back at once, running handlers have ``grace``
+seconds to finish (their ``task.stopping`` is set), and the tasks of those
+that did not are given back, without counting a try, with
+``taskq.release_task`` (on an extension without it: returned ``pending``,
+which counts the try).  Then ``run()`` returns.
+"""
+
+import logging
+import os
+import queue
+import random
+import select
+import signal
+import socket
+import threading
+import time
+import traceback
+from datetime import timedelta
+
+import psycopg
+
+from .errors import TokenError, from_psycopg
+
+log = logging.getLogger("taskq")
+
+__all__ = ["Worker", "Task", "Retry", "Abort"]
+
+
+class Retry(Exception):
+    """Raise in a handler to return the task pending, to run again after
+    ``delay`` (seconds or a timedelta; None: the task's retry policy).
+    A try is counted: at ``max_tries`` taskq aborts the task instead.
+    What the handler wrote on ``task.conn`` is rolled back, unless
+    ``commit`` is true: then it commits with the return (a record of the
+    failed try, a checkpoint for the next)."""
+
+    def __init__(self, delay=None, status=None, commit=False):
+        super().__init__(status or "retry")
+        self.delay = delay
+        self.status = status
+        self.commit = commit
+
+
+class Abort(Exception):
+    """Raise in a handler to abort the task (and, by the cascade, every task
+    that waits for it), with ``status`` as its status text.  The handler's
+    writes on ``task.conn`` are rolled back, unless ``commit`` is true."""
+
+    def __init__(self, status=None, commit=False):
+        super().__init__(status or "aborted")
+        self.status = status
+        self.commit = commit
+
+
+class Task:
+    """A claimed task, as a handler sees it.
+
+    id, action, body (the JSON body as Python objects), tries (this try's
+    number, 1 for the first), token (the performance token), deadline (the
+    lease's end as taskq set it at the claim), conn (this slot's connection:
+    statements on it run in the transaction that returns the task, committed
+    with the return, rolled back if the lease is lost), lease_lost (bool:
+    another worker may own the task now; stop and do not write), stopping
+    (bool: the worker is shutting down; finish soon or stop), heartbeats
+    (how many times the lease was extended).
+    """
+
+    def __init__(self, row, lease):
+        self.id, self.token, self.action, self.body, self.tries, self.deadline = row
+        self.conn = None
+        self.heartbeats = 0
+        self.lease_lost_event = threading.Event()
+        self.stopping_event = threading.Event()
+        self._lease = lease
+        self._expires = time.monotonic() + lease     # our view of the lease's end
+        self._state = "queued"      # queued, running, returning, done, released, lost
+        self._lost_reported = False
+
+    @property
+    def lease_lost(self):
+        return self.lease_lost_event.is_set()
+
+    @property
+    def stopping(self):
+        return self.stopping_event.is_set()
+
+    def __repr__(self):
+        return f"<Task {self.id!r} action={self.action!r} try={self.tries}>"
+
+
+def _interval(value):
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(seconds=value)
+
+
+class Worker:
+    """A pool of ``concurrency`` slots that run the handlers of the actions
+    registered with ``@worker.task(action)``.
+
+    dsn            libpq connection string ("" : the PG* environment variables)
+    concurrency    tasks run at once (threads, one connection each)
+    lease          seconds of each claim and each heartbeat's extension
+    grace          seconds running handlers get to finish at shutdown
+    poll_interval  longest wait between claims when no notification comes
+    actor          the name taskq records as the owner (default: host/pid)
+    connect_kwargs more keyword arguments for psycopg.connect
+    conflict_retries  times a handler is run again, in a new transaction,
+                   when it or its return fails with a deadlock or a
+                   serialization failure (40P01, 40001), before the try
+                   counts as failed
+    """
+
+    def __init__(self, dsn="", concurrency=8, lease=60.0, grace=30.0, poll_interval=5.0,
+                 actor=None, connect_kwargs=None, conflict_retries=8):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if lease <= 0:
+            raise ValueError("lease must be positive")
+        self.dsn = dsn
+        self.concurrency = concurrency
+        self.lease = float(lease)
+        self.grace = float(grace)
+        self.poll_interval = float(poll_interval)
+        self.actor = actor or f"{socket.gethostname()}/{os.getpid()}"
+        self.connect_kwargs = dict(connect_kwargs or {})
+        self.conflict_retries = conflict_retries
+        # action -> runner(worker, task, conn) -> (status_code, status,
+        # retry_delay, error): how the task is to be returned.
+        # The extension point: @task registers a plain handler's runner;
+        # richer kinds of handler (state machines, saga steps) will register
+        # runners of their own with _register.
+        self._runners = {}
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._tasks = {}            # id -> Task, claimed and not yet finished here
+        self._queue = queue.Queue()
+        self._stopping = threading.Event()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._release_sql = None
+        self._notified = False
+        self.stats = {"completed": 0, "retried": 0, "failed": 0, "aborted": 0,
+                      "leases_lost": 0, "released": 0, "heartbeats": 0}
+
+    # ---- registration ----------------------------------------------------
+
+    def task(self, action):
+        """Decorator: fn(task) handles the tasks of action."""
+        def register(fn):
+            self._register(action, _plain_runner(fn))
+            return fn
+        return register
+
+    def _register(self, action, runner):
+        if action in self._runners:
+            raise ValueError(f"action {action!r} already has a handler")
+        self._runners[action] = runner
+
+    @property
+    def actions(self):
+        return sorted(self._runners)
+
+    # ---- lifecycle ---------------------------------------------------------
+
+    def stop(self):
+        """Begin a graceful shutdown (what SIGTERM and SIGINT do); thread-safe."""
+        self._stopping.set()
+        self._wake()
+
+    def run(self):
+        """Claim and run tasks until stop() (or SIGTERM / SIGINT, when called
+        in the main thread); returns after the shutdown."""
+        if not self._runners:
+            raise ValueError("no handlers: register one with @worker.task(action)")
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda signum, frame: self.stop())
+        conn = None
+        threads = []
+        try:
+            conn = self._listening_connection()
+            self._release_sql = self._release_statement(conn)
+            hb = threading.Thread(target=self._heartbeat_loop, name="taskq-heartbeat",
+                                  daemon=True)
+            hb.start()
+            threads.append(hb)
+            for i in range(self.concurrency):
+                t = threading.Thread(target=self._slot_loop, name=f"taskq-slot-{i + 1}",
+                                     daemon=True)
+                t.start()
+                threads.append(t)
+            log.info("worker %s: %d slots for %s, lease %gs", self.actor, self.concurrency,
+                     ", ".join(self.actions), self.lease)
+            self._claim_loop(conn)
+            self._shutdown(conn)
+        finally:
+            self._stopping.set()
+            for _ in range(self.concurrency):
+                self._queue.put(None)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if conn is not None:
+                conn.close()
+        log.info("worker %s stopped: %s", self.actor,
+                 ", ".join(f"{k} {v}" for k, v in self.stats.items()))
+
+    def _connect(self, autocommit):
+        return psycopg.connect(self.dsn, autocommit=autocommit,
+                               **{"application_name": "taskq worker", **self.connect_kwargs})
+
+    def _release_statement(self, conn):
+        have = conn.execute(
+            "SELECT to_regprocedure('taskq.release_task(text,uuid)') IS NOT NULL").fetchone()[0]
+        if have:
+            return "SELECT taskq.release_task(%s, %s)"
+        log.warning("taskq.release_task is missing (extension older than 0.5): tasks given back"
+                    " at shutdown are returned 'pending', which counts a try")
+        return "SELECT taskq.return_task(%s, %s, 'released', 'pending')"
+
+    def _wake(self):
+        try:
+            os.write(self._wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass
+
+    # ---- claiming ------------------------------------------------------------
+
+    def _free_slots(self):
+        with self._lock:
+            return self.concurrency - len(self._tasks)
+
+    def _claim_loop(self, conn):
+        claim_now = True
+        next_poll = 0.0
+        actions = set(self._runners)
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            free = self._free_slots()
+            if free > 0 and (claim_now or now >= next_poll):
+                claim_now = False
+                next_poll = now + self.poll_interval
+                try:
+                    got = self._claim(conn, free)
+                except psycopg.OperationalError as e:
+                    log.error("claim failed (%s); reconnecting", e)
+                    conn = self._reconnect(conn)
+                    continue
+                except psycopg.Error as e:
+                    # Not fatal (a serialization failure, a privilege revoked for
+                    # a while): try again at the next poll.
+                    log.error("claim failed: %s", from_psycopg(e))
+                    got = 0
+                # A full batch: there may be more; claim again when a slot frees.
+                claim_now = got == free
+            timeout = max(0.0, next_poll - time.monotonic()) if free > 0 else self.poll_interval
+            readable = select.select([conn.fileno(), self._wake_r], [], [], timeout)[0]
+            if self._wake_r in readable:
+                self._drain_wake()
+                claim_now = True            # a slot freed up, or stop()
+            if conn.fileno() in readable:
+                try:
+                    conn.pgconn.consume_input()
+                except psycopg.OperationalError as e:
+                    log.error("lost the connection (%s); reconnecting", e)
+                    conn = self._reconnect(conn)
+                    claim_now = True
+                    continue
+                while (n := conn.pgconn.notifies()) is not None:
+                    if n.extra.decode() in actions:
+                        claim_now = True
+            if self._notified:
+                self._notified = False
+                claim_now = True
+
+    def _listening_connection(self):
+        conn = self._connect(autocommit=True)
+        # Notifications that arrive while a claim runs are consumed by it:
+        # this handler sees them; the loop reads those that arrive between.
+        conn.add_notify_handler(self._on_notify)
+        conn.execute("LISTEN taskq")
+        return conn
+
+    def _on_notify(self, notify):
+        if notify.payload in self._runners:
+            self._notified = True
+
+    def _reconnect(self, conn):
+        conn.close()
+        while not self._stopping.is_set():
+            try:
+                return self._listening_connection()
+            except psycopg.OperationalError as e:
+                log.error("cannot connect: %s", e)
+                self._stopping.wait(min(self.poll_interval, 5.0))
+        return conn
+
+    def _drain_wake(self):
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _claim(self, conn, free):
+        rows = conn.execute(
+            "SELECT id, token, action, body, num_tries, action_deadline"
+            "  FROM taskq.own_tasks(%s, %s, %s, %s)",
+            (self.actor, free, self.actions, _interval(self.lease))).fetchall()
+        for row in rows:
+            task = Task(row, self.lease)
+            with self._lock:
+                self._tasks[task.id] = task
+            self._queue.put(task)
+        if rows:
+            log.debug("claimed %s", ", ".join(r[0] for r in rows))
+        return len(rows)
+
+    # ---- slots -------------------------------------------------------------------
+
+    def _slot_loop(self):
+        conn = None
+        while True:
+            task = self._queue.get()
+            if task is None:
+                break
+            while task is not None:         # a task, then those its returns claimed
+                with self._lock:
+                    if task._state != "queued":        # released at shutdown
+                        break
+                    if task.lease_lost:                # lost before it started
+                        task._state = "lost"
+                        self._tasks.pop(task.id, None)
+                        self._changed.notify_all()
+                        break
+                    task._state = "running"
+                nxt = None
+                try:
+                    if conn is None or conn.closed:
+                        conn = self._connect(autocommit=False)
+                    nxt = self._run_task(conn, task)
+                except psycopg.OperationalError as e:
+                    log.error("task %s: connection lost (%s); its lease will expire",
+                              task.id, e)
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                except Exception:
+                    log.exception("task %s: unexpected error in the worker", task.id)
+                finally:
+                    with self._lock:
+                        self._tasks.pop(task.id, None)
+                        if task._state in ("running", "returning"):
+                            task._state = "done"
+                        if nxt is not None:
+                            # In the same critical section: the claim loop and
+                            # the shutdown never see the slot empty in between.
+                            # (nxt may be the same task again, a retry: hence
+                            # after the pop.)
+                            self._tasks[nxt.id] = nxt
+                            if self._stopping.is_set():
+                                nxt._state = "released"
+                        self._changed.notify_all()
+                    task.conn = None
+                if nxt is not None and nxt._state == "released":
+                    self._release(conn, nxt)
+                    with self._lock:
+                        self._tasks.pop(nxt.id, None)
+                        self._changed.notify_all()
+                    nxt = None
+                if nxt is None:
+                    self._wake()            # a free slot: the claim loop may claim
+                task = nxt
+        if conn is not None:
+            conn.close()
+
+    def _run_task(self, conn, task):
+        """Run the task's handler and return the task; the task the return
+        claimed (return_and_own), if any."""
+        task.conn = conn
+        attempt = 0
+        claimed = []
+        while True:
+            attempt += 1
+            code, status, delay, error = self._runners[task.action](self, task, conn)
+            if _is_conflict(error) and attempt <= self.conflict_retries and not task.lease_lost:
+                # A deadlock or serialization failure: PostgreSQL's advice is to
+                # run the transaction again; it is not a failed try.
+                conn.rollback()
+                log.debug("task %s: %s; running its handler again", task.id, error)
+                time.sleep(random.uniform(0.005, 0.05) * attempt)
+                continue
+            with self._lock:
+                lost = task._state != "running" or task.lease_lost
+                if not lost:
+                    task._state = "returning"
+            if lost:
+                conn.rollback()
+                why = "given back at shutdown" if task._state == "released" else "lease lost"
+                log.info("task %s (try %d): %s, its result (%s) is dropped",
+                         task.id, task.tries, why, code)
+                return
+            if code == "pending" and error is not None:
+                # The handler's writes are rolled back; the return is a transaction of its own.
+                conn.rollback()
+            elif conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                # The handler caught an error of its transaction and returned: nothing
+                # it wrote can be committed, so this try failed.
+                conn.rollback()
+                code, status, delay = "pending", "the handler's transaction failed", None
+                error = RuntimeError("the handler returned with its transaction failed")
+            try:
+                claimed = self._return(conn, task, code, status, delay, claim=True)
+                break
+            except psycopg.Error as e:
+                conn.rollback()
+                err = from_psycopg(e)
+                if isinstance(err, TokenError):
+                    self._lose_lease(task, f"taskq refused its return ({err.sqlstate}:"
+                                           f" {err.message})")
+                    return
+                if isinstance(e, psycopg.OperationalError):
+                    raise
+                if _is_conflict(e) and attempt <= self.conflict_retries:
+                    with self._lock:
+                        if task._state == "returning":
+                            task._state = "running"
+                    time.sleep(random.uniform(0.005, 0.05) * attempt)
+                    continue
+                if code == "pending":
+                    log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
+                    return
+                # The return, or the commit of the handler's writes with it, failed
+                # (a constraint checked at commit, say): this try failed.
+                log.warning("task %s (try %d): the return as %s failed (%s); returned pending",
+                            task.id, task.tries, code, err)
+                code, status, delay, error = "pending", f"return failed: {err}", None, err
+                try:
+                    self._return(conn, task, code, status, delay)
+                    break
+                except psycopg.Error as e2:
+                    conn.rollback()
+                    if isinstance(e2, psycopg.OperationalError):
+                        raise
+                    log.error("task %s (try %d): return failed: %s", task.id, task.tries,
+                              from_psycopg(e2))
+                    return
+        key = {"completed": "completed", "aborted": "aborted"}.get(
+            code, "failed" if error is not None else "retried")
+        with self._lock:
+            self.stats[key] += 1
+        if error is not None:
+            log.warning("task %s (try %d) failed: %s", task.id, task.tries, error,
+                        exc_info=error if error.__traceback__ is not None else None)
+        else:
+            log.debug("task %s (try %d) returned %s", task.id, task.tries, code)
+        if claimed:
+            log.debug("claimed %s with the return", claimed[0][0])
+            return Task(claimed[0], self.lease)
+        return None
+
+    def _return(self, conn, task, code, status, delay, claim=False):
+        """Return the task and commit.  With claim, unless the worker is
+        stopping or a delay is asked for: return_and_own, which claims the
+        slot's next task in the same call and transaction; the claimed rows."""
+        rows = []
+        if claim and delay is None and not self._stopping.is_set():
+            rows = conn.execute(
+                "SELECT id, token, action, body, num_tries, action_deadline"
+                "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
+                "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s)",
+                (task.id, task.token, status, code, self.actor, self.actions,
+                 _interval(self.lease))).fetchall()
+        else:
+            conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
+                         (task.id, task.token, status, code, _interval(delay)))
+        conn.commit()
+        return rows
+
+    # ---- heartbeats -----------------------------------------------------------
+
+    def _heartbeat_loop(self):
+        tick = min(1.0, self.lease / 8)
+        conn = None
+        while not self._stopping.is_set() or self._running_tasks():
+            time.sleep(tick)
+            now = time.monotonic()
+            with self._lock:
+                due = [t for t in self._tasks.values()
+                       if t._state in ("queued", "running") and t._expires - now < self.lease / 2]
+            if not due:
+                continue
+            try:
+                if conn is None or conn.closed:
+                    conn = self._connect(autocommit=True)
+                rows = conn.execute(
+                    "SELECT id, owned FROM taskq.extend_ownership(%s, %s, %s::uuid[], %s)",
+                    (self.actor, [t.id for t in due], [t.token for t in due],
+                     _interval(self.lease))).fetchall()
+            except psycopg.Error as e:
+                log.error("heartbeat failed: %s", e)
+                if isinstance(e, psycopg.OperationalError) and conn is not None:
+                    conn.close()
+                    conn = None
+                continue
+            owned = dict(rows)
+            for t in due:
+                if owned.get(t.id):
+                    t._expires = now + self.lease
+                    t.heartbeats += 1
+                    with self._lock:
+                        self.stats["heartbeats"] += 1
+                    continue
+                with self._lock:
+                    if t._state not in ("queued", "running"):
+                        continue            # returned meanwhile
+                self._lose_lease(t, "extend_ownership: no longer owned")
+        if conn is not None:
+            conn.close()
+
+    def _lose_lease(self, task, reason):
+        with self._lock:
+            if task._lost_reported:
+                return
+            task._lost_reported = True
+            task.lease_lost_event.set()
+            self.stats["leases_lost"] += 1
+        try:
+            self.on_lease_lost(task, reason)
+        except Exception:   # noqa: BLE001: a hook's failure must not stop the heartbeats
+            log.exception("on_lease_lost failed")
+
+    def on_lease_lost(self, task, reason):
+        """Called once for a task whose lease the worker learns it lost: from the
+        heartbeat thread (extend_ownership answered owned = false) or from the
+        task's slot (its return was refused with TQ001).  The handler's result
+        is dropped either way.  The default logs a warning; override it (in a
+        subclass) to count or report the loss."""
+        log.warning("task %s (try %d): lease lost (%s); its result is dropped",
+                    task.id, task.tries, reason)
+
+    def _running_tasks(self):
+        with self._lock:
+            return any(t._state in ("queued", "running") for t in self._tasks.values())
+
+    # ---- shutdown --------------------------------------------------------------
+
+    def _shutdown(self, conn):
+        log.info("worker %s: stopping; %d tasks in progress", self.actor, len(self._tasks))
+        with self._lock:
+            queued = [t for t in self._tasks.values() if t._state == "queued"]
+            for t in queued:
+                t._state = "released"
+            for t in self._tasks.values():
+                t.stopping_event.set()
+        for t in queued:
+            self._release(conn, t)
+        deadline = time.monotonic() + self.grace
+        with self._lock:
+            while any(t._state in ("running", "returning") for t in self._tasks.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            late = [t for t in self._tasks.values() if t._state == "running"]
+            for t in late:
+                t._state = "released"
+                t.lease_lost_event.set()
+        for t in late:
+            log.warning("task %s (try %d): still running after %gs of grace; given back",
+                        t.id, t.tries, self.grace)
+            self._release(conn, t)
+        # A return that began before the grace ran out is let finish.
+        with self._lock:
+            while any(t._state == "returning" for t in self._tasks.values()):
+                self._changed.wait(1.0)
+
+    def _release(self, conn, task):
+        try:
+            conn.execute(self._release_sql, (task.id, task.token))
+            if not conn.autocommit:
+                conn.commit()
+            with self._lock:
+                self.stats["released"] += 1
+        except psycopg.Error as e:
+            if not conn.autocommit and not conn.closed:
+                conn.rollback()
+            log.warning("task %s: could not give it back (%s); its lease will expire",
+                        task.id, from_psycopg(e))
+
+
+def _is_conflict(error):
+    return isinstance(error, psycopg.Error) and error.sqlstate in ("40001", "40P01")
+
+
+def _plain_runner(fn):
+    """The runner of a @task handler: (status_code, status, retry_delay, error)."""
+    def run(worker, task, conn):
+        try:
+            result = fn(task)
+        except Retry as r:
+            if not r.commit:
+                conn.rollback()
+            return "pending", r.status, r.delay, None
+        except Abort as a:
+            if not a.commit:
+                conn.rollback()
+            return "aborted", a.status, None, None
+        except Exception as e:      # noqa: BLE001: any failure of the handler is a failed try
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("task %s:\n%s", task.id, traceback.format_exc())
+            return "pending", f"{type(e).__name__}: {e}", None, e
+        return "completed", None if result is None else str(result), None, None
+    return run
+
