@@ -324,6 +324,20 @@ sanitizer_reports() {
     fi
 }
 
+# suite_db SUITE DB: a database of the cluster with the extension, for a
+# suite that runs outside pg_regress; on failure the suite counts one
+# failure, shows why, and returns 1.
+suite_db() {
+    local suite=$1 db=$2 out=$TQ_WORK/log/$1-setup.out
+    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
+        tq_psql "$db" -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
+        add 0 1
+        line "$suite" "0 ok, 1 failed (setup)"
+        show "$out" 40
+        return 1
+    fi
+}
+
 # Every examples/*/run.sh against the cluster, as make demo runs them: one
 # test each, passed when the example's own end-state check passes.
 suite_examples() {
@@ -332,14 +346,7 @@ suite_examples() {
     for script in examples/*/run.sh; do [[ -f $script ]] && scripts+=("$script"); done
     if [[ ${#scripts[@]} -eq 0 ]]; then line examples "skipped (no examples/*/run.sh)"; return; fi
     t0=$(tq_now)
-    out=$TQ_WORK/log/examples-setup.out
-    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
-        tq_psql "$db" -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
-        add 0 1
-        line examples "0 ok, 1 failed (setup)"
-        show "$out" 40
-        return
-    fi
+    suite_db examples "$db" || return 0
     for script in "${scripts[@]}"; do
         dir=$(dirname "$script")
         name=$(basename "$dir")
@@ -370,14 +377,7 @@ suite_python() {
     local out xml rc=0 ok=0 bad=0 skipped=0 t0 db=taskq_python
     if [[ ! -d clients/python/tests ]]; then line python "skipped (no clients/python/tests)"; return; fi
     t0=$(tq_now)
-    out=$TQ_WORK/log/python-setup.out
-    if ! { tq_psql postgres -c "CREATE DATABASE $db" &&
-        tq_psql "$db" -c 'CREATE EXTENSION taskq'; } >"$out" 2>&1; then
-        add 0 1
-        line python "0 ok, 1 failed (setup)"
-        show "$out" 40
-        return
-    fi
+    suite_db python "$db" || return 0
     out=$TQ_WORK/log/python.out
     xml=$TQ_WORK/log/python-junit.xml
     tq_run_as_user "$out" env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=clients/python \
