@@ -247,23 +247,6 @@ taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info)
 	return NULL;
 }
 
-/* Start the new row version as a copy of the old one. */
-void
-taskq_rel_new_row(TaskqRel *d)
-{
-	slot_getallattrs(d->oldslot);
-	ExecClearTuple(d->newslot);
-	memcpy(d->newslot->tts_values, d->oldslot->tts_values, sizeof(Datum) * d->desc->natts);
-	memcpy(d->newslot->tts_isnull, d->oldslot->tts_isnull, sizeof(bool) * d->desc->natts);
-}
-
-void
-taskq_rel_set(TaskqRel *d, AttrNumber att, Datum value, bool isnull)
-{
-	d->newslot->tts_values[att - 1] = value;
-	d->newslot->tts_isnull[att - 1] = isnull;
-}
-
 /* Write the new version over the old one found at tid; wait or not. */
 TM_Result
 taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
@@ -282,15 +265,6 @@ taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }
-bool
-taskq_text_matches(Datum d, const char *s)
-{
-	text	   *t = DatumGetTextPP(d);
-	size_t		len = VARSIZE_ANY_EXHDR(t);
-
-	return len == strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
-}
-
 bool
 taskq_action_listed(List *actions, Datum action)
 {

@@ -14,6 +14,7 @@
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "utils/rel.h"
+#include "utils/builtins.h"
 #include "utils/snapshot.h"
 
 #include "queue/queue.h"
@@ -79,11 +80,41 @@ extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
 extern bool taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged);
 extern void taskq_rel_close(TaskqRel *d);
 extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info);
-extern void taskq_rel_new_row(TaskqRel *d);
-extern void taskq_rel_set(TaskqRel *d, AttrNumber att, Datum value, bool isnull);
 extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
-extern bool taskq_text_matches(Datum d, const char *s);
 extern bool taskq_action_listed(List *actions, Datum action);
+
+/*
+ * The small helpers of the direct paths' row loops, inline as they were
+ * when the paths shared one file.
+ */
+
+/* Start the new version of the row as found: every column copied. */
+static inline void
+taskq_rel_new_row(TaskqRel *d)
+{
+	slot_getallattrs(d->oldslot);
+	ExecClearTuple(d->newslot);
+	memcpy(d->newslot->tts_values, d->oldslot->tts_values, sizeof(Datum) * d->desc->natts);
+	memcpy(d->newslot->tts_isnull, d->oldslot->tts_isnull, sizeof(bool) * d->desc->natts);
+}
+
+/* Set a column of the new version. */
+static inline void
+taskq_rel_set(TaskqRel *d, AttrNumber att, Datum value, bool isnull)
+{
+	d->newslot->tts_values[att - 1] = value;
+	d->newslot->tts_isnull[att - 1] = isnull;
+}
+
+/* Is the text datum d the C string s? */
+static inline bool
+taskq_text_matches(Datum d, const char *s)
+{
+	text	   *t = DatumGetTextPP(d);
+	size_t		len = VARSIZE_ANY_EXHDR(t);
+
+	return len == strlen(s) && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
 
 /* The value of a column of the row as found. */
 static inline Datum
