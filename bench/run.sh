@@ -10,6 +10,9 @@
 #
 #   RUNS=3 TASKS=100000 LATENCY_SECONDS=20 bash bench/run.sh
 #   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
+#   TASKQ_PRIVATE_INSTALL=1 WORKLOADS=runners RUNS=5 OUT=/tmp/runners.md bash bench/run.sh
+#
+# The tables go to OUT (bench/results.md): point it elsewhere for a subset.
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
@@ -465,5 +468,6 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
+    if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"
