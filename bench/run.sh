@@ -10,6 +10,9 @@
 #
 #   RUNS=3 TASKS=100000 LATENCY_SECONDS=20 bash bench/run.sh
 #   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
+#   TASKQ_PRIVATE_INSTALL=1 WORKLOADS=runners RUNS=5 OUT=/tmp/runners.md bash bench/run.sh
+#
+# The tables go to OUT (bench/results.md): point it elsewhere for a subset.
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
@@ -40,6 +43,16 @@
 #           against the first (60 s; a tenth of shorter soaks); SOAK_RUNS
 #           (3) soaks, each from an empty table, reported by the one with
 #           the median throughput ratio
+#   runners the two ready-made workers against their limits, at each of
+#           RUNNER_CONCURRENCY (1 8): taskq-worker --run work=/bin/true
+#           draining RUNNER_SPAWN_TASKS (1,000) tasks against bench/spawn.c
+#           starting as many `/bin/sh -c /bin/true` children as the worker
+#           does (fork, own process group, execl of /bin/sh) with as many at
+#           once, without a database; and the Python library (taskq.Worker,
+#           a no-op handler) draining RUNNER_PY_TASKS (5,000) against a
+#           hand-written psycopg 3 loop of return_and_own, 1 per claim, in as
+#           many threads with a connection each (bench/runners.py).  Not in
+#           the default WORKLOADS; it needs python3-psycopg (test/bin/deps.sh)
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -79,6 +92,9 @@ SOAK_CLIENTS=${SOAK_CLIENTS:-4}
 SOAK_BATCH=${SOAK_BATCH:-10}
 SOAK_BACKLOG=${SOAK_BACKLOG:-1000}
 SOAK_RUNS=${SOAK_RUNS:-3}
+RUNNER_CONCURRENCY=${RUNNER_CONCURRENCY:-1 8}
+RUNNER_SPAWN_TASKS=${RUNNER_SPAWN_TASKS:-1000}
+RUNNER_PY_TASKS=${RUNNER_PY_TASKS:-5000}
 OUT=${OUT:-$here/results.md}
 
 # KEEP=1: leave the cluster running afterwards (and after a failure) to look
@@ -94,6 +110,7 @@ tq_build_install
 tq_cluster_start bench
 gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
+gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 [[ $TQ_KEEP == 1 ]] && echo "bench: KEEP=1: the cluster stays up: psql -h 127.0.0.1 -p $TQ_PORT -U $TQ_DBUSER bench (log: $TQ_PGLOG; stop: runuser -u $TQ_USER -- $TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop; then rm -rf $TQ_WORK)" >&2
@@ -101,7 +118,7 @@ tq_psql postgres -q -c "CREATE DATABASE bench"
 tq_psql bench -q -c "CREATE EXTENSION taskq"
 tq_psql bench -q -f "$here/schema.sql"
 
-sql() { local a=(); for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
+sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 
 reset_tables() {
     sql "TRUNCATE taskq.tasks, bench.baseline, bench.floor, bench.bound"
@@ -122,6 +139,7 @@ prefill() {
 }
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 # run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its rate
@@ -255,6 +273,57 @@ if want chain; then
     R[chain.plain_ms]=$(for ((r = 1; r <= RUNS; r++)); do echo "${L[chain.plain.$r]}"; done | median)
 fi
 
+# The runners: each system drains (or, spawn, starts) as many tasks at the
+# same concurrency; the systems take turns as in row().  taskq-worker is
+# the tree's own build ($TQ_WORK/src), timed from its start to the last
+# task's finished_at; the others time themselves.
+runner_once() {
+    local sys=$1 conc=$2 r=$3 line t0 t1 pid n=$RUNNER_PY_TASKS
+    [[ $sys == spawn || $sys == tqw ]] && n=$RUNNER_SPAWN_TASKS
+    reset_tables
+    [[ $sys == spawn ]] || prefill taskq "$n"
+    case $sys in
+    spawn) line=$("$TQ_WORK/spawn" "$conc" "$n" /bin/true) ;;
+    tqw)
+        t0=$(date +%s.%N)
+        "$TQ_WORK/src/tools/taskq-worker/taskq-worker" --concurrency "$conc" --poll 1s \
+            --run work=/bin/true 2>"$TQ_WORK/log/taskq-worker.log" &
+        pid=$!
+        until [[ $(sql "SELECT count(*) FROM taskq.tasks WHERE finished_at IS NOT NULL") -ge $n ]]; do
+            kill -0 "$pid" 2>/dev/null || { tail -n 20 "$TQ_WORK/log/taskq-worker.log" >&2; return 1; }
+            sleep 0.2
+        done
+        t1=$(sql "SELECT extract(epoch FROM max(finished_at)) FROM taskq.tasks")
+        kill -TERM "$pid"; wait "$pid" || true
+        line=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "tasks=%d seconds=%.3f rate=%.1f", n, b - a, n / (b - a) }') ;;
+    lib|hand) line=$(/usr/bin/python3 "$here/runners.py" "$sys" "$conc" "$n") ;;
+    esac
+    echo "  runners $sys c=$conc run $r: $line" >&2
+    field rate <<<"$line"
+}
+if want runners; then
+    for rc in $RUNNER_CONCURRENCY; do
+        systems=(spawn tqw hand lib)
+        declare -A rr=()
+        for ((r = 1; r <= RUNS; r++)); do
+            for ((i = 0; i < 4; i++)); do
+                s=${systems[(i + r - 1) % 4]}
+                rr[$s]+="$(runner_once "$s" "$rc" "$r") "
+            done
+        done
+        for s in "${systems[@]}"; do
+            R[runners.$rc.$s]=$(printf '%s\n' ${rr[$s]} | median)
+            L[runners.$rc.$s]=$(printf '%s\n' ${rr[$s]} | sort -g | paste -sd' ')
+        done
+        # every run's ratio, run by run (taskq-worker ÷ spawn, lib ÷ hand)
+        read -ra a <<<"${rr[tqw]}"; read -ra b <<<"${rr[spawn]}"
+        L[runners.$rc.tqw_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        read -ra a <<<"${rr[lib]}"; read -ra b <<<"${rr[hand]}"
+        L[runners.$rc.lib_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        unset rr
+    done
+fi
+
 # Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
 # 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
 # each): the rate of the last chunk against the first.  The entries of the
@@ -307,7 +376,6 @@ s() { field "$1" <<<"$soak"; }
 # every soak's figure, in run order: "0.92, 0.85, 0.97"
 s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -sd, | sed 's/,/, /g'; }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 {
     if want enqueue || want drain; then
         echo "| workload | taskq tasks/s | baseline | floor | taskq ÷ baseline | taskq ÷ floor | return_and_own | ÷ baseline | ÷ floor | r&o, retention 0 | ÷ floor | bound | bound ÷ floor |"
@@ -383,9 +451,23 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
             echo
         fi
     fi
+    if want runners; then
+        echo "| runner, no-op tasks | concurrency | tasks/s | limit | limit tasks/s | ratio | ratio run by run | target |"
+        echo "|---|---:|---:|---|---:|---:|---|---|"
+        for rc in $RUNNER_CONCURRENCY; do
+            echo "| taskq-worker --run work=/bin/true, $(fmt "$RUNNER_SPAWN_TASKS") tasks | $rc | ${R[runners.$rc.tqw]} | spawn: fork + exec of \`/bin/sh -c /bin/true\`, no database | ${R[runners.$rc.spawn]} | $(ratio "${R[runners.$rc.tqw]}" "${R[runners.$rc.spawn]}") | ${L[runners.$rc.tqw_ratios]} | ≥ 0.8 |"
+        done
+        for rc in $RUNNER_CONCURRENCY; do
+            echo "| Python taskq.Worker, handler returns None, $(fmt "$RUNNER_PY_TASKS") tasks | $rc | ${R[runners.$rc.lib]} | hand-written psycopg 3 return_and_own loop, $rc thread(s) | ${R[runners.$rc.hand]} | $(ratio "${R[runners.$rc.lib]}" "${R[runners.$rc.hand]}") | ${L[runners.$rc.lib_ratios]} | ≥ 0.8 |"
+        done
+        echo
+        echo "Runners, every run's tasks/s (sorted):$(for rc in $RUNNER_CONCURRENCY; do for s in tqw spawn lib hand; do printf ' %s c=%s: %s;' "$s" "$rc" "${L[runners.$rc.$s]}"; done; done)"
+        echo
+    fi
     runs="Median of $RUNS runs of $TASKS tasks"
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
+    if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"
