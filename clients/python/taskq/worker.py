@@ -510,17 +510,28 @@ class Worker:
         stopping or a delay is asked for: return_and_own, which claims the
         slot's next task in the same call and transaction; the claimed rows."""
         rows = []
-        if claim and delay is None and not self._stopping.is_set():
-            rows = conn.execute(
-                "SELECT id, token, action, body, num_tries, action_deadline"
-                "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
-                "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s)",
-                (task.id, task.token, status, code, self.actor, self.actions,
-                 _interval(self.lease))).fetchall()
-        else:
-            conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
-                         (task.id, task.token, status, code, _interval(delay)))
-        conn.commit()
+        # A handler that wrote nothing on task.conn left no transaction open:
+        # the return is then one statement in autocommit, one round trip
+        # instead of BEGIN, the call and COMMIT.
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if idle:
+            conn.autocommit = True
+        try:
+            if claim and delay is None and not self._stopping.is_set():
+                rows = conn.execute(
+                    "SELECT id, token, action, body, num_tries, action_deadline"
+                    "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
+                    "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s)",
+                    (task.id, task.token, status, code, self.actor, self.actions,
+                     _interval(self.lease))).fetchall()
+            else:
+                conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
+                             (task.id, task.token, status, code, _interval(delay)))
+        finally:
+            if idle and not conn.closed:
+                conn.autocommit = False
+        if not idle:
+            conn.commit()
         return rows
 
     # ---- heartbeats -----------------------------------------------------------
