@@ -15,7 +15,8 @@
  * or the path reports it to the user with its own SQLSTATE first.
  *
  * The single-task writes of status_code are here: the end of a task
- * (completed or aborted), another try, a longer lease, a re-drive.  Three
+ * (completed or aborted; its statement's WHERE clause is the check),
+ * another try, a release, a longer lease, a re-drive.  Three
  * hot or set-based paths write it where they run, each checking the
  * status it starts from in the same statement or under the same buffer
  * lock, and each naming its transition: the claim (claim_walk.c, and the
@@ -125,15 +126,19 @@ taskq_status_transition(TaskqStatus from, TaskqTransition how, const char *id)
  * ----------
  */
 
-/* End one task: set its final state and hand back its successors. */
+/*
+ * End one task: set its final state and hand back its successors.  The
+ * caller locked the row and found it unfinished; the WHERE clause is the
+ * transition's check (pending or in_progress -> completed or aborted),
+ * derived from the row rather than read again.
+ */
 static TaskqPlan finish_plan = {
-	"UPDATE taskq.tasks AS t"
-	"   SET status_code = $2::taskq.status, status = COALESCE($3, t.status),"
+	"UPDATE taskq.tasks"
+	"   SET status_code = $2::taskq.status, status = COALESCE($3, status),"
 	"       finished_at = pg_catalog.now(), action_deadline = NULL"
-	"  FROM (SELECT o.id, o.status_code::text AS code FROM taskq.tasks AS o"
-	"         WHERE o.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
-	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
-	" RETURNING t.to_signal_after, o.code",
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	" RETURNING to_signal_after",
 	3, {TEXTOID, TEXTOID, TEXTOID}
 };
 
@@ -147,7 +152,6 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 {
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
-	List	   *succs;
 
 	Assert(taskq_status_finished(code));
 	values[0] = CStringGetTextDatum(id);
@@ -158,12 +162,9 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 		nulls[2] = 'n';
 	taskq_execute(&finish_plan, values, nulls, false, 0);
 	if (SPI_processed != 1)
-		elog(ERROR, "taskq: task \"%s\" vanished while finishing it", id);
-	succs = taskq_sort_strings(taskq_get_text_array(0, 1));
-	(void) taskq_status_transition(taskq_status_from_label(taskq_get_text(0, 2, NULL)),
-								   code == TASKQ_COMPLETED ? TASKQ_COMPLETE : TASKQ_ABORT, id);
+		elog(ERROR, "taskq: task \"%s\" vanished or finished while finishing it", id);
 	taskq_task_finished(id, code);
-	return succs;
+	return taskq_sort_strings(taskq_get_text_array(0, 1));
 }
 
 /*
