@@ -137,6 +137,7 @@ extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 								  bool *done, List **succs);
 extern void taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 							   bool *done, List **succs);
+extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
 extern bool taskq_insert_direct(int n, int ncols, const char *const *names,
 								Datum **cols, bool **nulls, int *stored);
 

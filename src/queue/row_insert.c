@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * row_insert.c
- *	  The insert of a batch of rows without the executor: written a page at a
- *	  time (table_multi_insert, as COPY does), their index entries added, the
- *	  primary key checked as entries go in.
+ *	  The rows of a checked batch written: a small batch with one INSERT over
+ *	  unnest() of column arrays; a large one without the executor, a page at
+ *	  a time (table_multi_insert, as COPY does), index entries added and the
+ *	  primary key checked as entries go in, or with the INSERT where that
+ *	  path does not apply.  A stored duplicate is reported by id and batch
+ *	  position.
  *
  * Locking: RowExclusiveLock on the table, as an INSERT; a possible repeat
  * of a stored id is checked as a deferred unique constraint does, which
@@ -13,6 +16,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+#include "utils/timestamp.h"
+#include "utils/jsonb.h"
+#include "utils/array.h"
+#include "lib/stringinfo.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
@@ -43,6 +51,8 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "common/args.h"
+#include "common/plan.h"
 #include "queue/claim_start.h"
 #include "queue/relation.h"
 #include "queue/queue.h"
@@ -224,3 +234,423 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	taskq_rel_close(&d);
 	return true;
 }
+
+/* ----------
+ * The rows of a checked batch, direct or with an INSERT
+ * ----------
+ */
+
+/*
+ * The rows, one per element of the column arrays.  The arrays are unnested
+ * in the select list, not in FROM: ROWS FROM (unnest(..), ...) would first
+ * copy every column of every row into a tuplestore, which cost more than
+ * the insert itself.  Two forms (see taskq_insert_rows): for a large batch, the
+ * tries of actions with a policy filled in beforehand and the rows written
+ * a page at a time by row_insert.c (a plain INSERT if that path does not
+ * apply); for a small one (or insert_tasks_if_absent), one statement that
+ * looks the policy up and reports stored duplicates by a short count.
+ */
+#define INSERT_SQL(max_tries, conflict) \
+	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
+	"       num_signals, total_dependencies, to_signal_after, post_result," \
+	"       priority, not_before, spontaneous, retry, workflow)" \
+	" SELECT u.id, u.action, u.body, u.status, " max_tries "," \
+	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
+	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
+	"                pg_catalog.unnest($2::text[]) AS action," \
+	"                pg_catalog.unnest($3::jsonb[]) AS body," \
+	"                pg_catalog.unnest($4::text[]) AS status," \
+	"                pg_catalog.unnest($5::integer[]) AS max_tries," \
+	"                pg_catalog.unnest($6::integer[]) AS num_signals," \
+	"                pg_catalog.unnest($7::text[]) AS succ," \
+	"                pg_catalog.unnest($8::boolean[]) AS post_result," \
+	"                pg_catalog.unnest($9::integer[]) AS priority," \
+	"                pg_catalog.unnest($10::timestamptz[]) AS not_before," \
+	"                pg_catalog.unnest($11::boolean[]) AS spontaneous," \
+	"                pg_catalog.unnest($12::jsonb[]) AS retry," \
+	"                pg_catalog.unnest($13::text[]) AS workflow) AS u" \
+	conflict
+
+#define INSERT_ARGTYPES \
+	{TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	 INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID, \
+	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
+	 TEXTARRAYOID}
+
+/* Batches up to this size take the one-statement form. */
+#define SMALL_BATCH 16
+
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 13, INSERT_ARGTYPES, NULL, true};
+
+static TaskqPlan insert_small_plan = {
+	INSERT_SQL("COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
+			   " WHERE p.action OPERATOR(pg_catalog.=) u.action))",
+			   " ON CONFLICT (id) DO NOTHING RETURNING t.id"),
+	13, INSERT_ARGTYPES, NULL, true
+};
+
+/* Which of these ids are stored (see stored_among). */
+static TaskqPlan stored_ids_plan = {
+	"SELECT id FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+/* The default max_tries of these actions (taskq.set_action_policy). */
+static TaskqPlan policy_tries_plan = {
+	"SELECT action, max_tries FROM taskq.action_policies"
+	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
+	1, {TEXTARRAYOID}, NULL, true
+};
+
+/* A text[] literal, every element quoted: {"a","b\\"c"}. */
+static char *
+array_literal(List *strings)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	foreach(lc, strings)
+	{
+		if (lc != list_head(strings))
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoChar(&buf, '"');
+		for (const char *p = lfirst(lc); *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *p);
+		}
+		appendStringInfoChar(&buf, '"');
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/* Fail on the first task of the batch whose id is among the stored ones. */
+static void
+report_stored_duplicate(List *specs, List *stored)
+{
+	ListCell   *lc;
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (taskq_string_member(stored, s->id))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("task \"%s\" already exists", s->id),
+					 errdetail("Task %d of argument \"tasks\" has the id of a stored task.",
+							   s->index),
+					 errhint("Use taskq.replace_tasks to replace a task that is not in progress.")));
+	}
+}
+
+/* Which ids of this text[] are stored. */
+static List *
+stored_among(Datum ids)
+{
+	List	   *stored = NIL;
+
+	taskq_execute(&stored_ids_plan, &ids, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		stored = lappend(stored, taskq_get_text(r, 1, NULL));
+	return stored;
+}
+
+/*
+ * The INSERT wrote fewer rows than asked, and not because of a stored
+ * duplicate: only a BEFORE INSERT trigger that an admin put on taskq.tasks,
+ * returning NULL, does that.
+ */
+static void
+report_skipped_rows(int n, uint64 written)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+			 errmsg("could not insert %d of %d tasks", n - (int) written, n),
+			 errdetail("A trigger on taskq.tasks skipped them.")));
+}
+
+/* The INSERT's parameters: one array per column, in INSERT_SQL's order. */
+#define NCOLS 13
+#define COL_ID 0
+#define COL_SUCC 6
+static const Oid col_types[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID};
+static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
+static const bool col_byval[NCOLS] = {false, false, false, false, true, true, false,
+	true, true, FLOAT8PASSBYVAL, true, false, false};
+static const char col_align[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
+	TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
+	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
+
+/* Column c of the n rows as an array, a parameter of the INSERT. */
+static Datum
+column_array(int c, Datum *col, bool *nulls, int n)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array(col, nulls, 1, dims, lbs, col_types[c],
+											  col_lens[c], col_byval[c], col_align[c]));
+}
+
+/* The batch as column arrays: cols[c][i] and nulls[c][i] are row i's column c. */
+typedef struct BatchColumns
+{
+	int			n;
+	Datum	   *cols[NCOLS];
+	bool	   *nulls[NCOLS];
+} BatchColumns;
+
+/*
+ * In a large batch a task without max_tries gets its action's, if the
+ * action has a policy, looked up here once per batch, not once per row (the
+ * small form looks it up in the INSERT).  Returns the actions with a policy,
+ * and their tries in *tries.
+ */
+static List *
+policy_max_tries(List *specs, List **tries)
+{
+	List	   *no_tries = NIL;
+	List	   *actions = NIL;
+	ListCell   *lc;
+	Datum		arg;
+
+	*tries = NIL;
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (!s->has_max_tries && !taskq_string_member(no_tries, s->action))
+			no_tries = lappend(no_tries, s->action);
+	}
+	if (no_tries == NIL)
+		return NIL;
+	arg = taskq_text_array_datum(no_tries);
+	taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		actions = lappend(actions, taskq_get_text(r, 1, NULL));
+		*tries = lappend_int(*tries, taskq_get_int32(r, 2, NULL));
+	}
+	return actions;
+}
+
+/*
+ * The batch's rows as column arrays.  The successors of a row are a text[]
+ * for the direct path, an array literal (one text, cast in the statement)
+ * for the small INSERT.
+ */
+static void
+fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
+			 List *policy_actions, List *policy_tries)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	bc->n = list_length(specs);
+	for (int c = 0; c < NCOLS; c++)
+	{
+		bc->cols[c] = palloc0(sizeof(Datum) * bc->n);
+		bc->nulls[c] = palloc0(sizeof(bool) * bc->n);
+	}
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		Datum	  **cols = bc->cols;
+		bool	  **nulls = bc->nulls;
+
+		cols[0][i] = CStringGetTextDatum(s->id);
+		cols[1][i] = CStringGetTextDatum(s->action);
+		if (s->body)
+			cols[2][i] = JsonbPGetDatum(s->body);
+		else
+			nulls[2][i] = true;
+		if (s->status)
+			cols[3][i] = CStringGetTextDatum(s->status);
+		else
+			nulls[3][i] = true;
+		nulls[4][i] = true;
+		if (s->has_max_tries)
+		{
+			cols[4][i] = Int32GetDatum(s->max_tries);
+			nulls[4][i] = false;
+		}
+		else
+		{
+			ListCell   *pa,
+					   *pt;
+
+			forboth(pa, policy_actions, pt, policy_tries)
+				if (strcmp(lfirst(pa), s->action) == 0)
+				{
+					cols[4][i] = Int32GetDatum(lfirst_int(pt));
+					nulls[4][i] = false;
+					break;
+				}
+		}
+		cols[5][i] = Int32GetDatum(s->num_signals + inherited[i]);
+		if (s->successors == NIL)
+			nulls[COL_SUCC][i] = true;
+		else if (small)
+			cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
+		else
+			cols[COL_SUCC][i] = taskq_text_array_datum(s->successors);
+		cols[7][i] = BoolGetDatum(s->post_result);
+		cols[8][i] = Int32GetDatum(s->priority);
+		if (s->has_not_before)
+			cols[9][i] = TimestampTzGetDatum(s->not_before);
+		else
+			nulls[9][i] = true;
+		cols[10][i] = BoolGetDatum(s->spontaneous);
+		if (s->retry)
+			cols[11][i] = JsonbPGetDatum(s->retry);
+		else
+			nulls[11][i] = true;
+		if (s->workflow)
+			cols[12][i] = CStringGetTextDatum(s->workflow);
+		else
+			nulls[12][i] = true;
+		i++;
+	}
+}
+
+/* Every column as an array, the arguments of the INSERT statements. */
+static void
+column_arrays(BatchColumns *bc, Datum *values)
+{
+	for (int c = 0; c < NCOLS; c++)
+		values[c] = column_array(c, bc->cols[c], bc->nulls[c], bc->n);
+}
+
+/*
+ * A small batch (or insert_tasks_if_absent): one statement that looks the
+ * policy up and leaves out stored duplicates, which are then reported.
+ */
+static void
+insert_small(List *specs, BatchColumns *bc, bool if_absent)
+{
+	Datum		values[NCOLS];
+	List	   *inserted = NIL;
+	List	   *missing = NIL;
+	uint64		written;
+	ListCell   *lc;
+
+	column_arrays(bc, values);
+	taskq_execute(&insert_small_plan, values, NULL, false, 0);
+	if (SPI_processed == (uint64) bc->n)
+		return;
+
+	/*
+	 * insert_tasks_if_absent locked the stored ones and left them out: a
+	 * conflict there is a concurrent insert of the same id.
+	 */
+	if (if_absent)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not insert tasks: another transaction inserted one of the same ids at the same time"),
+				 errhint("Retry the call.")));
+	/* Left out: a stored duplicate, or a row an admin's trigger skipped. */
+	written = SPI_processed;
+	for (uint64 r = 0; r < written; r++)
+		inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (!taskq_string_member(inserted, s->id))
+			missing = lappend(missing, s->id);
+	}
+	report_stored_duplicate(specs, stored_among(taskq_text_array_datum(missing)));
+	report_skipped_rows(bc->n, written);
+}
+
+/*
+ * A large batch: written a page at a time, its primary key entries checked
+ * as they go in (row_insert.c), and a stored duplicate reported by id and
+ * batch position.  False if that path does not apply.
+ */
+static bool
+insert_large_direct(List *specs, BatchColumns *bc)
+{
+	/* total_dependencies starts equal to num_signals (cols[5]) */
+	static const char *const names[] = {"id", "action", "body", "status",
+		"max_tries", "num_signals", "total_dependencies", "to_signal_after",
+		"post_result", "priority", "not_before", "spontaneous", "retry",
+	"workflow"};
+	Datum	  **c = bc->cols;
+	bool	  **z = bc->nulls;
+	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12]};
+	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
+	z[6], z[7], z[8], z[9], z[10], z[11], z[12]};
+	int			stored;
+
+	if (!taskq_insert_direct(bc->n, lengthof(names), names, dcols, dnulls, &stored))
+		return false;
+	if (stored >= 0)
+		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
+	return true;
+}
+
+/*
+ * A large batch with the INSERT, when the direct path does not apply: a
+ * stored duplicate is looked for first, so that it is reported by id and
+ * batch position.  (A plain INSERT is much cheaper than ON CONFLICT, which
+ * takes a speculative-insertion lock and writes a second WAL record per
+ * row.)  Only an insert of the same id racing this one between the look and
+ * the insert gets the unique index's own error: the same SQLSTATE, 23505,
+ * with the id in its detail.
+ */
+static void
+insert_large_sql(List *specs, BatchColumns *bc)
+{
+	Datum		values[NCOLS];
+	ListCell   *lc;
+	int			i = 0;
+
+	report_stored_duplicate(specs, stored_among(column_array(COL_ID, bc->cols[COL_ID],
+															 bc->nulls[COL_ID], bc->n)));
+	/* successors as array literals, every column as an array */
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+
+		if (s->successors != NIL)
+			bc->cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
+		i++;
+	}
+	column_arrays(bc, values);
+	taskq_execute(&insert_plan, values, NULL, false, 0);
+	if (SPI_processed != (uint64) bc->n)
+		report_skipped_rows(bc->n, SPI_processed);
+}
+
+/*
+ * Insert every row of a batch insert.c checked (inherited[i]: the live edges
+ * the i-th task takes over from a task it replaces): a small batch in one
+ * statement; a large one a page at a time (taskq_insert_direct), or with
+ * the INSERT if that path does not apply.
+ */
+void
+taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
+{
+	BatchColumns bc;
+	bool		small = if_absent || list_length(specs) <= SMALL_BATCH;
+	List	   *policy_actions = NIL;
+	List	   *policy_tries = NIL;
+
+	if (!small)
+		policy_actions = policy_max_tries(specs, &policy_tries);
+	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);
+	if (small)
+		insert_small(specs, &bc, if_absent);
+	else if (!insert_large_direct(specs, &bc))
+		insert_large_sql(specs, &bc);
+}
+
