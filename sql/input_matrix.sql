@@ -6,7 +6,7 @@
 -- valid.  Each call runs in a savepoint that is always rolled back, so every
 -- call sees the same queue.  Checked for every call: no internal error
 -- (class XX), a SQLSTATE from the documented list, a message in
--- PostgreSQL's style, and nothing changed (the table is compared with its
+-- PostgreSQL's style, and nothing changed (the tables of tasks and runs are compared with their
 -- state before the call).  A function without valid arguments here, or an
 -- argument type without bad values, shows up in the summary.
 --
@@ -26,6 +26,22 @@ SELECT taskq.create_job('m-job', '[{"id": "m-jt", "action": "m", "priority": 7}]
 SELECT n, id FROM public.own('w', 4, '{m}', '1 hour');
 SELECT public.ret('m-done', 'completed');
 SELECT public.ret('m-dead', 'aborted');
+-- Runs: m-run (its step m-run/1 owned, a continuation state), m-wait
+-- (waiting), m-fan (its fan-in batch m-fan/1 owned), m-failed (failed).
+SELECT taskq.define_machine('m-mach', '{"states": [
+    {"name": "S", "action": "mm", "initial": true, "continuation": true,
+     "transitions": [{"event": "go", "to": "W"}, {"event": "stop", "to": "F"}]},
+    {"name": "W", "action": null, "transitions": [{"event": "ev", "to": "F"}]},
+    {"name": "F", "action": "mf", "final": true}]}');
+SELECT taskq.define_machine('m-fanm', '{"states": [
+    {"name": "B", "action": "mb", "initial": true, "final": true, "fan_in": 5}]}');
+SELECT taskq.start_machine('m-mach', 'm-run'), taskq.start_machine('m-mach', 'm-wait'),
+       taskq.start_machine('m-mach', 'm-failed'), taskq.start_machine('m-fanm', 'm-fan');
+UPDATE taskq.tasks SET not_before = now() WHERE id = 'm-fan/1';
+SELECT n, id FROM public.own('w', 3, '{mm}', '1 hour');
+SELECT taskq.transition('m-wait/1', (SELECT performance_token FROM taskq.tasks WHERE id = 'm-wait/1'), 'go');
+SELECT public.ret('m-failed/1', 'aborted');
+SELECT n, id FROM public.own('w', 1, '{mb}', '1 hour');
 
 -- Valid arguments per function, as SQL expressions, in argument order
 -- (arguments with defaults may be left out).
@@ -60,7 +76,20 @@ INSERT INTO m_valid VALUES
   ('create_job', ARRAY[$$'m-job2'$$, $$'[{"id": "m-jt2", "action": "m"}]'$$, '3']),
   ('report_progress', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '1']),
   ('set_job_item_count', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '10']),
-  ('job_state', ARRAY[$$'m-job'$$]);
+  ('job_state', ARRAY[$$'m-job'$$]),
+  ('define_machine', ARRAY[$$'m-mach2'$$, $$'{"states": [{"name": "A", "action": "a", "initial": true, "final": true}]}'$$]),
+  ('start_machine', ARRAY[$$'m-mach'$$, $$'m-run2'$$, $$'{}'$$, $$'{"restart_each_step": true}'$$]),
+  ('transition', ARRAY[$$'m-run/1'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-run/1')$$,
+       $$'stop'$$, $$'{"k": 1}'$$]),
+  ('continue_machine', ARRAY[$$'m-run/1'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-run/1')$$,
+       $$'c1'$$]),
+  ('fan_in_contexts', ARRAY[$$'m-fan/1'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-fan/1')$$]),
+  ('send_event', ARRAY[$$'m-wait'$$, $$'ev'$$, $$'{"k": 1}'$$]),
+  ('redrive_run', ARRAY[$$'m-failed'$$]),
+  ('migrate_run', ARRAY[$$'m-wait'$$, '1', $$'{"W": "W"}'$$]),
+  ('wait_for_run', ARRAY[$$'m-wait'$$, $$'1 s'$$]),
+  ('cancel_run', ARRAY[$$'m-wait'$$]),
+  ('run_steps', ARRAY[$$'m-run'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);
@@ -158,8 +187,8 @@ SELECT p.proname::text AS fn, a.o::int AS argno, p.proargnames[a.o] AS argname,
 
 -- The state every call must leave as it found it.
 CREATE FUNCTION pg_temp.m_state() RETURNS text LANGUAGE sql AS $$
-    SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t.id), ''))
-      FROM taskq.tasks AS t
+    SELECT md5(coalesce((SELECT string_agg(t::text, '|' ORDER BY t.id) FROM taskq.tasks AS t), '')
+               || coalesce((SELECT string_agg(r::text, '|' ORDER BY r.id) FROM taskq.runs AS r), ''))
 $$;
 
 -- One call, always rolled back: 'ok' or the SQLSTATE; logs errors.

@@ -15,9 +15,13 @@
 
 /* return.c: a taskq.status argument */
 extern TaskqStatus taskq_status_code_arg(Datum d);
+extern bool taskq_timeout_arg(FunctionCallInfo fcinfo, int argno, TimestampTz *deadline);
 
 /* return.c, own.c: return_tasks' and own_tasks' arguments, parsed */
 extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first, int *n);
 extern void taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req);
+
+/* machines.c: the debug argument of start_machine and start_saga */
+extern void taskq_check_debug_allowed(void);
 
 #endif							/* TASKQ_API_H */

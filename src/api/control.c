@@ -33,6 +33,7 @@ taskq_cancel_tasks(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(0);
 	list_sort(ids, taskq_compare_strings_lc);
 	SPI_connect();
+	taskq_refuse_run_tasks(ids, "cancel_tasks");
 	count = taskq_cancel_ids(ids, "cancelled");
 	taskq_finished_dispatch();
 	SPI_finish();
@@ -52,7 +53,14 @@ taskq_cancel_workflow(PG_FUNCTION_ARGS)
 	int64		count;
 
 	SPI_connect();
-	count = taskq_cancel_workflow_key(workflow);
+	if (taskq_is_run(workflow))
+	{
+		/* a run's key: the run is cancelled as cancel_run does */
+		(void) taskq_cancel_run(workflow);
+		count = 1;
+	}
+	else
+		count = taskq_cancel_workflow_key(workflow);
 	taskq_finished_dispatch();
 	SPI_finish();
 	PG_RETURN_INT64(count);
@@ -82,6 +90,7 @@ taskq_redrive_tasks(PG_FUNCTION_ARGS)
 					 errmsg("task \"%s\" appears more than once in argument \"ids\"",
 							(char *) list_nth(ids, i))));
 	SPI_connect();
+	taskq_refuse_run_tasks(ids, "redrive_tasks");
 	n = taskq_redrive_ids(ids);
 	SPI_finish();
 	PG_RETURN_INT64(n);

@@ -13,6 +13,7 @@
 
 #include "common/args.h"
 #include "queue/queue.h"
+#include "workflow/workflow.h"
 
 PG_FUNCTION_INFO_V1(taskq_add_dependencies);
 
@@ -44,6 +45,8 @@ taskq_add_dependencies(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(0);
 
 	SPI_connect();
+	taskq_refuse_run_tasks(runs, "add_dependencies");
+	taskq_refuse_run_tasks(afters, "add_dependencies");
 	added = taskq_add_dependency_pairs(afters, runs);
 	SPI_finish();
 	PG_RETURN_INT64(added);

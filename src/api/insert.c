@@ -20,6 +20,7 @@
 
 #include "common/args.h"
 #include "queue/queue.h"
+#include "workflow/workflow.h"
 #include "api/task_input.h"
 
 PG_FUNCTION_INFO_V1(taskq_insert_tasks);
@@ -39,6 +40,15 @@ insert_or_replace(FunctionCallInfo fcinfo, TaskqInsertMode mode, List *afters,
 	if (specs == NIL)
 		PG_RETURN_INT64(0);
 	SPI_connect();
+	if (mode == TASKQ_INSERT_REPLACE)
+	{
+		List	   *ids = NIL;
+		ListCell   *lc;
+
+		foreach(lc, specs)
+			ids = lappend(ids, ((TaskSpec *) lfirst(lc))->id);
+		taskq_refuse_run_tasks(ids, "replace_tasks");
+	}
 	n = taskq_insert(specs, mode, afters, waiting, NULL);
 	SPI_finish();
 	PG_RETURN_INT64(n);

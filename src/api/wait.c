@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * wait.c
- *	  SQL face of wait_for_task; the queue (queue/wait.c) waits.
+ *	  SQL face of wait_for_task; the queue (queue/wait.c) waits.  The
+ *	  timeout arguments of every wait.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,8 +15,34 @@
 
 #include "common/args.h"
 #include "queue/queue.h"
+#include "api/api.h"
 
 PG_FUNCTION_INFO_V1(taskq_wait_for_task);
+
+/*
+ * The deadline of a "timeout" argument (argno): false if it is NULL (no
+ * deadline), 22023 if negative.
+ */
+bool
+taskq_timeout_arg(FunctionCallInfo fcinfo, int argno, TimestampTz *deadline)
+{
+	Interval   *timeout;
+	Interval	zero = {0};
+
+	if (PG_ARGISNULL(argno))
+		return false;
+	timeout = PG_GETARG_INTERVAL_P(argno);
+	if (DatumGetBool(DirectFunctionCall2(interval_lt,
+										 IntervalPGetDatum(timeout),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"timeout\" must not be negative")));
+	*deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														TimestampTzGetDatum(GetCurrentTimestamp()),
+														IntervalPGetDatum(timeout)));
+	return true;
+}
 
 /*
  * wait_for_task(id text, timeout interval DEFAULT NULL) returns taskq.tasks
@@ -33,22 +60,7 @@ taskq_wait_for_task(PG_FUNCTION_ARGS)
 	Datum		row;
 
 	id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
-	if (!PG_ARGISNULL(1))
-	{
-		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-		Interval	zero = {0};
-
-		if (DatumGetBool(DirectFunctionCall2(interval_lt,
-											 IntervalPGetDatum(timeout),
-											 IntervalPGetDatum(&zero))))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"timeout\" must not be negative")));
-		deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-														   TimestampTzGetDatum(GetCurrentTimestamp()),
-														   IntervalPGetDatum(timeout)));
-		has_deadline = true;
-	}
+	has_deadline = taskq_timeout_arg(fcinfo, 1, &deadline);
 	row = taskq_wait_task(id, has_deadline, deadline, &isnull);
 	if (isnull)
 		PG_RETURN_NULL();

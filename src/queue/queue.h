@@ -123,6 +123,12 @@ typedef struct TaskqReturnItem
  */
 extern void taskq_return(TaskqReturnItem *items, int n, const char *caller);
 
+/*
+ * Lock task id and check that token is its owner's (42704, TQ001): its
+ * status label.  The workflow layer's token checks.
+ */
+extern char *taskq_lock_held_task(const char *id, pg_uuid_t *token);
+
 /* Give a held task back unworked: ready at once, the try not counted. */
 extern void taskq_release(const char *id, pg_uuid_t *token);
 
@@ -155,6 +161,16 @@ typedef struct TaskqFinished
 typedef void (*taskq_finished_hook_type) (const TaskqFinished *tasks, int n);
 extern PGDLLIMPORT taskq_finished_hook_type taskq_finished_hook;
 extern void taskq_finished_dispatch(void);
+
+/*
+ * The other half of the seam: before a return (or a release: release set,
+ * one item, code pending) locks any task row, the workflow layer sees the
+ * items, takes the locks of the runs they belong to (workflow locks come
+ * before task rows), and may take items over: it marks those done, and the
+ * queue returns the others.
+ */
+typedef void (*taskq_return_hook_type) (TaskqReturnItem *items, int n, bool release);
+extern PGDLLIMPORT taskq_return_hook_type taskq_return_hook;
 
 /* ----------
  * The dependency graph and workflow locks (graph.c)

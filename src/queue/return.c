@@ -29,6 +29,8 @@
 #include "ipc/wakeup.h"
 #include "queue/relation.h"
 
+/* The workflow layer's look at returns before they lock rows (queue.h). */
+taskq_return_hook_type taskq_return_hook = NULL;
 
 /* The returned task, locked. */
 static TaskqPlan lock_plan = {
@@ -45,8 +47,8 @@ static TaskqPlan lock_plan = {
  * label; the row stays in SPI's tuptable for the caller (lock_plan's
  * columns).
  */
-static char *
-lock_held(const char *id, pg_uuid_t *token)
+char *
+taskq_lock_held_task(const char *id, pg_uuid_t *token)
 {
 	Datum		arg = CStringGetTextDatum(id);
 	bool		isnull = false;
@@ -116,7 +118,7 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errmsg("cannot return task \"%s\" as in_progress", id),
 				 errhint("Return it as completed, aborted or pending.")));
 
-	cur = lock_held(id, token);
+	cur = taskq_lock_held_task(id, token);
 	if (taskq_status_finished(taskq_status_from_label(cur)))
 	{
 		if (repeated_return(taskq_status_from_label(cur), code))
@@ -218,6 +220,8 @@ taskq_return(TaskqReturnItem *items, int n, const char *caller)
 #endif
 	for (int i = 0; i < n; i++)
 		items[i].done = false;
+	if (taskq_return_hook)
+		taskq_return_hook(items, n, false);
 	complete_held_batch(items, n, caller);
 	for (int i = 0; i < n; i++)
 		if (!items[i].done)
@@ -238,7 +242,20 @@ taskq_return(TaskqReturnItem *items, int n, const char *caller)
 void
 taskq_release(const char *id, pg_uuid_t *token)
 {
-	char	   *cur = lock_held(id, token);
+	char	   *cur;
+
+	if (taskq_return_hook)
+	{
+		TaskqReturnItem item = {(char *) id, token, NULL, TASKQ_PENDING, NULL, false};
+
+		taskq_return_hook(&item, 1, true);
+		if (item.done)
+		{
+			taskq_finished_dispatch();
+			return;
+		}
+	}
+	cur = taskq_lock_held_task(id, token);
 
 	if (taskq_status_finished(taskq_status_from_label(cur)))
 		ereport(ERROR,

@@ -98,7 +98,7 @@ static TaskqPlan next_deadlines_plan = {
 
 /*
  * Finished tasks past retention that no unfinished predecessor still
- * names (num_signals = 0), oldest first.
+ * names (num_signals = 0) and no unfinished run still owns, oldest first.
  */
 static TaskqPlan retention_plan = {
 	"DELETE FROM taskq.tasks AS t"
@@ -107,6 +107,19 @@ static TaskqPlan retention_plan = {
 	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
 	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
 	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
+	"      AND NOT EXISTS (SELECT 1 FROM taskq.runs AS r"
+	"                       WHERE r.id OPERATOR(pg_catalog.=) f.workflow"
+	"                         AND r.finished_at IS NULL)"
+	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
+/* Runs (state machines, sagas) finished before the cutoff, as their tasks. */
+static TaskqPlan run_retention_plan = {
+	"DELETE FROM taskq.runs AS r"
+	" WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.runs AS f"
+	"    WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
 	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
 	1, {TIMESTAMPTZOID}
 };
@@ -271,6 +284,7 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
+		taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
 		taskq_execute(&retention_plan, &arg, NULL, false, 0);
 		if (SPI_processed == RETENTION_BATCH)
 			next = earliest(next, now);

@@ -12,7 +12,11 @@
 #ifndef TASKQ_WORKFLOW_H
 #define TASKQ_WORKFLOW_H
 
+#include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "utils/jsonb.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
 
 #include "queue/queue.h"
 
@@ -26,9 +30,30 @@ extern char *taskq_job_of_held_task(const char *id, Datum token);
 extern int64 taskq_job_add_progress(const char *job, int64 items);
 extern void taskq_job_set_item_count(const char *job, int64 count);
 
+/* run.c, run_wait.c */
+extern void taskq_check_run_id(const char *id, const char *argname);
+extern Datum taskq_wait_run(const char *id, bool has_deadline, TimestampTz deadline,
+							bool *isnull);
+extern void taskq_refuse_run_tasks(List *ids, const char *fn);
+
+/* machine.c */
+extern int32 taskq_define_machine(const char *name, Jsonb *def);
+extern char *taskq_start_machine(const char *machine, const char *id, Jsonb *context,
+								 Jsonb *debug);
+extern char *taskq_machine_transition(const char *task_id, pg_uuid_t *token,
+									  const char *event, Jsonb *context, bool *isnull);
+extern char *taskq_machine_continue(const char *task_id, pg_uuid_t *token,
+									const char *cursor, bool *isnull);
+extern void taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
+										  Tuplestorestate *out, TupleDesc desc);
+extern char *taskq_machine_send_event(const char *id, const char *event, Jsonb *context,
+									  bool *isnull);
+extern char *taskq_machine_redrive(const char *id);
+extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map);
+extern const char *taskq_cancel_run(const char *id);
+extern bool taskq_is_run(const char *id);
+
 /* seam.c */
 extern void taskq_workflow_init(void);
-extern void taskq_workflow_register(const char *name,
-									 taskq_finished_hook_type on_finished);
 
 #endif							/* TASKQ_WORKFLOW_H */

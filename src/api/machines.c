@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * machines.c
+ *	  SQL faces of state machines: define_machine, start_machine,
+ *	  transition, continue_machine, fan_in_contexts, send_event,
+ *	  redrive_run and migrate_run.  The workflow layer
+ *	  (workflow/machine.c) does the work.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
+
+#include "common/args.h"
+#include "workflow/workflow.h"
+#include "api/action_limits.h"
+#include "api/api.h"
+
+PG_FUNCTION_INFO_V1(taskq_define_machine_sql);
+PG_FUNCTION_INFO_V1(taskq_start_machine_sql);
+PG_FUNCTION_INFO_V1(taskq_transition);
+PG_FUNCTION_INFO_V1(taskq_continue_machine);
+PG_FUNCTION_INFO_V1(taskq_fan_in_contexts);
+PG_FUNCTION_INFO_V1(taskq_send_event);
+PG_FUNCTION_INFO_V1(taskq_redrive_run);
+PG_FUNCTION_INFO_V1(taskq_migrate_run);
+
+#define MAX_NAME_ARG 63
+
+/* A text result made in SPI's memory, copied out before SPI_finish. */
+static Datum
+text_result(MemoryContext cxt, const char *s)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Datum		d = CStringGetTextDatum(s);
+
+	MemoryContextSwitchTo(old);
+	return d;
+}
+
+static Jsonb *
+jsonb_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_JSONB_P(argno);
+}
+
+/* define_machine(name text, definition jsonb) returns int */
+Datum
+taskq_define_machine_sql(PG_FUNCTION_ARGS)
+{
+	char	   *name = taskq_text_arg(fcinfo, 0, "name", MAX_NAME_ARG);
+	int32		version;
+
+	taskq_require_arg(fcinfo, 1, "definition");
+	SPI_connect();
+	version = taskq_define_machine(name, PG_GETARG_JSONB_P(1));
+	SPI_finish();
+	PG_RETURN_INT32(version);
+}
+
+/* The debug argument of a start: members of taskq_admin only (42501). */
+void
+taskq_check_debug_allowed(void)
+{
+	Oid			admin = get_role_oid("taskq_admin", true);
+
+	if (!superuser() && !(OidIsValid(admin) && has_privs_of_role(GetUserId(), admin)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to start a run with debug settings"),
+				 errdetail("Only members of taskq_admin may inject faults.")));
+}
+
+/*
+ * start_machine(machine text, id text, context jsonb DEFAULT '{}',
+ *				 debug jsonb DEFAULT NULL) returns text
+ */
+Datum
+taskq_start_machine_sql(PG_FUNCTION_ARGS)
+{
+	char	   *machine = taskq_text_arg(fcinfo, 0, "machine", MAX_NAME_ARG);
+	char	   *id = taskq_text_arg(fcinfo, 1, "id", TASKQ_MAX_ID_LEN);
+	Jsonb	   *debug = jsonb_arg(fcinfo, 3);
+
+	taskq_require_arg(fcinfo, 2, "context");
+	if (debug)
+		taskq_check_debug_allowed();
+	SPI_connect();
+	(void) taskq_start_machine(machine, id, PG_GETARG_JSONB_P(2), debug);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(id));
+}
+
+/*
+ * transition(id text, token uuid, event text, context jsonb DEFAULT NULL)
+ * returns text
+ */
+Datum
+taskq_transition(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	char	   *event = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		isnull;
+	char	   *next;
+	Datum		result = (Datum) 0;
+
+	taskq_require_arg(fcinfo, 1, "token");
+	taskq_acl_check_return(list_make1(id));	/* limited workers */
+	SPI_connect();
+	next = taskq_machine_transition(id, PG_GETARG_UUID_P(1), event, jsonb_arg(fcinfo, 3),
+									&isnull);
+	if (!isnull)
+		result = text_result(cxt, next);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/* continue_machine(id text, token uuid, cursor text) returns text */
+Datum
+taskq_continue_machine(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	char	   *cursor = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		isnull;
+	char	   *fork;
+	Datum		result = (Datum) 0;
+
+	taskq_require_arg(fcinfo, 1, "token");
+	taskq_acl_check_return(list_make1(id));
+	SPI_connect();
+	fork = taskq_machine_continue(id, PG_GETARG_UUID_P(1), cursor, &isnull);
+	if (!isnull)
+		result = text_result(cxt, fork);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/*
+ * fan_in_contexts(id text, token uuid) returns table (run text, context jsonb)
+ */
+Datum
+taskq_fan_in_contexts(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	taskq_require_arg(fcinfo, 1, "token");
+	taskq_acl_check_return(list_make1(id));
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	taskq_machine_fan_in_contexts(id, PG_GETARG_UUID_P(1), rsinfo->setResult,
+								  rsinfo->setDesc);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* send_event(run text, event text, context jsonb DEFAULT NULL) returns text */
+Datum
+taskq_send_event(PG_FUNCTION_ARGS)
+{
+	char	   *run = taskq_text_arg(fcinfo, 0, "run", TASKQ_MAX_ID_LEN);
+	char	   *event = taskq_text_arg(fcinfo, 1, "event", MAX_NAME_ARG);
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		isnull;
+	char	   *next;
+	Datum		result = (Datum) 0;
+
+	SPI_connect();
+	next = taskq_machine_send_event(run, event, jsonb_arg(fcinfo, 2), &isnull);
+	if (!isnull)
+		result = text_result(cxt, next);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/* redrive_run(id text) returns text */
+Datum
+taskq_redrive_run(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum		result;
+
+	SPI_connect();
+	result = text_result(cxt, taskq_machine_redrive(id));
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}
+
+/* migrate_run(id text, version int, state_map jsonb DEFAULT '{}') returns text */
+Datum
+taskq_migrate_run(PG_FUNCTION_ARGS)
+{
+	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum		result;
+
+	taskq_require_arg(fcinfo, 1, "version");
+	taskq_require_arg(fcinfo, 2, "state_map");
+	SPI_connect();
+	result = text_result(cxt, taskq_machine_migrate(id, PG_GETARG_INT32(1),
+													PG_GETARG_JSONB_P(2)));
+	SPI_finish();
+	PG_RETURN_DATUM(result);
+}

@@ -1,0 +1,1103 @@
+/*-------------------------------------------------------------------------
+ *
+ * machine.c
+ *	  State machines: runs that move from state to state on the events
+ *	  their steps return.  Each visit of a state with an action is a task
+ *	  "<run id>/<n>"; a waiting state (action null) has no task and moves
+ *	  on send_event; a continuation state forks the run for the next
+ *	  chunk; a fan-in state batches the instances that enter it within a
+ *	  time window into one task.
+ *
+ * Every change of a run happens here, in the transaction that finishes its
+ * step (transition, or a plain return of the step through the seam), with
+ * the run's lock held (run.c): the context is replaced, the step completed
+ * and the next state's task inserted together, or none of it.  A step that
+ * is retried, expires with tries left or is released leaves the run as it
+ * was; one that is aborted (given up, out of tries, cancelled) fails the
+ * run, through the finished hook.
+ *
+ * Fan-in: taskq.fan_in_open names the open batch of each fan-in state; a
+ * batch is open while its task was never claimed (pending, no try used;
+ * a release closes it explicitly).  An arrival locks the open-batch row,
+ * then the batch task's row: a claim of that task either committed before
+ * (the arrival sees it in progress and opens a new batch) or waits behind
+ * the arrival (claims skip locked rows), so every instance is in exactly
+ * one batch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "common/plan.h"
+#include "ipc/wakeup.h"
+#include "queue/queue.h"
+#include "workflow/machine_def.h"
+#include "workflow/run.h"
+#include "workflow/workflow.h"
+
+typedef struct MachineRun
+{
+	TaskqRun   *run;
+	MachineDef *m;
+} MachineRun;
+
+static void enter_state(MachineRun *mr, int si, const char *cursor);
+
+static MachineRun *
+machine_run(TaskqRun *run)
+{
+	MachineRun *mr = palloc(sizeof(MachineRun));
+
+	mr->run = run;
+	mr->m = taskq_machine_parse(run->def, false);
+	return mr;
+}
+
+static int
+current_state(MachineRun *mr)
+{
+	int			si = mr->run->state ? taskq_machine_state_index(mr->m, mr->run->state) : -1;
+
+	if (si < 0)
+		elog(ERROR, "taskq: run \"%s\" is in unknown state \"%s\"", mr->run->id,
+			 mr->run->state ? mr->run->state : "(null)");
+	return si;
+}
+
+static void
+not_a_step(const char *task_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("task \"%s\" is not the current step of a state machine", task_id),
+			 errhint("transition, continue_machine and fan_in_contexts take the task a worker owns for a state of a running machine.")));
+}
+
+/* The queue's return of a step, not handed back to the workflow layer. */
+static void
+queue_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
+			 const char *caller)
+{
+	TaskqReturnItem item = {(char *) id, token, (char *) status, code, NULL, false};
+
+	taskq_workflow_direct(true);
+	PG_TRY();
+	{
+		taskq_return(&item, 1, caller);
+	}
+	PG_FINALLY();
+	{
+		taskq_workflow_direct(false);
+	}
+	PG_END_TRY();
+}
+
+static void
+queue_release(const char *id, pg_uuid_t *token)
+{
+	taskq_workflow_direct(true);
+	PG_TRY();
+	{
+		taskq_release(id, token);
+	}
+	PG_FINALLY();
+	{
+		taskq_workflow_direct(false);
+	}
+	PG_END_TRY();
+}
+
+/* ----------
+ * JSON building
+ * ----------
+ */
+static void
+push_key(JsonbParseState **st, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(st, WJB_KEY, &k);
+}
+
+static void
+push_text(JsonbParseState **st, const char *key, const char *val)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	if (val == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) val;
+		v.val.string.len = strlen(val);
+	}
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+push_jsonb(JsonbParseState **st, const char *key, Jsonb *j)
+{
+	JsonbValue	v;
+
+	if (key)
+		push_key(st, key);
+	if (j == NULL)
+	{
+		v.type = jbvNull;
+		pushJsonbValue(st, key ? WJB_VALUE : WJB_ELEM, &v);
+		return;
+	}
+	v.type = jbvBinary;
+	v.val.binary.data = &j->root;
+	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
+	pushJsonbValue(st, key ? WJB_VALUE : WJB_ELEM, &v);
+}
+
+/* The body of a step task of state s. */
+static Jsonb *
+step_body(MachineRun *mr, MachineState *s, const char *cursor, bool fan_in)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue	v;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	push_text(&st, "run", mr->run->id);
+	push_text(&st, "machine", mr->run->definition);
+	push_key(&st, "version");
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric,
+														Int32GetDatum(mr->run->version)));
+	pushJsonbValue(&st, WJB_VALUE, &v);
+	push_text(&st, "state", s->name);
+	push_jsonb(&st, "context", mr->run->context);
+	if (s->continuation)
+		push_text(&st, "cursor", cursor);
+	if (fan_in)
+	{
+		push_key(&st, "fan_in");
+		v.type = jbvBool;
+		v.val.boolean = true;
+		pushJsonbValue(&st, WJB_VALUE, &v);
+	}
+	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+}
+
+/* ----------
+ * Steps
+ * ----------
+ */
+
+/* Insert the task of a visit of state si (a fan-in batch: ready later). */
+static char *
+insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
+{
+	MachineState *s = &mr->m->states[si];
+	TaskSpec   *spec = palloc0(sizeof(TaskSpec));
+
+	spec->index = 1;
+	spec->id = taskq_run_next_task_id(mr->run);
+	spec->action = s->action;
+	spec->body = step_body(mr, s, cursor, fan_in);
+	if (s->has_max_tries || mr->m->has_max_tries)
+	{
+		spec->has_max_tries = true;
+		spec->max_tries = s->has_max_tries ? s->max_tries : mr->m->max_tries;
+	}
+	spec->retry = s->retry ? s->retry : mr->m->retry;
+	spec->priority = s->priority;
+	spec->workflow = mr->run->id;
+	spec->post_result = true;	/* kept with retention 0 while the run lives */
+	if (fan_in)
+	{
+		spec->has_not_before = true;
+		spec->not_before = GetCurrentTimestamp() + (TimestampTz) (s->fan_in * USECS_PER_SEC);
+	}
+	(void) taskq_insert(list_make1(spec), TASKQ_INSERT_PLAIN, NIL, NIL, NULL);
+	return spec->id;
+}
+
+static TaskqPlan open_batch_plan = {
+	"SELECT batch FROM taskq.fan_in_open"
+	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
+	"   AND state OPERATOR(pg_catalog.=) $3 FOR UPDATE",
+	3, {TEXTOID, INT4OID, TEXTOID}
+};
+
+static TaskqPlan batch_unclaimed_plan = {
+	"SELECT status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"       AND num_tries OPERATOR(pg_catalog.=) 0"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+static TaskqPlan set_open_batch_plan = {
+	"INSERT INTO taskq.fan_in_open (machine, version, state, batch) VALUES ($1, $2, $3, $4)"
+	" ON CONFLICT (machine, version, state) DO UPDATE SET batch = excluded.batch",
+	4, {TEXTOID, INT4OID, TEXTOID, TEXTOID}
+};
+
+static TaskqPlan join_batch_plan = {
+	"INSERT INTO taskq.fan_in_members (batch, run) VALUES ($1, $2)",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* The instance enters fan-in state si: it joins the open batch or opens one. */
+static void
+join_fan_in(MachineRun *mr, int si)
+{
+	Datum		args[4];
+	char	   *batch = NULL;
+
+	args[0] = CStringGetTextDatum(mr->run->definition);
+	args[1] = Int32GetDatum(mr->run->version);
+	args[2] = CStringGetTextDatum(mr->m->states[si].name);
+	taskq_execute(&open_batch_plan, args, NULL, false, 0);
+	if (SPI_processed == 1)
+	{
+		char	   *candidate = taskq_get_text(0, 1, NULL);
+		Datum		a = CStringGetTextDatum(candidate);
+		bool		isnull;
+
+		taskq_execute(&batch_unclaimed_plan, &a, NULL, false, 0);
+		if (SPI_processed == 1 && taskq_get_bool(0, 1, &isnull) && !isnull)
+			batch = candidate;
+	}
+	if (batch == NULL)
+	{
+		batch = insert_step(mr, si, NULL, true);
+		args[3] = CStringGetTextDatum(batch);
+		taskq_execute(&set_open_batch_plan, args, NULL, false, 0);
+	}
+	args[0] = CStringGetTextDatum(batch);
+	args[1] = CStringGetTextDatum(mr->run->id);
+	taskq_execute(&join_batch_plan, args, NULL, false, 0);
+	mr->run->step_task = batch;
+}
+
+/*
+ * Of the events kept for the run, take the earliest that waiting state s
+ * defines and drop the others it defines.  Returns the event's index in
+ * the kept list's JSON (its event and context in *event and *context), or
+ * false if there was none.
+ */
+static bool
+take_kept_event(MachineRun *mr, MachineState *s, char **event, Jsonb **context)
+{
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+	JsonbParseState *st = NULL;
+	bool		found = false;
+	int			kept = 0;
+
+	if (mr->run->events == NULL)
+		return false;
+	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
+	it = JsonbIteratorInit(&mr->run->events->root);
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		char	   *e;
+
+		if (tok != WJB_ELEM)
+			continue;
+		e = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
+		if (e && taskq_machine_find_transition(s, e))
+		{
+			if (!found)
+			{
+				JsonbValue *c = taskq_json_container_key(elem.val.binary.data, "context");
+
+				*event = e;
+				*context = (c == NULL || c->type == jbvNull) ? NULL : JsonbValueToJsonb(c);
+				found = true;
+			}
+			continue;			/* taken, or dropped */
+		}
+		pushJsonbValue(&st, WJB_ELEM, &elem);
+		kept++;
+	}
+	if (found)
+		mr->run->events = kept == 0 ? NULL :
+			JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_ARRAY, NULL));
+	return found;
+}
+
+/*
+ * The run enters state si: a waiting state takes a kept event or waits; a
+ * fan-in state joins a batch; any other gets a task of its own.
+ */
+static void
+enter_state(MachineRun *mr, int si, const char *cursor)
+{
+	MachineState *s = &mr->m->states[si];
+	TaskqRun   *run = mr->run;
+
+	run->state = s->name;
+	run->fork = NULL;
+	run->step_task = NULL;
+	if (s->action == NULL)
+	{
+		char	   *event;
+		Jsonb	   *context;
+
+		if (take_kept_event(mr, s, &event, &context))
+		{
+			if (context)
+				run->context = context;
+			enter_state(mr, taskq_machine_find_transition(s, event)->to_index, NULL);
+			return;
+		}
+		taskq_run_set_status(run, TASKQ_RUN_WAITING);
+		return;
+	}
+	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
+	if (s->fan_in > 0)
+		join_fan_in(mr, si);
+	else
+		run->step_task = insert_step(mr, si, cursor, false);
+}
+
+static TaskqPlan members_plan = {
+	"SELECT m.run FROM taskq.fan_in_members AS m"
+	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
+	1, {TEXTOID}
+};
+
+static List *
+batch_members(const char *batch)
+{
+	Datum		a = CStringGetTextDatum(batch);
+	List	   *runs = NIL;
+
+	taskq_execute(&members_plan, &a, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		runs = lappend(runs, taskq_get_text(i, 1, NULL));
+	return runs;
+}
+
+static TaskqPlan end_members_plan = {
+	"UPDATE taskq.runs SET status = $2, error = $3, step_task = NULL,"
+	"       finished_at = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND status OPERATOR(pg_catalog.=) 'running'"
+	" RETURNING id",
+	3, {TEXTARRAYOID, TEXTOID, TEXTOID}
+};
+
+static TaskqPlan close_batch_plan = {
+	"DELETE FROM taskq.fan_in_open WHERE batch OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/* The batch takes no more arrivals (its task was handed out once). */
+static void
+close_batch(const char *batch)
+{
+	Datum		a = CStringGetTextDatum(batch);
+
+	taskq_execute(&close_batch_plan, &a, NULL, false, 0);
+}
+
+static TaskqPlan forget_batch_plan = {
+	"WITH o AS (DELETE FROM taskq.fan_in_open WHERE batch OPERATOR(pg_catalog.=) $1)"
+	" DELETE FROM taskq.fan_in_members WHERE batch OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/* End the runs of a batch (but the one going on) as merged or failed. */
+static void
+end_members(List *runs, const char *status, const char *error)
+{
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+
+	if (runs == NIL)
+		return;
+	args[0] = taskq_text_array_datum(runs);
+	args[1] = CStringGetTextDatum(status);
+	if (error)
+		args[2] = CStringGetTextDatum(error);
+	else
+		nulls[2] = 'n';
+	taskq_execute(&end_members_plan, args, nulls, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		taskq_note_finished(taskq_get_text(i, 1, NULL));
+}
+
+static void
+forget_batch(const char *batch)
+{
+	Datum		a = CStringGetTextDatum(batch);
+
+	taskq_execute(&forget_batch_plan, &a, NULL, false, 0);
+}
+
+/* Was the step's task (a finished one) completed with this event? */
+static TaskqPlan finished_step_plan = {
+	"SELECT status, body OPERATOR(pg_catalog.->>) 'state',"
+	"       status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/*
+ * A transition of a step that is no longer the run's current one: a
+ * worker repeating it after a lost acknowledgement (the queue checks the
+ * token and the outcome; a repeat is a no-op), answered as the first was.
+ */
+static char *
+repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
+					const char *event, bool *isnull)
+{
+	Datum		a = CStringGetTextDatum(task_id);
+	char	   *status;
+	char	   *state;
+	int			si;
+	MachineTransition *t;
+
+	queue_return(task_id, token, event, TASKQ_COMPLETED, "transition");
+	*isnull = true;
+	taskq_execute(&finished_step_plan, &a, NULL, false, 0);
+	if (SPI_processed == 0)
+		return NULL;
+	if (taskq_get_bool(0, 3, NULL))
+		return NULL;			/* aborted: cancelled while owned, or failed */
+	status = taskq_get_text(0, 1, NULL);
+	state = taskq_get_text(0, 2, NULL);
+	if ((status == NULL) != (event == NULL) || (event && strcmp(status, event) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("step \"%s\" of run \"%s\" already made transition \"%s\"",
+						task_id, mr->run->id, status ? status : "(end)"),
+				 errdetail("A transition repeated with the same token and event succeeds; another event does not.")));
+	si = state ? taskq_machine_state_index(mr->m, state) : -1;
+	if (event == NULL || si < 0 || (t = taskq_machine_find_transition(&mr->m->states[si], event)) == NULL)
+		return NULL;
+	*isnull = false;
+	return t->to;
+}
+
+/*
+ * Move the run of a finished step on: the batch's other instances merged,
+ * the context replaced, the next state entered (or the run ended).
+ */
+static char *
+move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
+{
+	TaskqRun   *run = mr->run;
+	MachineState *s = &mr->m->states[current_state(mr)];
+
+	if (context)
+		run->context = context;
+	if (event == NULL)
+	{
+		taskq_run_set_status(run, TASKQ_RUN_SUCCEEDED);
+		run->step_task = NULL;
+		taskq_run_store(run);
+		*isnull = true;
+		return NULL;
+	}
+	enter_state(mr, taskq_machine_find_transition(s, event)->to_index, NULL);
+	taskq_run_store(run);
+	*isnull = false;
+	return run->state;
+}
+
+/* The event a step returns must be one of its state's (NULL: final). */
+static void
+check_event(MachineRun *mr, MachineState *s, const char *event, const char *task_id)
+{
+	if (event == NULL && !s->final)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state \"%s\" of run \"%s\" is not final: its step \"%s\" must name an event",
+						s->name, mr->run->id, task_id)));
+	if (event != NULL && taskq_machine_find_transition(s, event) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state \"%s\" has no transition on event \"%s\"", s->name, event),
+				 errdetail("Step \"%s\" of run \"%s\" is still owned.", task_id, mr->run->id)));
+}
+
+/*
+ * The step task_id of the (locked) run finished successfully with event
+ * and context (NULL keeps it): transition, or a plain return "completed".
+ * Returns the state the run is in next, NULL (*isnull) when it ended.
+ */
+static char *
+machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
+			 const char *event, Jsonb *context, const char *caller, bool *isnull)
+{
+	MachineRun *mr = machine_run(run);
+	MachineState *s;
+	char	   *cur;
+	char	   *fault;
+	List	   *members = NIL;
+
+	*isnull = true;
+	if (context)
+		taskq_check_json_object(context, "context");
+	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
+	{
+		members = batch_members(task_id);
+		if (members == NIL)
+			return repeated_transition(mr, task_id, token, event, isnull);
+	}
+	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_WAITING)
+	{
+		/* cancelled while owned (the queue aborts it) or a repeat */
+		queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+		return NULL;
+	}
+	s = &mr->m->states[current_state(mr)];
+	check_event(mr, s, event, task_id);
+
+	cur = taskq_lock_held_task(task_id, token);
+	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+	{
+		queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+		return NULL;
+	}
+
+	/* fault injection: the first successful finish is discarded or failed */
+	if (taskq_run_debug_flag(run, "restart_each_step") &&
+		!taskq_run_fault_done(run, "restart", task_id))
+	{
+		MachineTransition *t = event ? taskq_machine_find_transition(s, event) : NULL;
+
+		taskq_run_fault_mark(run, "restart", task_id);
+		taskq_run_store(run);
+		close_batch(task_id);
+		queue_release(task_id, token);
+		*isnull = (t == NULL);
+		return t ? t->to : NULL;
+	}
+	fault = taskq_run_debug_fault(run, "fail_at_steps", s->name);
+	if (fault && !taskq_run_fault_done(run, "fail_at_steps", s->name))
+	{
+		taskq_run_fault_mark(run, "fail_at_steps", s->name);
+		taskq_run_store(run);
+		queue_return(task_id, token, psprintf("%s: injected by fail_at_steps", fault),
+					 strcmp(fault, "fatal") == 0 ? TASKQ_ABORTED : TASKQ_PENDING, caller);
+		return NULL;
+	}
+
+	queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+
+	if (members != NIL || s->fan_in > 0)
+	{
+		/* a batch: its first instance goes on, the others are merged */
+		if (members == NIL)
+			members = batch_members(task_id);
+		forget_batch(task_id);
+		if (members != NIL && strcmp(linitial(members), run->id) != 0)
+		{
+			TaskqRun   *first = taskq_run_get(linitial(members));
+
+			mr = machine_run(first);
+		}
+		end_members(list_delete_first(members), "merged", NULL);
+	}
+	return move_on(mr, event, context, isnull);
+}
+
+/* ----------
+ * The kind's hooks (seam.c)
+ * ----------
+ */
+
+/*
+ * A worker returns a step through the queue's return functions: a
+ * completion is the transition on its status text; the rest is the
+ * queue's (the finished hook sees an abort).  A release closes a batch.
+ */
+static bool
+machine_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
+{
+	bool		isnull;
+
+	if (release)
+	{
+		close_batch(item->id);	/* a released batch stays closed */
+		return false;
+	}
+	if (item->code != TASKQ_COMPLETED)
+		return false;
+	(void) machine_step(run, item->id, item->token, item->status, NULL, "return_task", &isnull);
+	return true;
+}
+
+static TaskqPlan task_status_plan = {
+	"SELECT status FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/*
+ * A step ended aborted (given up, out of tries, lease expired on the last
+ * try, cancelled): the run fails, and with a batch every instance in it.
+ */
+static void
+machine_step_finished(TaskqRun *run, const TaskqFinished *task)
+{
+	List	   *members;
+	Datum		a;
+	char	   *error;
+
+	if (task->outcome != TASKQ_ABORTED)
+		return;
+	a = CStringGetTextDatum(task->id);
+	taskq_execute(&task_status_plan, &a, NULL, false, 0);
+	error = SPI_processed ? taskq_get_text(0, 1, NULL) : NULL;
+	if (error == NULL)
+		error = "aborted";
+	members = batch_members(task->id);
+	if (members != NIL)
+	{
+		forget_batch(task->id);
+		end_members(members, "failed", error);
+		return;
+	}
+	if (run->status != TASKQ_RUN_RUNNING || run->step_task == NULL ||
+		strcmp(run->step_task, task->id) != 0)
+		return;
+	run->error = psprintf("state \"%s\": %s", run->state, error);
+	taskq_run_set_status(run, TASKQ_RUN_FAILED);
+	taskq_run_store(run);
+}
+
+static TaskqPlan forks_plan = {
+	"SELECT id FROM taskq.runs WHERE parent OPERATOR(pg_catalog.=) $1"
+	"   AND finished_at IS NULL ORDER BY id",
+	1, {TEXTOID}
+};
+
+static TaskqPlan leave_batch_plan = {
+	"DELETE FROM taskq.fan_in_members WHERE run OPERATOR(pg_catalog.=) $1"
+	" RETURNING batch, NOT EXISTS (SELECT 1 FROM taskq.fan_in_members AS o"
+	"   WHERE o.batch OPERATOR(pg_catalog.=) fan_in_members.batch"
+	"     AND o.run OPERATOR(pg_catalog.<>) $1)",
+	1, {TEXTOID}
+};
+
+/*
+ * Take the run out of its step: leave its fan-in batch (the batch's task
+ * is cancelled when nobody is left in it) or cancel its task.  The run's
+ * step_task is cleared first, so the finished hook leaves it be.
+ */
+static void
+drop_step(MachineRun *mr, const char *why)
+{
+	TaskqRun   *run = mr->run;
+	char	   *task = run->step_task;
+	Datum		a;
+
+	if (task == NULL)
+		return;
+	run->step_task = NULL;
+	taskq_run_store(run);
+	a = CStringGetTextDatum(run->id);
+	taskq_execute(&leave_batch_plan, &a, NULL, false, 0);
+	if (SPI_processed > 0)
+	{
+		char	   *batch = taskq_get_text(0, 1, NULL);
+
+		if (!taskq_get_bool(0, 2, NULL))
+			return;				/* others are still in the batch */
+		forget_batch(batch);
+		task = batch;
+	}
+	(void) taskq_cancel_ids(list_make1(task), (char *) why);
+}
+
+static const char *
+machine_cancel(TaskqRun *run)
+{
+	MachineRun *mr = machine_run(run);
+	Datum		a = CStringGetTextDatum(run->id);
+	List	   *forks = NIL;
+	ListCell   *lc;
+
+	if (taskq_run_status_finished(run->status))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is already %s", run->id,
+						taskq_run_status_label(run->status))));
+	taskq_run_set_status(run, TASKQ_RUN_CANCELLED);
+	taskq_run_store(run);
+	drop_step(mr, "cancelled");
+
+	taskq_execute(&forks_plan, &a, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		forks = lappend(forks, taskq_get_text(i, 1, NULL));
+	foreach(lc, forks)
+	{
+		TaskqRun   *fork = taskq_run_get(lfirst(lc));
+
+		if (!taskq_run_status_finished(fork->status))
+			(void) machine_cancel(fork);
+	}
+	return "cancelled";
+}
+
+static const TaskqWorkflowKind machine_kind = {
+	"machine", machine_step_returned, machine_step_finished, machine_cancel
+};
+
+void
+taskq_machine_init(void)
+{
+	taskq_workflow_register_kind(&machine_kind);
+}
+
+/* ----------
+ * The SQL functions' work
+ * ----------
+ */
+
+/* The (locked) machine run of a step task, or 55000. */
+static TaskqRun *
+run_of_step(const char *task_id)
+{
+	char	   *id = taskq_run_of_task(task_id);
+	TaskqRun   *run;
+
+	if (id == NULL)
+		not_a_step(task_id);
+	taskq_run_lock(id);
+	run = taskq_run_fetch(id);
+	if (run == NULL || strcmp(run->kind, "machine") != 0)
+		not_a_step(task_id);
+	return run;
+}
+
+static TaskqRun *
+machine_run_get(const char *id)
+{
+	TaskqRun   *run = taskq_run_get(id);
+
+	if (strcmp(run->kind, "machine") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is a saga, not a state machine", id)));
+	return run;
+}
+
+int32
+taskq_define_machine(const char *name, Jsonb *def)
+{
+	taskq_check_definition_name(name, "machine", NULL);
+	(void) taskq_machine_parse(def, true);
+	return taskq_definition_store(name, "machine", def);
+}
+
+char *
+taskq_start_machine(const char *machine, const char *id, Jsonb *context, Jsonb *debug)
+{
+	TaskqRun   *run = palloc0(sizeof(TaskqRun));
+	MachineRun *mr;
+
+	taskq_check_run_id(id, "id");
+	taskq_check_json_object(context, "context");
+	if (debug)
+		taskq_check_debug(debug, "machine");
+	run->id = pstrdup(id);
+	run->kind = "machine";
+	run->definition = pstrdup(machine);
+	run->def = taskq_definition_latest(machine, "machine", &run->version);
+	run->status = TASKQ_RUN_RUNNING;
+	run->context = context;
+	run->debug = debug;
+	mr = machine_run(run);
+	run->state = mr->m->states[mr->m->initial].name;
+	taskq_run_lock(id);
+	taskq_run_insert(run);
+	enter_state(mr, mr->m->initial, NULL);
+	taskq_run_store(run);
+	return run->id;
+}
+
+char *
+taskq_machine_transition(const char *task_id, pg_uuid_t *token, const char *event,
+						 Jsonb *context, bool *isnull)
+{
+	return machine_step(run_of_step(task_id), task_id, token, event, context,
+						"transition", isnull);
+}
+
+/* The held current step of a running machine (for continue, fan_in). */
+static MachineRun *
+held_current_step(const char *task_id, pg_uuid_t *token)
+{
+	TaskqRun   *run = run_of_step(task_id);
+	char	   *cur;
+	List	   *members = NIL;
+
+	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
+	{
+		members = batch_members(task_id);
+		if (members == NIL)
+			not_a_step(task_id);
+	}
+	cur = taskq_lock_held_task(task_id, token);
+	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("step \"%s\" of run \"%s\" is already %s", task_id, run->id, cur)));
+	return machine_run(run);
+}
+
+static TaskqPlan fork_seq_plan = {
+	"SELECT pg_catalog.nextval('taskq.fork_seq'::pg_catalog.regclass)", 0, {0}
+};
+
+char *
+taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor,
+					   bool *isnull)
+{
+	MachineRun *mr = held_current_step(task_id, token);
+	TaskqRun   *run = mr->run;
+	MachineState *s = &mr->m->states[current_state(mr)];
+	TaskqRun   *fork;
+	MachineRun *fmr;
+	bool		n;
+
+	*isnull = true;
+	if (!s->continuation)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("state \"%s\" of run \"%s\" is not a continuation state", s->name, run->id)));
+	if (run->fork)
+	{
+		*isnull = false;
+		return run->fork;
+	}
+	if (cursor == NULL)
+		return NULL;
+
+	taskq_execute(&fork_seq_plan, NULL, NULL, false, 0);
+	fork = palloc0(sizeof(TaskqRun));
+	fork->id = psprintf("%s/c%s", taskq_run_root(run->id),
+						DatumGetCString(DirectFunctionCall1(int8out, taskq_get_datum(0, 1, &n))));
+	fork->kind = "machine";
+	fork->definition = run->definition;
+	fork->version = run->version;
+	fork->def = run->def;
+	fork->status = TASKQ_RUN_RUNNING;
+	fork->state = s->name;
+	fork->context = run->context;
+	fork->parent = run->id;
+	fork->debug = run->debug;
+	taskq_run_lock(fork->id);
+	taskq_run_insert(fork);
+	fmr = machine_run(fork);
+	fork->step_task = insert_step(fmr, current_state(fmr), cursor, false);
+	taskq_run_store(fork);
+
+	run->fork = fork->id;
+	taskq_run_store(run);
+	*isnull = false;
+	return fork->id;
+}
+
+static TaskqPlan contexts_plan = {
+	"SELECT m.run, r.context FROM taskq.fan_in_members AS m"
+	"  JOIN taskq.runs AS r ON r.id OPERATOR(pg_catalog.=) m.run"
+	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
+	1, {TEXTOID}
+};
+
+/* The instances of a held fan-in batch, in arrival order, into out. */
+void
+taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
+							  Tuplestorestate *out, TupleDesc desc)
+{
+	MachineRun *mr = held_current_step(task_id, token);
+	MachineState *s = &mr->m->states[current_state(mr)];
+	Datum		a = CStringGetTextDatum(task_id);
+
+	if (s->fan_in <= 0 && batch_members(task_id) == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("step \"%s\" of run \"%s\" is not a fan-in batch", task_id, mr->run->id)));
+	taskq_execute(&contexts_plan, &a, NULL, false, 0);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		values[0] = taskq_get_datum(i, 1, &nulls[0]);
+		values[1] = taskq_get_datum(i, 2, &nulls[1]);
+		tuplestore_putvalues(out, desc, values, nulls);
+	}
+}
+
+/* Does some waiting state of the machine define event? */
+static bool
+waiting_event(MachineDef *m, const char *event)
+{
+	for (int i = 0; i < m->nstates; i++)
+		if (m->states[i].action == NULL && taskq_machine_find_transition(&m->states[i], event))
+			return true;
+	return false;
+}
+
+static void
+keep_event(TaskqRun *run, const char *event, Jsonb *context)
+{
+	JsonbParseState *st = NULL;
+	Jsonb	   *one;
+
+	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	push_text(&st, "event", event);
+	push_jsonb(&st, "context", context);
+	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	one = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_ARRAY, NULL));
+	run->events = run->events == NULL ? one :
+		DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(run->events),
+										   JsonbPGetDatum(one)));
+}
+
+char *
+taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool *isnull)
+{
+	TaskqRun   *run = machine_run_get(id);
+	MachineRun *mr = machine_run(run);
+
+	*isnull = true;
+	if (context)
+		taskq_check_json_object(context, "context");
+	if (taskq_run_status_finished(run->status))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is already %s", id, taskq_run_status_label(run->status))));
+	if (!waiting_event(mr->m, event))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no waiting state of state machine \"%s\" has a transition on event \"%s\"",
+						run->definition, event)));
+	if (run->status == TASKQ_RUN_WAITING)
+	{
+		MachineState *s = &mr->m->states[current_state(mr)];
+		MachineTransition *t = taskq_machine_find_transition(s, event);
+
+		if (t)
+		{
+			if (context)
+				run->context = context;
+			enter_state(mr, t->to_index, NULL);
+			taskq_run_store(run);
+			*isnull = false;
+			return run->state;
+		}
+	}
+	keep_event(run, event, context);
+	taskq_run_store(run);
+	return NULL;
+}
+
+char *
+taskq_machine_redrive(const char *id)
+{
+	TaskqRun   *run = machine_run_get(id);
+	MachineRun *mr = machine_run(run);
+
+	if (run->status != TASKQ_RUN_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is %s, not failed", id, taskq_run_status_label(run->status)),
+				 errdetail("redrive_run gives a failed state machine another life.")));
+	run->error = NULL;
+	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
+	enter_state(mr, current_state(mr), NULL);
+	taskq_run_store(run);
+	return run->state;
+}
+
+static TaskqPlan step_owned_plan = {
+	"SELECT status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+char *
+taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
+{
+	TaskqRun   *run = machine_run_get(id);
+	MachineRun *mr;
+	char	   *target;
+	JsonbValue *mapped;
+	int			si;
+
+	if (run->status != TASKQ_RUN_RUNNING && run->status != TASKQ_RUN_WAITING)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is %s: only a running or waiting run can be migrated",
+						id, taskq_run_status_label(run->status))));
+	taskq_check_json_object(state_map, "state_map");
+	run->def = taskq_definition_version(run->definition, "machine", version);
+	mapped = taskq_json_key(state_map, run->state);
+	target = mapped ? taskq_json_text(mapped) : run->state;
+	if (target == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("state_map must map state \"%s\" to a state name", run->state)));
+	mr = machine_run(run);
+	si = taskq_machine_state_index(mr->m, target);
+	if (si < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("version %d of state machine \"%s\" has no state \"%s\"",
+						version, run->definition, target),
+				 errhint("Map the run's state to one of that version with state_map.")));
+	if (run->step_task)
+	{
+		Datum		a = CStringGetTextDatum(run->step_task);
+
+		taskq_execute(&step_owned_plan, &a, NULL, false, 0);
+		if (SPI_processed == 1 && taskq_get_bool(0, 1, NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("step \"%s\" of run \"%s\" is owned by a worker", run->step_task, id),
+					 errhint("Migrate the run when its step is not in progress.")));
+	}
+	drop_step(mr, psprintf("migrated to version %d", version));
+	run->version = version;
+	enter_state(mr, si, NULL);
+	taskq_run_store(run);
+	return run->state;
+}
+
+/* cancel_run (any kind): the new status. */
+const char *
+taskq_cancel_run(const char *id)
+{
+	TaskqRun   *run = taskq_run_get(id);
+
+	return taskq_workflow_kind(run->kind)->cancel(run);
+}
+
+/*
+ * The run a workflow key names, for cancel_workflow (which cancels a run
+ * as cancel_run does): true if there is one.
+ */
+bool
+taskq_is_run(const char *id)
+{
+	TaskqRun   *run;
+
+	taskq_run_lock(id);
+	run = taskq_run_fetch(id);
+	return run != NULL;
+}

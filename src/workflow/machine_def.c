@@ -1,0 +1,427 @@
+/*-------------------------------------------------------------------------
+ *
+ * machine_def.c
+ *	  A state machine's definition: its JSON parsed into C, and checked
+ *	  whole when define_machine stores it (every error names the state or
+ *	  event, SQLSTATE 22023).
+ *
+ * A stored definition was checked when it was stored and never changes,
+ * so the steps parse it without the checks.  No locking: pure functions
+ * (the retry policies are checked by the queue's own SQL check).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+
+#include "common/plan.h"
+#include "workflow/machine_def.h"
+#include "workflow/run.h"
+
+#define MAX_NAME_LEN 63
+
+static void
+bad(const char *msg, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg_internal("%s", msg),
+			 detail ? errdetail_internal("%s", detail) : 0));
+}
+
+/*
+ * A state, step or definition name: 1-63 bytes, no control characters.
+ * what: "state", "step"...; where: the definition's part, for the message.
+ */
+void
+taskq_check_definition_name(const char *name, const char *what, const char *where)
+{
+	size_t		len = strlen(name);
+
+	if (len == 0 || len > MAX_NAME_LEN)
+		bad(psprintf("%s name \"%s\" must be 1 to %d bytes long", what, name, MAX_NAME_LEN),
+			where);
+	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			bad(psprintf("%s name \"%s\" must not contain control characters", what, name),
+				where);
+}
+
+static char *
+req_string(JsonbValue *v, const char *key, const char *state)
+{
+	char	   *s = taskq_json_text(v);
+
+	if (s == NULL)
+		bad(psprintf("key \"%s\" of state \"%s\" must be a string", key, state), NULL);
+	return s;
+}
+
+static bool
+opt_bool(JsonbContainer *obj, const char *key, const char *state, bool check)
+{
+	JsonbValue *v = taskq_json_container_key(obj, key);
+
+	if (v == NULL || v->type == jbvNull)
+		return false;
+	if (v->type != jbvBool)
+	{
+		if (check)
+			bad(psprintf("key \"%s\" of state \"%s\" must be true or false", key, state), NULL);
+		return false;
+	}
+	return v->val.boolean;
+}
+
+static bool
+opt_int(JsonbContainer *obj, const char *key, const char *where, int32 *out,
+		bool positive, bool check)
+{
+	JsonbValue *v = taskq_json_container_key(obj, key);
+	int64		i;
+
+	if (v == NULL || v->type == jbvNull)
+		return false;
+	if (v->type != jbvNumeric)
+	{
+		if (check)
+			bad(psprintf("key \"%s\" of %s must be an integer", key, where), NULL);
+		return false;
+	}
+	i = DatumGetInt64(DirectFunctionCall1(numeric_int8,
+										  NumericGetDatum(v->val.numeric)));
+	if (check && (i > PG_INT32_MAX || i < PG_INT32_MIN || (positive && i <= 0) ||
+				  !DatumGetBool(DirectFunctionCall2(numeric_eq,
+													NumericGetDatum(v->val.numeric),
+													DirectFunctionCall1(int8_numeric, Int64GetDatum(i))))))
+		bad(psprintf("key \"%s\" of %s must be %s", key, where,
+					 positive ? "a positive integer" : "an integer"), NULL);
+	*out = (int32) i;
+	return true;
+}
+
+static TaskqPlan check_retry_plan = {
+	"SELECT taskq._check_retry($1)", 1, {JSONBOID}
+};
+
+static Jsonb *
+opt_retry(JsonbContainer *obj, const char *where, bool check)
+{
+	JsonbValue *v = taskq_json_container_key(obj, "retry");
+	Jsonb	   *j;
+
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	j = JsonbValueToJsonb(v);
+	if (check)
+	{
+		Datum		d = JsonbPGetDatum(j);
+
+		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+			bad(psprintf("key \"retry\" of %s must be a retry policy object", where), NULL);
+		/*
+		 * The queue's own check says what is wrong; in a subtransaction, so
+		 * that its error comes back as this definition's, naming the state.
+		 */
+		{
+			MemoryContext cxt = CurrentMemoryContext;
+			ResourceOwner owner = CurrentResourceOwner;
+
+			BeginInternalSubTransaction(NULL);
+			PG_TRY();
+			{
+				taskq_execute(&check_retry_plan, &d, NULL, false, 0);
+				ReleaseCurrentSubTransaction();
+			}
+			PG_CATCH();
+			{
+				ErrorData  *e;
+
+				MemoryContextSwitchTo(cxt);
+				e = CopyErrorData();
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(cxt);
+				CurrentResourceOwner = owner;
+				bad(psprintf("retry policy of %s is invalid: %s", where, e->message), NULL);
+			}
+			PG_END_TRY();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+	}
+	return j;
+}
+
+static const char *const state_keys[] = {
+	"name", "action", "initial", "final", "transitions", "continuation",
+	"fan_in", "max_tries", "retry", "priority", NULL
+};
+static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
+static const char *const transition_keys[] = {"event", "to", NULL};
+
+static void
+check_keys(JsonbContainer *obj, const char *const *known, const char *where)
+{
+	JsonbIterator *it = JsonbIteratorInit(obj);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *key;
+		bool		ok = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = pnstrdup(v.val.string.val, v.val.string.len);
+		for (int i = 0; known[i]; i++)
+			ok |= strcmp(known[i], key) == 0;
+		if (!ok)
+			bad(psprintf("unknown key \"%s\" in %s", key, where), NULL);
+	}
+}
+
+static void
+parse_transitions(JsonbValue *v, MachineState *s, bool check)
+{
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+	int			cap = 4;
+
+	s->transitions = palloc(sizeof(MachineTransition) * cap);
+	if (v == NULL || v->type == jbvNull)
+		return;
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+	{
+		if (check)
+			bad(psprintf("key \"transitions\" of state \"%s\" must be an array", s->name), NULL);
+		return;
+	}
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		MachineTransition *t;
+		char	   *where;
+
+		if (tok != WJB_ELEM)
+			continue;
+		if (elem.type != jbvBinary || !JsonContainerIsObject(elem.val.binary.data))
+			bad(psprintf("each transition of state \"%s\" must be an object", s->name), NULL);
+		where = psprintf("a transition of state \"%s\"", s->name);
+		if (check)
+			check_keys(elem.val.binary.data, transition_keys, where);
+		if (s->ntransitions == cap)
+		{
+			cap *= 2;
+			s->transitions = repalloc(s->transitions, sizeof(MachineTransition) * cap);
+		}
+		t = &s->transitions[s->ntransitions++];
+		t->event = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
+		t->to = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "to"));
+		t->to_index = -1;
+		if (check)
+		{
+			if (t->event == NULL)
+				bad(psprintf("a transition of state \"%s\" has no \"event\" string", s->name), NULL);
+			if (t->to == NULL)
+				bad(psprintf("transition \"%s\" of state \"%s\" has no \"to\" string",
+							 t->event, s->name), NULL);
+			taskq_check_definition_name(t->event, "event",
+										psprintf("In state \"%s\".", s->name));
+			for (int i = 0; i < s->ntransitions - 1; i++)
+				if (strcmp(s->transitions[i].event, t->event) == 0)
+					bad(psprintf("state \"%s\" has two transitions on event \"%s\"",
+								 s->name, t->event), NULL);
+		}
+	}
+}
+
+static void
+parse_state(JsonbContainer *obj, MachineState *s, int index, bool check)
+{
+	JsonbValue *v;
+	char	   *where;
+
+	v = taskq_json_container_key(obj, "name");
+	if (check && (v == NULL || v->type != jbvString))
+		bad(psprintf("state %d of the machine has no \"name\" string", index + 1), NULL);
+	s->name = taskq_json_text(v);
+	if (check)
+	{
+		taskq_check_definition_name(s->name, "state", NULL);
+		check_keys(obj, state_keys, psprintf("state \"%s\"", s->name));
+	}
+	where = psprintf("state \"%s\"", s->name);
+
+	v = taskq_json_container_key(obj, "action");
+	if (check && v == NULL)
+		bad(psprintf("state \"%s\" has no \"action\"", s->name),
+			"Give the action workers claim, or null for a state that waits for send_event.");
+	s->action = (v == NULL || v->type == jbvNull) ? NULL : req_string(v, "action", s->name);
+	if (check && s->action && (strlen(s->action) == 0 || strlen(s->action) > TASKQ_MAX_ACTION_LEN))
+		bad(psprintf("action of state \"%s\" must be 1 to %d bytes long", s->name,
+					 TASKQ_MAX_ACTION_LEN), NULL);
+	s->initial = opt_bool(obj, "initial", s->name, check);
+	s->final = opt_bool(obj, "final", s->name, check);
+	s->continuation = opt_bool(obj, "continuation", s->name, check);
+	s->fan_in = 0;
+	v = taskq_json_container_key(obj, "fan_in");
+	if (v != NULL && v->type != jbvNull)
+	{
+		if (v->type != jbvNumeric)
+			bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds", s->name), NULL);
+		s->fan_in = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+													   NumericGetDatum(v->val.numeric)));
+		if (check && !(s->fan_in > 0 && s->fan_in <= 86400.0 * 365))
+			bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds greater than zero",
+						 s->name), NULL);
+	}
+	s->has_max_tries = opt_int(obj, "max_tries", where, &s->max_tries, true, check);
+	s->retry = opt_retry(obj, where, check);
+	s->priority = 0;
+	(void) opt_int(obj, "priority", where, &s->priority, false, check);
+	parse_transitions(taskq_json_container_key(obj, "transitions"), s, check);
+
+	if (check && s->action == NULL)
+	{
+		if (s->continuation)
+			bad(psprintf("waiting state \"%s\" cannot be a continuation", s->name),
+				"A state with action null has no worker to continue it.");
+		if (s->fan_in > 0)
+			bad(psprintf("waiting state \"%s\" cannot be a fan-in state", s->name), NULL);
+		if (s->final)
+			bad(psprintf("waiting state \"%s\" cannot be final", s->name),
+				"A state with action null leaves only by an event.");
+	}
+	if (check && !s->final && s->ntransitions == 0)
+		bad(psprintf("state \"%s\" is not final and has no transitions", s->name), NULL);
+}
+
+int
+taskq_machine_state_index(MachineDef *m, const char *name)
+{
+	for (int i = 0; i < m->nstates; i++)
+		if (strcmp(m->states[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+MachineTransition *
+taskq_machine_find_transition(MachineState *s, const char *event)
+{
+	for (int i = 0; i < s->ntransitions; i++)
+		if (strcmp(s->transitions[i].event, event) == 0)
+			return &s->transitions[i];
+	return NULL;
+}
+
+/*
+ * Parse a machine's JSON; with check, every rule of a definition is
+ * checked (22023 naming the state or event).
+ */
+MachineDef *
+taskq_machine_parse(Jsonb *def, bool check)
+{
+	MachineDef *m = palloc0(sizeof(MachineDef));
+	JsonbValue *states;
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+	int			cap = 8;
+	int			ninitial = 0,
+				nfinal = 0;
+
+	if (check)
+	{
+		if (!JB_ROOT_IS_OBJECT(def) || JB_ROOT_IS_SCALAR(def))
+			bad("a state machine definition must be a JSON object", NULL);
+		check_keys(&def->root, machine_keys, "the machine");
+	}
+	m->has_max_tries = opt_int(&def->root, "max_tries", "the machine", &m->max_tries, true, check);
+	m->retry = opt_retry(&def->root, "the machine", check);
+	states = taskq_json_key(def, "states");
+	if (states == NULL || states->type != jbvBinary ||
+		!JsonContainerIsArray(states->val.binary.data))
+		bad("a state machine definition needs \"states\", an array of states", NULL);
+
+	m->states = palloc0(sizeof(MachineState) * cap);
+	it = JsonbIteratorInit(states->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		if (elem.type != jbvBinary || !JsonContainerIsObject(elem.val.binary.data))
+			bad(psprintf("state %d of the machine must be an object", m->nstates + 1), NULL);
+		if (m->nstates == cap)
+		{
+			cap *= 2;
+			m->states = repalloc(m->states, sizeof(MachineState) * cap);
+		}
+		memset(&m->states[m->nstates], 0, sizeof(MachineState));
+		parse_state(elem.val.binary.data, &m->states[m->nstates], m->nstates, check);
+		if (check)
+			for (int i = 0; i < m->nstates; i++)
+				if (strcmp(m->states[i].name, m->states[m->nstates].name) == 0)
+					bad(psprintf("state \"%s\" is defined twice", m->states[i].name), NULL);
+		if (m->states[m->nstates].initial)
+		{
+			m->initial = m->nstates;
+			ninitial++;
+		}
+		nfinal += m->states[m->nstates].final;
+		m->nstates++;
+	}
+
+	for (int i = 0; i < m->nstates; i++)
+		for (int t = 0; t < m->states[i].ntransitions; t++)
+		{
+			MachineTransition *tr = &m->states[i].transitions[t];
+
+			tr->to_index = taskq_machine_state_index(m, tr->to);
+			if (check && tr->to_index < 0)
+				bad(psprintf("transition \"%s\" of state \"%s\" goes to unknown state \"%s\"",
+							 tr->event, m->states[i].name, tr->to), NULL);
+		}
+
+	if (!check)
+		return m;
+	if (m->nstates == 0)
+		bad("a state machine needs at least one state", NULL);
+	if (ninitial != 1)
+		bad(psprintf("a state machine needs exactly one initial state, not %d", ninitial), NULL);
+	if (nfinal == 0)
+		bad("a state machine needs at least one final state", NULL);
+
+	/* every state reachable from the initial one */
+	{
+		bool	   *seen = palloc0(sizeof(bool) * m->nstates);
+		int		   *stack = palloc(sizeof(int) * m->nstates);
+		int			top = 0;
+
+		seen[m->initial] = true;
+		stack[top++] = m->initial;
+		while (top > 0)
+		{
+			MachineState *s = &m->states[stack[--top]];
+
+			for (int t = 0; t < s->ntransitions; t++)
+				if (!seen[s->transitions[t].to_index])
+				{
+					seen[s->transitions[t].to_index] = true;
+					stack[top++] = s->transitions[t].to_index;
+				}
+		}
+		for (int i = 0; i < m->nstates; i++)
+			if (!seen[i])
+				bad(psprintf("state \"%s\" cannot be reached from initial state \"%s\"",
+							 m->states[i].name, m->states[m->initial].name), NULL);
+	}
+	return m;
+}

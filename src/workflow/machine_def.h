@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * machine_def.h
+ *	  A state machine's definition in C (machine_def.c): parsed from its
+ *	  JSON, checked whole when it is stored.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_MACHINE_DEF_H
+#define TASKQ_MACHINE_DEF_H
+
+#include "utils/jsonb.h"
+
+typedef struct MachineTransition
+{
+	char	   *event;
+	char	   *to;
+	int			to_index;
+} MachineTransition;
+
+typedef struct MachineState
+{
+	char	   *name;
+	char	   *action;			/* NULL: a waiting state */
+	bool		initial;
+	bool		final;
+	bool		continuation;
+	double		fan_in;			/* seconds; 0: not a fan-in state */
+	bool		has_max_tries;
+	int32		max_tries;
+	Jsonb	   *retry;			/* NULL: the machine's */
+	int32		priority;
+	int			ntransitions;
+	MachineTransition *transitions;
+} MachineState;
+
+typedef struct MachineDef
+{
+	int			nstates;
+	MachineState *states;
+	int			initial;
+	bool		has_max_tries;
+	int32		max_tries;
+	Jsonb	   *retry;
+} MachineDef;
+
+extern MachineDef *taskq_machine_parse(Jsonb *def, bool check);
+extern int	taskq_machine_state_index(MachineDef *m, const char *name);
+extern MachineTransition *taskq_machine_find_transition(MachineState *s, const char *event);
+extern void taskq_check_definition_name(const char *name, const char *what,
+										const char *where);
+
+#endif							/* TASKQ_MACHINE_DEF_H */
