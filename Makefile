@@ -31,7 +31,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=taskq
 ISOLATION    = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test --load-extension=taskq
 TAP_TESTS    = 1
-PROVE_TESTS  = $(wildcard test/t/*.pl)
+PROVE_TESTS ?= $(wildcard test/t/*.pl)
 
 EXTRA_CLEAN  = results/ output_iso/ tmp_check/ test/results/ log/
 

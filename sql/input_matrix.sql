@@ -89,7 +89,9 @@ INSERT INTO m_valid VALUES
   ('migrate_run', ARRAY[$$'m-wait'$$, '1', $$'{"W": "W"}'$$]),
   ('wait_for_run', ARRAY[$$'m-wait'$$, $$'1 s'$$]),
   ('cancel_run', ARRAY[$$'m-wait'$$]),
-  ('run_steps', ARRAY[$$'m-run'$$]);
+  ('run_steps', ARRAY[$$'m-run'$$]),
+  ('definition_graph', ARRAY[$$'m-mach'$$, $$'mermaid'$$, '1']),
+  ('run_graph', ARRAY[$$'m-run'$$, $$'dot'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);

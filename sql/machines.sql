@@ -316,3 +316,18 @@ SELECT workflow, count(*) FROM taskq.tasks WHERE workflow IN ('o5', 'o1') GROUP 
 UPDATE taskq.runs SET finished_at = now() - interval '1 day' WHERE id = 'o1';
 SELECT taskq.purge_finished('1 hour') >= 0 AS purged;
 SELECT count(*) AS o1_left FROM taskq.runs WHERE id = 'o1';
+
+-- ---------------------------------------------------------------
+-- Graphs and statistics
+-- ---------------------------------------------------------------
+SELECT definition, kind, version, state, in_state, entered, succeeded, failed_tries,
+       avg_seconds >= 0 AS has_avg, p95_seconds >= 0 AS has_p95
+  FROM taskq.state_stats WHERE definition IN ('mail', 'tally') ORDER BY definition, version, state;
+SELECT regexp_replace(taskq.definition_graph('mail'), 'avg [0-9.]+ s', 'avg N s', 'g');
+SELECT taskq.definition_graph('order', 'mermaid', 1);
+SELECT taskq.run_graph('o5');
+SELECT taskq.run_graph('o2', 'mermaid');
+SELECT public.expect_error($$SELECT taskq.definition_graph('mail', 'svg')$$) AS bad_format;
+SELECT public.expect_error($$SELECT taskq.definition_graph('nope')$$) AS unknown_definition;
+SELECT public.expect_error($$SELECT taskq.definition_graph('mail', 'dot', 7)$$) AS unknown_version;
+SELECT public.expect_error($$SELECT taskq.run_graph('nope')$$) AS unknown_run;

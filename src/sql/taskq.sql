@@ -1239,3 +1239,415 @@ SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancell
 COMMENT ON VIEW taskq.dead_letters IS
     'aborted tasks with their last status and tries; re-drive them with taskq.redrive_tasks';
 GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
+
+-- ---------------------------------------------------------------------
+-- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.
+-- ---------------------------------------------------------------------
+
+-- A name as a DOT string (quoted and escaped: any state, step or id renders).
+CREATE FUNCTION taskq._dot_quote(s text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT '"' OPERATOR(pg_catalog.||)
+           pg_catalog.regexp_replace(pg_catalog.replace(pg_catalog.replace(s, E'\\', E'\\\\'), '"', E'\\"'),
+                                     E'[\\n\\r]', E'\\n', 'g')
+           OPERATOR(pg_catalog.||) '"'
+$$;
+COMMENT ON FUNCTION taskq._dot_quote(text) IS 'internal: a name as a quoted DOT string';
+REVOKE ALL ON FUNCTION taskq._dot_quote(text) FROM PUBLIC;
+
+-- Text for a Mermaid label: characters Mermaid reads as syntax become
+-- entity codes (#quot; ...), control characters spaces.
+CREATE FUNCTION taskq._mermaid_text(s text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.string_agg(
+               CASE WHEN c OPERATOR(pg_catalog.~) E'[[:cntrl:]]' THEN ' '
+                    WHEN c OPERATOR(pg_catalog.=) ANY (ARRAY['"', '#', ':', ';', '<', '>', '{', '}', '[', ']', '(', ')', '|', '`', '&'])
+                    THEN '#' OPERATOR(pg_catalog.||) pg_catalog.ascii(c)::text OPERATOR(pg_catalog.||) ';'
+                    ELSE c END, '' ORDER BY i)
+      FROM pg_catalog.regexp_split_to_table(COALESCE(s, ''), '') WITH ORDINALITY AS x(c, i)
+$$;
+COMMENT ON FUNCTION taskq._mermaid_text(text) IS 'internal: text escaped for a Mermaid label';
+REVOKE ALL ON FUNCTION taskq._mermaid_text(text) FROM PUBLIC;
+
+-- The statistics of each state of a machine and each step of a saga, per
+-- version: runs in it now, and over the tasks retention keeps, how often it
+-- was entered, succeeded, the tries that failed, and the seconds from ready
+-- to done of its successful visits.
+CREATE VIEW taskq.state_stats AS
+WITH states AS (
+    SELECT d.name AS definition, d.kind, d.version,
+           s.value OPERATOR(pg_catalog.->>) 'name' AS state, s.ordinality AS ord
+      FROM taskq.definitions AS d,
+           pg_catalog.jsonb_array_elements(d.definition OPERATOR(pg_catalog.->)
+               CASE d.kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+), visits AS (
+    SELECT r.definition, r.version,
+           COALESCE(t.body OPERATOR(pg_catalog.->>) 'state', t.body OPERATOR(pg_catalog.->>) 'step') AS state,
+           t.status_code, t.num_tries,
+           pg_catalog.date_part('epoch', t.finished_at OPERATOR(pg_catalog.-)
+                                GREATEST(t.created_at, t.not_before)) AS seconds
+      FROM taskq.runs AS r
+      JOIN taskq.tasks AS t ON t.workflow OPERATOR(pg_catalog.=) r.id
+), now_in AS (
+    SELECT r.definition, r.version, r.state, pg_catalog.count(*) AS n
+      FROM taskq.runs AS r
+     WHERE r.finished_at IS NULL AND r.kind OPERATOR(pg_catalog.=) 'machine'
+     GROUP BY 1, 2, 3
+)
+SELECT s.definition, s.kind, s.version, s.state,
+       CASE s.kind WHEN 'machine' THEN COALESCE(pg_catalog.max(n.n), 0)
+            ELSE pg_catalog.count(*) FILTER (WHERE v.status_code OPERATOR(pg_catalog.<) 'completed') END
+           AS in_state,
+       pg_catalog.count(v.state) AS entered,
+       pg_catalog.count(*) FILTER (WHERE v.status_code OPERATOR(pg_catalog.=) 'completed') AS succeeded,
+       COALESCE(pg_catalog.sum(GREATEST(v.num_tries OPERATOR(pg_catalog.-)
+           CASE WHEN v.status_code OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'in_progress']::taskq.status[])
+                THEN 1 ELSE 0 END, 0)), 0)::pg_catalog.int8 AS failed_tries,
+       pg_catalog.round(pg_catalog.avg(v.seconds) FILTER (WHERE v.status_code OPERATOR(pg_catalog.=) 'completed')::pg_catalog.numeric, 3)
+           AS avg_seconds,
+       pg_catalog.round((pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY v.seconds)
+           FILTER (WHERE v.status_code OPERATOR(pg_catalog.=) 'completed'))::pg_catalog.numeric, 3) AS p95_seconds
+  FROM states AS s
+  LEFT JOIN visits AS v
+    ON v.definition OPERATOR(pg_catalog.=) s.definition AND v.version OPERATOR(pg_catalog.=) s.version
+   AND v.state OPERATOR(pg_catalog.=) s.state
+  LEFT JOIN now_in AS n
+    ON n.definition OPERATOR(pg_catalog.=) s.definition AND n.version OPERATOR(pg_catalog.=) s.version
+   AND n.state OPERATOR(pg_catalog.=) s.state
+ GROUP BY s.definition, s.kind, s.version, s.state, s.ord
+ ORDER BY s.definition, s.version, s.ord;
+COMMENT ON VIEW taskq.state_stats IS
+    'per state of a machine or step of a saga and version: runs in it now, visits, successes, failed tries, seconds';
+GRANT SELECT ON taskq.state_stats TO taskq_monitor, taskq_admin;
+
+-- The format argument of the graph functions.
+CREATE FUNCTION taskq._graph_format(format text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF format IS NULL THEN
+        RAISE EXCEPTION 'argument "format" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF format OPERATOR(pg_catalog.<>) ALL (ARRAY['dot', 'mermaid']) THEN
+        RAISE EXCEPTION 'unknown graph format "%"', format
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use "dot" or "mermaid".';
+    END IF;
+    RETURN format;
+END
+$$;
+COMMENT ON FUNCTION taskq._graph_format(text) IS 'internal: check the format argument of a graph function';
+REVOKE ALL ON FUNCTION taskq._graph_format(text) FROM PUBLIC;
+
+-- The nodes and edges of a definition (version v), with live figures, as
+-- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
+CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
+RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
+               waiting boolean, ord bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
+           (s.value OPERATOR(pg_catalog.->>) 'name')
+           OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'), 'waits for an event')
+               OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
+               OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
+             ELSE
+               E'\ndo: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do')
+               OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
+               OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
+             END
+           OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nnow ' OPERATOR(pg_catalog.||) st.in_state OPERATOR(pg_catalog.||)
+                                                    ', entered ' OPERATOR(pg_catalog.||) st.entered OPERATOR(pg_catalog.||)
+                                                    ', ok ' OPERATOR(pg_catalog.||) st.succeeded OPERATOR(pg_catalog.||)
+                                                    ', failed tries ' OPERATOR(pg_catalog.||) st.failed_tries OPERATOR(pg_catalog.||)
+                                                    COALESCE(', avg ' OPERATOR(pg_catalog.||) st.avg_seconds OPERATOR(pg_catalog.||) ' s', '')
+                                               FROM taskq.state_stats AS st
+                                              WHERE st.definition OPERATOR(pg_catalog.=) name
+                                                AND st.version OPERATOR(pg_catalog.=) v
+                                                AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb,
+           s.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
+               CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+    UNION ALL
+    SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
+           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
+           pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
+     WHERE kind OPERATOR(pg_catalog.=) 'machine'
+    UNION ALL
+    -- a saga step comes after its "after" steps, by default the previous step
+    SELECT 'edge', a.after, s.value OPERATOR(pg_catalog.->>) 'name', NULL, NULL, NULL, NULL,
+           s.ordinality * 1000 OPERATOR(pg_catalog.+) a.ord
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'steps') WITH ORDINALITY AS s,
+           LATERAL (SELECT x.value AS after, x.ordinality AS ord
+                      FROM pg_catalog.jsonb_array_elements_text(s.value OPERATOR(pg_catalog.->) 'after') WITH ORDINALITY AS x
+                     WHERE s.value ? 'after'
+                    UNION ALL
+                    SELECT (def OPERATOR(pg_catalog.->) 'steps' OPERATOR(pg_catalog.->) (s.ordinality::integer OPERATOR(pg_catalog.-) 2))
+                               OPERATOR(pg_catalog.->>) 'name', 1
+                     WHERE NOT s.value ? 'after' AND s.ordinality OPERATOR(pg_catalog.>) 1) AS a
+     WHERE kind OPERATOR(pg_catalog.=) 'saga'
+$$;
+COMMENT ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) IS
+    'internal: the nodes and edges of a definition, for the graph functions';
+REVOKE ALL ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) FROM PUBLIC;
+
+-- Draw nodes and edges: nodes (key, label, shape, fill, initial, final),
+-- edges (key, key2, label).  DOT: a digraph; Mermaid: a stateDiagram-v2
+-- for machines, a flowchart otherwise.
+CREATE FUNCTION taskq._draw(title text, format text, machine boolean, nodes jsonb, edges jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    out text;
+    n jsonb;
+    e jsonb;
+    ids jsonb := '{}'::jsonb;
+    i integer := 0;
+BEGIN
+    IF format OPERATOR(pg_catalog.=) 'dot' THEN
+        out := 'digraph ' OPERATOR(pg_catalog.||) taskq._dot_quote(title) OPERATOR(pg_catalog.||)
+               E' {\n  rankdir=LR;\n  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica"];\n  edge [fontname="Helvetica"];\n';
+        FOR n IN SELECT x FROM pg_catalog.jsonb_array_elements(nodes) AS x LOOP
+            out := out OPERATOR(pg_catalog.||) '  ' OPERATOR(pg_catalog.||) taskq._dot_quote(n OPERATOR(pg_catalog.->>) 'key')
+                   OPERATOR(pg_catalog.||) ' [label=' OPERATOR(pg_catalog.||) taskq._dot_quote(n OPERATOR(pg_catalog.->>) 'label')
+                   OPERATOR(pg_catalog.||) COALESCE(', fillcolor=' OPERATOR(pg_catalog.||) taskq._dot_quote(n OPERATOR(pg_catalog.->>) 'fill'), '')
+                   OPERATOR(pg_catalog.||) CASE WHEN (n OPERATOR(pg_catalog.->>) 'final')::boolean THEN ', peripheries=2' ELSE '' END
+                   OPERATOR(pg_catalog.||) CASE WHEN (n OPERATOR(pg_catalog.->>) 'waiting')::boolean THEN ', shape=ellipse' ELSE '' END
+                   OPERATOR(pg_catalog.||) CASE WHEN (n OPERATOR(pg_catalog.->>) 'current')::boolean THEN ', penwidth=3' ELSE '' END
+                   OPERATOR(pg_catalog.||) E'];\n';
+            IF (n OPERATOR(pg_catalog.->>) 'initial')::boolean THEN
+                out := out OPERATOR(pg_catalog.||) '  "__start" [shape=point, label=""];' OPERATOR(pg_catalog.||) E'\n  "__start" -> '
+                       OPERATOR(pg_catalog.||) taskq._dot_quote(n OPERATOR(pg_catalog.->>) 'key') OPERATOR(pg_catalog.||) E';\n';
+            END IF;
+        END LOOP;
+        FOR e IN SELECT x FROM pg_catalog.jsonb_array_elements(edges) AS x LOOP
+            out := out OPERATOR(pg_catalog.||) '  ' OPERATOR(pg_catalog.||) taskq._dot_quote(e OPERATOR(pg_catalog.->>) 'key')
+                   OPERATOR(pg_catalog.||) ' -> ' OPERATOR(pg_catalog.||) taskq._dot_quote(e OPERATOR(pg_catalog.->>) 'key2')
+                   OPERATOR(pg_catalog.||) COALESCE(' [label=' OPERATOR(pg_catalog.||) taskq._dot_quote(e OPERATOR(pg_catalog.->>) 'label') OPERATOR(pg_catalog.||) ']', '')
+                   OPERATOR(pg_catalog.||) E';\n';
+        END LOOP;
+        RETURN out OPERATOR(pg_catalog.||) E'}\n';
+    END IF;
+
+    -- Mermaid: nodes get ids n0, n1, ...; names go in labels, escaped
+    FOR n IN SELECT x FROM pg_catalog.jsonb_array_elements(nodes) AS x LOOP
+        ids := ids OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(n OPERATOR(pg_catalog.->>) 'key', 'n' OPERATOR(pg_catalog.||) i);
+        i := i OPERATOR(pg_catalog.+) 1;
+    END LOOP;
+    out := CASE WHEN machine THEN E'stateDiagram-v2\n' ELSE E'flowchart LR\n' END;
+    FOR n IN SELECT x FROM pg_catalog.jsonb_array_elements(nodes) AS x LOOP
+        IF machine THEN
+            out := out OPERATOR(pg_catalog.||) '  state "' OPERATOR(pg_catalog.||)
+                   taskq._mermaid_text(pg_catalog.replace(n OPERATOR(pg_catalog.->>) 'label', E'\n', ' · '))
+                   OPERATOR(pg_catalog.||) '" as ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key')) OPERATOR(pg_catalog.||) E'\n';
+            IF (n OPERATOR(pg_catalog.->>) 'initial')::boolean THEN
+                out := out OPERATOR(pg_catalog.||) '  [*] --> ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key')) OPERATOR(pg_catalog.||) E'\n';
+            END IF;
+            IF (n OPERATOR(pg_catalog.->>) 'final')::boolean THEN
+                out := out OPERATOR(pg_catalog.||) '  ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key')) OPERATOR(pg_catalog.||) E' --> [*]\n';
+            END IF;
+        ELSE
+            out := out OPERATOR(pg_catalog.||) '  ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key'))
+                   OPERATOR(pg_catalog.||) '["' OPERATOR(pg_catalog.||)
+                   taskq._mermaid_text(pg_catalog.replace(n OPERATOR(pg_catalog.->>) 'label', E'\n', ' · '))
+                   OPERATOR(pg_catalog.||) E'"]\n';
+        END IF;
+        IF n ? 'fill' AND (n OPERATOR(pg_catalog.->>) 'fill') IS NOT NULL THEN
+            out := out OPERATOR(pg_catalog.||) CASE WHEN machine THEN '  classDef c' ELSE '  style ' END
+                   OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key'))
+                   OPERATOR(pg_catalog.||) ' fill:' OPERATOR(pg_catalog.||) (n OPERATOR(pg_catalog.->>) 'fill') OPERATOR(pg_catalog.||) E'\n';
+            IF machine THEN
+                out := out OPERATOR(pg_catalog.||) '  class ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key'))
+                       OPERATOR(pg_catalog.||) ' c' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (n OPERATOR(pg_catalog.->>) 'key')) OPERATOR(pg_catalog.||) E'\n';
+            END IF;
+        END IF;
+    END LOOP;
+    FOR e IN SELECT x FROM pg_catalog.jsonb_array_elements(edges) AS x LOOP
+        CONTINUE WHEN NOT ids ? (e OPERATOR(pg_catalog.->>) 'key') OR NOT ids ? (e OPERATOR(pg_catalog.->>) 'key2');
+        out := out OPERATOR(pg_catalog.||) '  ' OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (e OPERATOR(pg_catalog.->>) 'key'))
+               OPERATOR(pg_catalog.||) CASE WHEN machine THEN ' --> ' ELSE
+                   CASE WHEN e OPERATOR(pg_catalog.->>) 'label' IS NULL THEN ' --> ' ELSE ' -->|"' OPERATOR(pg_catalog.||) taskq._mermaid_text(e OPERATOR(pg_catalog.->>) 'label') OPERATOR(pg_catalog.||) '"| ' END END
+               OPERATOR(pg_catalog.||) (ids OPERATOR(pg_catalog.->>) (e OPERATOR(pg_catalog.->>) 'key2'))
+               OPERATOR(pg_catalog.||) CASE WHEN machine AND e OPERATOR(pg_catalog.->>) 'label' IS NOT NULL
+                   THEN ' : ' OPERATOR(pg_catalog.||) taskq._mermaid_text(e OPERATOR(pg_catalog.->>) 'label') ELSE '' END
+               OPERATOR(pg_catalog.||) E'\n';
+    END LOOP;
+    RETURN out;
+END
+$$;
+COMMENT ON FUNCTION taskq._draw(text, text, boolean, jsonb, jsonb) IS
+    'internal: nodes and edges drawn in DOT or Mermaid';
+REVOKE ALL ON FUNCTION taskq._draw(text, text, boolean, jsonb, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION taskq.definition_graph(name text, format text DEFAULT 'dot', version integer DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d record;
+BEGIN
+    PERFORM taskq._graph_format(format);
+    IF name IS NULL THEN
+        RAISE EXCEPTION 'argument "name" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT x.kind, x.version AS v, x.definition AS def INTO d FROM taskq.definitions AS x
+     WHERE x.name OPERATOR(pg_catalog.=) definition_graph.name
+       AND (definition_graph.version IS NULL OR x.version OPERATOR(pg_catalog.=) definition_graph.version)
+     ORDER BY x.version DESC LIMIT 1;
+    IF NOT FOUND THEN
+        IF definition_graph.version IS NULL THEN
+            RAISE EXCEPTION 'definition "%" does not exist', name USING ERRCODE = 'undefined_object';
+        END IF;
+        RAISE EXCEPTION 'definition "%" has no version %', name, definition_graph.version
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN taskq._draw(name OPERATOR(pg_catalog.||) ' v' OPERATOR(pg_catalog.||) d.v, format,
+        d.kind OPERATOR(pg_catalog.=) 'machine',
+        (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'label', p.label,
+                    'initial', p.initial, 'final', p.final, 'waiting', p.waiting) ORDER BY p.ord), '[]')
+           FROM taskq._definition_parts(d.def, d.kind, name, d.v) AS p WHERE p.part OPERATOR(pg_catalog.=) 'node'),
+        (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2,
+                    'label', p.label) ORDER BY p.ord), '[]')
+           FROM taskq._definition_parts(d.def, d.kind, name, d.v) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge'));
+END
+$$;
+COMMENT ON FUNCTION taskq.definition_graph(text, text, integer) IS
+    'a state machine or saga (latest version, or version) as a DOT or Mermaid graph, with live figures';
+REVOKE ALL ON FUNCTION taskq.definition_graph(text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    def jsonb;
+    nodes jsonb;
+    edges jsonb;
+BEGIN
+    PERFORM taskq._graph_format(format);
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT x.* INTO r FROM taskq.runs AS x WHERE x.id OPERATOR(pg_catalog.=) run_graph.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'run "%" does not exist', id USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT d.definition INTO def FROM taskq.definitions AS d
+     WHERE d.name OPERATOR(pg_catalog.=) r.definition AND d.version OPERATOR(pg_catalog.=) r.version;
+
+    IF r.kind OPERATOR(pg_catalog.=) 'machine' THEN
+        -- the path: each step's state, and the transition its event took
+        -- (through the waiting states the run passed, which have no task)
+        WITH steps AS (
+            SELECT t.body OPERATOR(pg_catalog.->>) 'state' AS state, t.status AS event, t.status_code,
+                   pg_catalog.row_number() OVER (ORDER BY t.seq) AS k
+              FROM taskq.tasks AS t
+             WHERE t.workflow OPERATOR(pg_catalog.=) r.id
+               AND pg_catalog.starts_with(t.id, r.id OPERATOR(pg_catalog.||) '/')
+        ), states AS (
+            SELECT s.value AS st FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') AS s
+        ), moves AS (
+            -- from a step's state on its event, to the state the definition names
+            SELECT a.state AS src, tr.value OPERATOR(pg_catalog.->>) 'to' AS dst, a.event AS label
+              FROM steps AS a, states AS s,
+                   pg_catalog.jsonb_array_elements(COALESCE(s.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE s.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+               AND a.status_code OPERATOR(pg_catalog.=) 'completed'
+               AND tr.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+            UNION ALL
+            -- out of a waiting state: to the next step's state (by send_event)
+            SELECT w.st OPERATOR(pg_catalog.->>) 'name', tr.value OPERATOR(pg_catalog.->>) 'to',
+                   tr.value OPERATOR(pg_catalog.->>) 'event'
+              FROM steps AS a
+              JOIN steps AS b ON b.k OPERATOR(pg_catalog.=) (a.k OPERATOR(pg_catalog.+) 1),
+                   states AS w,
+                   pg_catalog.jsonb_array_elements(COALESCE(w.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE (w.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND tr.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) b.state
+               AND EXISTS (SELECT 1 FROM states AS s2,
+                                  pg_catalog.jsonb_array_elements(COALESCE(s2.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS t2
+                            WHERE s2.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+                              AND t2.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+                              AND t2.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) (w.st OPERATOR(pg_catalog.->>) 'name'))
+        ), visited AS (
+            SELECT state AS name FROM steps UNION SELECT src FROM moves UNION SELECT dst FROM moves
+            UNION SELECT r.state WHERE r.state IS NOT NULL
+        )
+        SELECT (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                    'key', v.name,
+                    'label', v.name OPERATOR(pg_catalog.||) COALESCE(E'\nvisits: ' OPERATOR(pg_catalog.||)
+                        NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), ''),
+                    'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+                    'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+                    'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb,
+                    'current', v.name OPERATOR(pg_catalog.=) r.state,
+                    'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
+                                 CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'
+                                               WHEN 'cancelled' THEN 'lightgrey' WHEN 'merged' THEN 'lightgrey'
+                                               ELSE 'lightblue' END END)
+                    ORDER BY st.ord), '[]')
+                  FROM visited AS v
+                  JOIN (SELECT s.value AS st, s.ordinality AS ord
+                          FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s) AS st
+                    ON st.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) v.name),
+               (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', m.src, 'key2', m.dst,
+                    'label', m.label OPERATOR(pg_catalog.||) CASE WHEN m.n OPERATOR(pg_catalog.>) 1 THEN ' x' OPERATOR(pg_catalog.||) m.n ELSE '' END)
+                    ORDER BY m.src, m.dst, m.label), '[]')
+                  FROM (SELECT src, dst, label, pg_catalog.count(*) AS n FROM moves GROUP BY 1, 2, 3) AS m)
+          INTO nodes, edges;
+        RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                           OPERATOR(pg_catalog.||) ')', format, true, nodes, edges);
+    END IF;
+
+    -- a saga: its steps, coloured by what their do and undo did
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'key', p.key,
+               'label', p.key OPERATOR(pg_catalog.||) E'\ndo: ' OPERATOR(pg_catalog.||) COALESCE(x.do_status, 'not started')
+                        OPERATOR(pg_catalog.||) COALESCE(E'\nundo: ' OPERATOR(pg_catalog.||) x.undo_status, ''),
+               'fill', CASE WHEN x.undo_status OPERATOR(pg_catalog.=) 'completed' THEN 'khaki'
+                            WHEN x.undo_status OPERATOR(pg_catalog.=) 'aborted' THEN 'red'
+                            WHEN x.undo_status IS NOT NULL THEN 'orange'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'completed' THEN 'palegreen'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'aborted' THEN 'tomato'
+                            WHEN x.do_status IS NOT NULL THEN 'lightblue' END) ORDER BY p.ord), '[]')
+      INTO nodes
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p
+      LEFT JOIN LATERAL (
+          SELECT (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'do' ORDER BY t.seq DESC LIMIT 1) AS do_status,
+                 (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo' ORDER BY t.seq DESC LIMIT 1) AS undo_status
+      ) AS x ON true
+     WHERE p.part OPERATOR(pg_catalog.=) 'node';
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2) ORDER BY p.ord), '[]')
+      INTO edges
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge';
+    RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                       OPERATOR(pg_catalog.||) ')', format, false, nodes, edges);
+END
+$$;
+COMMENT ON FUNCTION taskq.run_graph(text, text) IS
+    'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
+REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;

@@ -20,6 +20,7 @@ PACKAGES=(
     python3 python3-psycopg2               # examples/ (make demo)
     python3-psycopg python3-pytest         # clients/python (the python suite)
     sqlsmith                               # test/t/012_sqlsmith.pl
+    graphviz                               # test/t/022_graphs.pl (dot -Tsvg renders every graph)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
 )
 
