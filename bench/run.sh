@@ -16,7 +16,8 @@
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
 # 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
-# producer at 300 tasks/s, 4 idle workers on LISTEN), lag (LAG_TASKS
+# producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
+# waiting inside own_tasks with wait => 1 s), lag (LAG_TASKS
 # (300,000) pending, autovacuum off, one worker drains 50 per claim in
 # LAG_CHUNKS (6) chunks: last chunk's rate against the first's, for taskq,
 # baseline and floor; LONG_RUNS runs), and, taskq against itself (ratios
@@ -204,7 +205,16 @@ for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
     echo "  latency run $r: $line" >&2
     lat+=("$line")
 done
+# the same with workers that wait inside own_tasks (wait => 1 s), no LISTEN
+latw=()
+for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
+    reset_tables
+    line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat --prefix "lw$r" --wait 1000)
+    echo "  latency (own_tasks wait) run $r: $line" >&2
+    latw+=("$line")
+done
 p() { for l in "${lat[@]}"; do field "$1" <<<"$l"; done | median; }
+pw() { for l in "${latw[@]}"; do field "$1" <<<"$l"; done | median; }
 
 # --- workloads 4-7: taskq against itself ---
 driver() { "$TQ_WORK/driver" taskq "$@"; }
@@ -407,6 +417,8 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     fi
     if [[ ${#lat[@]} -gt 0 ]]; then
         echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
+        echo
+        echo "Latency, the same, 4 workers waiting in own_tasks (wait => 1 s, no LISTEN): p50 $(pw p50_ms) ms, p95 $(pw p95_ms) ms, p99 $(pw p99_ms) ms."
         echo
     fi
     if want depth || want fanin || want chain || want soak; then
