@@ -62,6 +62,7 @@ sub finish_waiter
 		return undef;
 	}
 	$w->{h}->finish;
+	chomp $w->{out};
 	return $took;
 }
 
