@@ -110,6 +110,16 @@ now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* the wall clock, as the server's clock_timestamp() (latency: "sent" in the body) */
+static double
+wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void
 die(const char *what, PGconn *conn, PGresult *res)
 {
@@ -537,8 +547,8 @@ producer_thread(void *arg)
 			nanosleep(&ts, NULL);
 		}
 		snprintf(buf, sizeof(buf),
-				 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {%s}}]",
-				 opt.prefix, i, opt.action, BODY);
+				 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, %s}}]",
+				 opt.prefix, i, opt.action, wall_s(), BODY);
 		PQclear(exec_prepared(conn, "enq", 1, params));
 	}
 	atomic_store(&producer_done, 1);
@@ -566,9 +576,9 @@ listener_thread(void *arg)
 	/* with --wait, the claim sleeps in the server until work is ready */
 	snprintf(sql, sizeof(sql),
 			 "SELECT o.id, o.token,"
-			 "       extract(epoch FROM clock_timestamp() - t.created_at) * 1000"
-			 "  FROM taskq.own_tasks($1, 10, '{%s}', '1 minute', %s) AS o"
-			 "  JOIN taskq.tasks AS t ON t.id = o.id", opt.action,
+			 "       (extract(epoch FROM clock_timestamp()) OPERATOR(pg_catalog.-)"
+			 "        (o.body OPERATOR(pg_catalog.->>) 'sent')::float8) * 1000"
+			 "  FROM taskq.own_tasks($1, 10, '{%s}', '1 minute', %s) AS o", opt.action,
 			 opt.wait > 0 ? psprintf_ms(opt.wait) : "NULL");
 	prepare(conn, "claim", sql);
 	prepare(conn, "done1", "SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
