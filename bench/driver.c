@@ -15,8 +15,9 @@
  *                         nothing, each client reading only its own rows,
  *                         + UPDATE by id that marks them done)
  *               latency   taskq only: a producer at --rate tasks/s for
- *                         --seconds, --clients workers waiting on LISTEN taskq;
- *                         enqueue->claim from database timestamps
+ *                         --seconds, --clients workers waiting on LISTEN taskq
+ *                         (with --wait MS: waiting inside own_tasks, no
+ *                         LISTEN); enqueue->claim from database timestamps
  *     taskq only, the depth, fan-in, chain and soak workloads:
  *               depth     rounds of: enqueue --backlog tasks (not timed,
  *                         then VACUUM ANALYZE and CHECKPOINT), drain
@@ -79,9 +80,10 @@ typedef struct Options
 	long		claims;			/* drain: stop after this many (0: until empty) */
 	long		backlog;		/* depth: tasks per round; soak: most unfinished */
 	int			window;			/* soak: seconds of the first and last window */
+	int			wait;			/* latency: workers wait in own_tasks (ms), not on LISTEN */
 } Options;
 
-static Options opt = {NULL, NULL, 4, 100000, 1, 1, 300, 20, "work", "e", 0, 10000, 60};
+static Options opt = {NULL, NULL, 4, 100000, 1, 1, 300, 20, "work", "e", 0, 10000, 60, 0};
 
 static atomic_long next_task;	/* enqueue: tasks handed out so far */
 static atomic_long done_tasks;	/* drain: tasks completed */
@@ -105,6 +107,16 @@ now_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* the wall clock, as the server's clock_timestamp() (latency: "sent" in the body) */
+static double
+wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -501,6 +513,16 @@ cycle_thread(void *arg)
 
 /* ---- latency ---- */
 
+/* "interval 'N ms'" for a wait of ms milliseconds (a static buffer: one value). */
+static const char *
+psprintf_ms(int ms)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "interval '%d ms'", ms);
+	return buf;
+}
+
 static void *
 producer_thread(void *arg)
 {
@@ -525,8 +547,8 @@ producer_thread(void *arg)
 			nanosleep(&ts, NULL);
 		}
 		snprintf(buf, sizeof(buf),
-				 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {%s}}]",
-				 opt.prefix, i, opt.action, BODY);
+				 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, %s}}]",
+				 opt.prefix, i, opt.action, wall_s(), BODY);
 		PQclear(exec_prepared(conn, "enq", 1, params));
 	}
 	atomic_store(&producer_done, 1);
@@ -544,15 +566,20 @@ listener_thread(void *arg)
 	PGresult   *res;
 
 	snprintf(actor, sizeof(actor), "l%d", me);
-	res = PQexec(conn, "LISTEN taskq");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		die("listen", conn, res);
-	PQclear(res);
+	if (opt.wait == 0)
+	{
+		res = PQexec(conn, "LISTEN taskq");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			die("listen", conn, res);
+		PQclear(res);
+	}
+	/* with --wait, the claim sleeps in the server until work is ready */
 	snprintf(sql, sizeof(sql),
 			 "SELECT o.id, o.token,"
-			 "       extract(epoch FROM clock_timestamp() - t.created_at) * 1000"
-			 "  FROM taskq.own_tasks($1, 10, '{%s}', '1 minute') AS o"
-			 "  JOIN taskq.tasks AS t ON t.id = o.id", opt.action);
+			 "       (extract(epoch FROM clock_timestamp()) OPERATOR(pg_catalog.-)"
+			 "        (o.body OPERATOR(pg_catalog.->>) 'sent')::float8) * 1000"
+			 "  FROM taskq.own_tasks($1, 10, '{%s}', '1 minute', %s) AS o", opt.action,
+			 opt.wait > 0 ? psprintf_ms(opt.wait) : "NULL");
 	prepare(conn, "claim", sql);
 	prepare(conn, "done1", "SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
 
@@ -576,6 +603,8 @@ listener_thread(void *arg)
 			continue;
 		if (atomic_load(&producer_done))
 			break;
+		if (opt.wait > 0)
+			continue;			/* the claim waited in the server */
 
 		/* idle: wait for a notification (or 100 ms, then poll anyway) */
 		{
@@ -1066,6 +1095,8 @@ main(int argc, char **argv)
 			opt.backlog = atol(v);
 		else if (strcmp(k, "--window") == 0)
 			opt.window = atoi(v);
+		else if (strcmp(k, "--wait") == 0)
+			opt.wait = atoi(v);
 		else
 		{
 			fprintf(stderr, "driver: unknown option %s\n", k);
@@ -1130,8 +1161,8 @@ main(int argc, char **argv)
 			pthread_join(threads[i], NULL);
 		n = atomic_load(&nsamples);
 		qsort(samples, n, sizeof(double), compare_double);
-		printf("system=%s workload=latency clients=%d rate=%d seconds=%d tasks=%ld p50_ms=%.2f p95_ms=%.2f p99_ms=%.2f\n",
-			   opt.system, opt.clients, opt.rate, opt.seconds, n,
+		printf("system=%s workload=latency clients=%d rate=%d seconds=%d wait_ms=%d tasks=%ld p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f\n",
+			   opt.system, opt.clients, opt.rate, opt.seconds, opt.wait, n,
 			   percentile(samples, n, 50), percentile(samples, n, 95),
 			   percentile(samples, n, 99));
 	}

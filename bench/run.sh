@@ -11,12 +11,15 @@
 #   RUNS=3 TASKS=100000 LATENCY_SECONDS=20 bash bench/run.sh
 #   WORKLOADS="depth fanin chain" DEPTH_BIG=50000 DEPTH_CLAIMS=5000 bash bench/run.sh
 #   TASKQ_PRIVATE_INSTALL=1 WORKLOADS=runners RUNS=5 OUT=/tmp/runners.md bash bench/run.sh
+#   TASKQ_PRIVATE_INSTALL=1 STOCK=1 WORKLOADS="pgenqueue latency" OUT=/tmp/stock.md bash bench/run.sh
 #
 # The tables go to OUT (bench/results.md): point it elsewhere for a subset.
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
-# 1,000), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
-# producer at 300 tasks/s, 4 idle workers on LISTEN), lag (LAG_TASKS
+# 1,000), pgenqueue (the same through pgbench -M prepared with random text
+# ids: bench/pgbench/; not in the default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
+# producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
+# waiting inside own_tasks with wait => 1 s), lag (LAG_TASKS
 # (300,000) pending, autovacuum off, one worker drains 50 per claim in
 # LAG_CHUNKS (6) chunks: last chunk's rate against the first's, for taskq,
 # baseline and floor; LONG_RUNS runs), and, taskq against itself (ratios
@@ -107,7 +110,13 @@ bash "$here/../test/bin/deps.sh"
 tq_ensure_user
 tq_make_work
 tq_build_install
+# STOCK=1: what most users run: no huge pages, autovacuum_naptime at its
+# default (taskq.retention is at its default in every workload but cycle0)
+[[ ${STOCK:-0} == 1 ]] && export TQ_HUGE_PAGES=off
 tq_cluster_start bench
+if [[ ${STOCK:-0} == 1 ]]; then
+    tq_psql postgres -q -c "ALTER SYSTEM SET autovacuum_naptime = '1min'" -c "SELECT pg_reload_conf()" >/dev/null
+fi
 gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
@@ -186,6 +195,35 @@ if want enqueue; then
     row enq1 enqueue --clients 4 --batch 1
     row enq1000 enqueue --clients 4 --batch 1000
 fi
+# pgenqueue: the statements users write, through pgbench -M prepared from 4
+# clients: random text ids (gen_random_uuid()::text), ~100-byte bodies, 1
+# per transaction and 1,000 per call (bench/pgbench/*.sql), taskq against
+# the hand-written queue; TASKS tasks per run, the systems taking turns
+pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
+    local system=$1 batch=$2 r=$3 per_client out tps
+    reset_tables
+    per_client=$(( TASKS / 4 / batch ))
+    out=$(pgbench -n -M prepared -c 4 -j 4 -t "$per_client" -f "$here/pgbench/${system}_$batch.sql" bench 2>&1)
+    tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")
+    echo "  pgenqueue $system $batch run $r: tps=$tps tasks/s=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }')" >&2
+    awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f\n", t * b }'
+}
+if want pgenqueue; then
+    for batch in 1 1000; do
+        declare -A prates=()
+        for ((r = 1; r <= RUNS; r++)); do
+            order=(taskq baseline)
+            ((r % 2 == 0)) && order=(baseline taskq)
+            for s in "${order[@]}"; do
+                prates[$s]+="$(pgbench_rate "$s" "$batch" "$r") "
+            done
+        done
+        for s in taskq baseline; do
+            R[pgenq$batch.$s]=$(printf '%s\n' ${prates[$s]} | median)
+        done
+        unset prates
+    done
+fi
 if want drain; then
     for w in $DRAIN_WORKERS; do
         for k in $DRAIN_PER_CLAIM; do
@@ -204,7 +242,16 @@ for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
     echo "  latency run $r: $line" >&2
     lat+=("$line")
 done
+# the same with workers that wait inside own_tasks (wait => 1 s), no LISTEN
+latw=()
+for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
+    reset_tables
+    line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat --prefix "lw$r" --wait 1000)
+    echo "  latency (own_tasks wait) run $r: $line" >&2
+    latw+=("$line")
+done
 p() { for l in "${lat[@]}"; do field "$1" <<<"$l"; done | median; }
+pw() { for l in "${latw[@]}"; do field "$1" <<<"$l"; done | median; }
 
 # --- workloads 4-7: taskq against itself ---
 driver() { "$TQ_WORK/driver" taskq "$@"; }
@@ -397,6 +444,14 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         done
         echo
     fi
+    if want pgenqueue; then
+        echo "| pgbench -M prepared, 4 clients, random text ids, ~100-byte body; tasks/s | taskq | hand-written queue | taskq ÷ hand-written |"
+        echo "|---|---:|---:|---:|"
+        for batch in 1 1000; do
+            echo "| enqueue, $batch per call | ${R[pgenq$batch.taskq]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.taskq]}" "${R[pgenq$batch.baseline]}") |"
+        done
+        echo
+    fi
     if want lag; then
         echo "| vacuum lag: 1 worker, 50 per claim, $(fmt "$LAG_TASKS") pending, autovacuum off; tasks/s | first $(fmt $((LAG_TASKS / LAG_CHUNKS))) | last $(fmt $((LAG_TASKS / LAG_CHUNKS))) | last ÷ first |"
         echo "|---|---:|---:|---:|"
@@ -407,6 +462,8 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     fi
     if [[ ${#lat[@]} -gt 0 ]]; then
         echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
+        echo
+        echo "Latency, the same, 4 workers waiting in own_tasks (wait => 1 s, no LISTEN): p50 $(pw p50_ms) ms, p95 $(pw p95_ms) ms, p99 $(pw p99_ms) ms."
         echo
     fi
     if want depth || want fanin || want chain || want soak; then

@@ -49,7 +49,7 @@ CREATE TEMP TABLE m_valid (fn text PRIMARY KEY, args text[]);
 INSERT INTO m_valid VALUES
   ('insert_tasks', ARRAY[$$'[{"id": "m-new", "action": "m"}]'$$]),
   ('replace_tasks', ARRAY[$$'[{"id": "m-ready", "action": "m"}]'$$]),
-  ('own_tasks', ARRAY[$$'w'$$, '1', $$'{m}'$$, $$'1 hour'$$]),
+  ('own_tasks', ARRAY[$$'w'$$, '1', $$'{m}'$$, $$'1 hour'$$, $$'10 ms'$$]),
   ('extend_ownership', ARRAY[$$'w'$$, $$'{m-owned}'$$,
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'1 hour'$$]),
   ('return_task', ARRAY[$$'m-owned'$$,

@@ -75,21 +75,52 @@ taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req)
 
 /*
  * own_tasks(actor text, max_tasks int, actions text[],
- *			 max_duration interval DEFAULT NULL)
+ *			 max_duration interval DEFAULT NULL, wait interval DEFAULT NULL)
  *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline)
  *
  * Rows come back in claim order: priority descending, then insertion order.
+ * With a positive wait and no ready work, the claim sleeps until work of
+ * its actions becomes ready or the wait passes (queue/claim_wait.c); NULL
+ * or zero does not wait.
  */
 Datum
 taskq_own_tasks(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TaskqClaimRequest req;
+	Interval   *wait = NULL;
 
 	taskq_claim_args(fcinfo, 0, &req);
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		Interval	zero = {0};
+
+		wait = PG_GETARG_INTERVAL_P(4);
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(wait),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"wait\" must not be negative"),
+					 errdetail("It is %s.",
+							   DatumGetCString(DirectFunctionCall1(interval_out,
+																   IntervalPGetDatum(wait))))));
+		if (!DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(wait),
+											  IntervalPGetDatum(&zero))))
+			wait = NULL;		/* zero: no wait */
+	}
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	(void) taskq_claim(&req, rsinfo->setResult, rsinfo->setDesc);
+	if (wait == NULL)
+		(void) taskq_claim(&req, rsinfo->setResult, rsinfo->setDesc);
+	else
+	{
+		TimestampTz deadline;
+
+		deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														   TimestampTzGetDatum(GetCurrentTimestamp()),
+														   IntervalPGetDatum(wait)));
+		(void) taskq_claim_wait(&req, deadline, rsinfo->setResult, rsinfo->setDesc);
+	}
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -44,6 +44,10 @@ taskq_shmem_startup(void)
 		taskq_shared->lock = &(GetNamedLWLockTranche("taskq"))[0].lock;
 		for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 			ConditionVariableInit(&taskq_shared->finish_cv[i]);
+		for (int i = 0; i < TASKQ_READY_SLOTS; i++)
+			ConditionVariableInit(&taskq_shared->ready_cv[i]);
+		for (int i = 0; i < TASKQ_ANY_READY_SLOTS; i++)
+			ConditionVariableInit(&taskq_shared->any_ready_cv[i]);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

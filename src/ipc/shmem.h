@@ -4,7 +4,11 @@
  *	  Layout of taskq's shared memory (only with shared_preload_libraries).
  *
  * TaskqShared->lock protects the database slots; the condition variables
- * need no lock.  (The claims' starts have shared memory of their own:
+ * need no lock.  finish_cv wakes wait_for_task; ready_cv and any_ready_cv
+ * wake claims that wait for work (queue/claim_wait.c): a claim of one
+ * action sleeps on the slot of (database, action), any other on its
+ * database's slot of any_ready_cv, and a commit that made work ready
+ * broadcasts both (ipc/wakeup.c).  (The claims' starts have shared memory of their own:
  * queue/claim_start.c.)  A slot belongs to one database: the launcher fills dboid
  * and the worker handle, the worker publishes its latch, producers add the
  * actions that got ready work at commit, and the worker takes them.
@@ -22,6 +26,8 @@
 #include "datatype/timestamp.h"
 
 #define TASKQ_FINISH_SLOTS		64	/* wait_for_task condition variables */
+#define TASKQ_READY_SLOTS		64	/* waiting claims of one action */
+#define TASKQ_ANY_READY_SLOTS	16	/* waiting claims of several or any actions */
 #define TASKQ_MAX_DATABASES		64	/* databases with a worker */
 #define TASKQ_PENDING_ACTIONS	32	/* distinct actions awaiting NOTIFY */
 #define TASKQ_NOTIFY_NAME_LEN	258 /* kind byte + a name of up to 255 bytes + NUL */
@@ -42,6 +48,12 @@ typedef struct TaskqDbSlot
 	int			npending;
 	bool		pending_overflow;	/* too many: announce every ready action */
 	bool		signals_deferred;	/* taskq.deferred_signals has rows to fold */
+	/*
+	 * The earliest not_before a producer committed since the worker last
+	 * looked (0: none): the worker wakes for it, so that a delayed task is
+	 * ready for a waiting claim when its time comes, not at the next nap.
+	 */
+	TimestampTz next_due;
 	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 } TaskqDbSlot;
 
@@ -52,6 +64,8 @@ typedef struct TaskqSharedState
 	pid_t		launcher_pid;
 	TaskqDbSlot dbs[TASKQ_MAX_DATABASES];
 	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
+	ConditionVariable ready_cv[TASKQ_READY_SLOTS];
+	ConditionVariable any_ready_cv[TASKQ_ANY_READY_SLOTS];
 } TaskqSharedState;
 
 extern TaskqSharedState *taskq_shared;

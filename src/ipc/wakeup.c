@@ -5,12 +5,17 @@
  *	  tasks finished (wait_for_task's waiters wake), which actions got
  *	  ready work (the database's worker announces them with NOTIFY), and
  *	  whether it deferred signals for the worker to add (queue/signal.c).
+ *	  The same ready actions wake the claims that wait for work of them
+ *	  (queue/claim_wait.c), and delayed work tells the worker when to look.
  *
  * The hot paths only note these in backend-local memory.  The commit
  * callback runs after the commit is visible and publishes them: it
  * broadcasts the condition variables of the finished tasks' slots, merges
  * the actions into the database's slot and sets the worker's latch (or the
- * launcher's, if the database has no worker yet).  So producers never
+ * launcher's, if the database has no worker yet); it broadcasts the
+ * condition variables of the ready actions and of the database's claims of
+ * any action, and lowers the slot's next_due to the earliest not_before it
+ * committed (waking the worker only if that moved).  So producers never
  * NOTIFY themselves and never queue behind the notification lock.  Nothing
  * here may fail: an error after commit would be a PANIC, so the local
  * notes live in fixed arrays and an overflow just widens the announcement.
@@ -34,6 +39,7 @@ static uint64 finished_slots = 0;
 static int	nready = 0;
 static bool ready_overflow = false;
 static bool deferred = false;
+static TimestampTz due = 0;		/* earliest delayed not_before written */
 static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 
 static int
@@ -47,6 +53,70 @@ taskq_finish_cv(const char *id)
 {
 	Assert(taskq_shared != NULL);
 	return &taskq_shared->finish_cv[finish_slot(id)];
+}
+
+/*
+ * The condition variable a claim that waits for work sleeps on: that of
+ * its action in this database, or (action NULL) that of the claims of
+ * several or any actions in this database.
+ */
+ConditionVariable *
+taskq_ready_cv(const char *action)
+{
+	Assert(taskq_shared != NULL);
+	if (action == NULL)
+		return &taskq_shared->any_ready_cv[MyDatabaseId % TASKQ_ANY_READY_SLOTS];
+	return &taskq_shared->ready_cv[hash_combine(MyDatabaseId,
+												hash_bytes((const unsigned char *) action,
+														   strlen(action))) %
+								   TASKQ_READY_SLOTS];
+}
+
+/*
+ * Wake the claims waiting for work of this action (NULL: of every action)
+ * now: work that became ready with time (a not_before that came), which no
+ * commit announces.  The background worker calls it.
+ */
+void
+taskq_wake_ready(const char *action)
+{
+	if (taskq_shared == NULL)
+		return;
+	if (action == NULL)
+		for (int i = 0; i < TASKQ_READY_SLOTS; i++)
+			ConditionVariableBroadcast(&taskq_shared->ready_cv[i]);
+	else
+		ConditionVariableBroadcast(taskq_ready_cv(action));
+	ConditionVariableBroadcast(taskq_ready_cv(NULL));
+}
+
+/* The current transaction wrote pending work that is ready at this moment. */
+void
+taskq_note_due(TimestampTz not_before)
+{
+	if (due == 0 || not_before < due)
+		due = not_before;
+}
+
+/*
+ * The worker: the earliest not_before producers committed since it last
+ * took it (0: none), cleared.
+ */
+TimestampTz
+taskq_next_due_take(void)
+{
+	TaskqDbSlot *slot;
+	TimestampTz result = 0;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL)
+	{
+		result = slot->next_due;
+		slot->next_due = 0;
+	}
+	LWLockRelease(taskq_shared->lock);
+	return result;
 }
 
 /* The current transaction finished this task: wake its waiters at commit. */
@@ -204,6 +274,11 @@ publish_ready(void)
 		}
 		for (int i = 0; i < nready; i++)
 			changed |= slot_add_pending(slot, ready[i]);
+		if (due != 0 && (slot->next_due == 0 || due < slot->next_due))
+		{
+			slot->next_due = due;
+			changed = true;
+		}
 		latch = slot->worker_latch;
 		if (latch == NULL)
 		{
@@ -229,6 +304,28 @@ reset_notes(void)
 	nready = 0;
 	ready_overflow = false;
 	deferred = false;
+	due = 0;
+}
+
+/* Broadcast the condition variables of the claims waiting for the ready actions. */
+static void
+wake_waiting_claims(void)
+{
+	bool		any = false;
+
+	if (ready_overflow)
+	{
+		taskq_wake_ready(NULL);
+		return;
+	}
+	for (int i = 0; i < nready; i++)
+		if (ready[i][0] == 'a')
+		{
+			ConditionVariableBroadcast(taskq_ready_cv(ready[i] + 1));
+			any = true;
+		}
+	if (any)
+		ConditionVariableBroadcast(taskq_ready_cv(NULL));
 }
 
 static void
@@ -243,7 +340,9 @@ taskq_xact_callback(XactEvent event, void *arg)
 				for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 					if (finished_slots & (UINT64CONST(1) << i))
 						ConditionVariableBroadcast(&taskq_shared->finish_cv[i]);
-				if (nready > 0 || ready_overflow || deferred)
+				if (nready > 0 || ready_overflow)
+					wake_waiting_claims();
+				if (nready > 0 || ready_overflow || deferred || due != 0)
 					publish_ready();
 			}
 			reset_notes();

@@ -14,12 +14,17 @@
 #ifndef TASKQ_WAKEUP_H
 #define TASKQ_WAKEUP_H
 
+#include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
 
 extern void taskq_note_finished(const char *id);
 extern void taskq_note_ready(const char *action);
 extern void taskq_note_progress(const char *job);
 extern void taskq_note_deferred(void);
+extern void taskq_note_due(TimestampTz not_before);
+extern TimestampTz taskq_next_due_take(void);
+extern ConditionVariable *taskq_ready_cv(const char *action);
+extern void taskq_wake_ready(const char *action);
 extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);

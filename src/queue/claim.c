@@ -57,8 +57,8 @@ static ClaimPlanSlot claim_plans[CLAIM_PLAN_SLOTS];
 static int	n_claim_plans = 0;
 
 static const char *const claim_filter[] = {
-	[CLAIM_ONE_ACTION] = "c.action OPERATOR(pg_catalog.=) $3 AND ",
-	[CLAIM_ACTIONS] = "c.action OPERATOR(pg_catalog.=) ANY ($3) AND ",
+	[CLAIM_ONE_ACTION] = "c.action OPERATOR(pg_catalog.=) $4 AND ",
+	[CLAIM_ACTIONS] = "c.action OPERATOR(pg_catalog.=) ANY ($4) AND ",
 	[CLAIM_ANY] = "",
 };
 
@@ -79,12 +79,12 @@ claim_plan(ClaimKind kind, int limit)
 		"       num_tries = t.num_tries OPERATOR(pg_catalog.+) 1,"
 		"       actor_id = $1,"
 		"       performance_token = pg_catalog.gen_random_uuid(),"
-		"       action_deadline = pg_catalog.now() OPERATOR(pg_catalog.+) $2"
+		"       action_deadline = $3 OPERATOR(pg_catalog.+) $2"
 		" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 		"   SELECT c.ctid FROM taskq.tasks AS c"
 		"    WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 		"      AND c.num_signals OPERATOR(pg_catalog.=) 0"
-		"      AND c.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()"
+		"      AND c.not_before OPERATOR(pg_catalog.<=) $3"
 		"    ORDER BY c.priority DESC, c.seq"
 		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
 		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
@@ -108,10 +108,11 @@ claim_plan(ClaimKind kind, int limit)
 		plan = &oneshot;
 	}
 	plan->sql = sql;
-	plan->nargs = kind == CLAIM_ANY ? 2 : 3;
+	plan->nargs = kind == CLAIM_ANY ? 3 : 4;
 	plan->argtypes[0] = TEXTOID;
 	plan->argtypes[1] = INTERVALOID;
-	plan->argtypes[2] = kind == CLAIM_ONE_ACTION ? TEXTOID : TEXTARRAYOID;
+	plan->argtypes[2] = TIMESTAMPTZOID;
+	plan->argtypes[3] = kind == CLAIM_ONE_ACTION ? TEXTOID : TEXTARRAYOID;
 	plan->plan = NULL;
 	return plan;
 }
@@ -147,8 +148,8 @@ int
 taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdesc)
 {
 	ClaimKind	kind;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	ClaimedRow *rows;
 	uint64		n;
 	bool		isnull;
@@ -164,6 +165,8 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		default_lease.time = (int64) taskq_default_lease * USECS_PER_SEC;
 		r.lease = &default_lease;
 	}
+	if (r.now == 0)
+		r.now = GetCurrentTransactionStartTimestamp();
 	req = &r;
 
 	if (req->all_actions)
@@ -177,11 +180,12 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 
 	/* the sweep's writes count as the claim's: a lost one is done again */
 	only_claims = !IsTransactionBlock() && taskq_wrote_only_claims();
-	taskq_sweep_expired();
+	if (!req->skip_sweep)
+		taskq_sweep_expired();
 
 	direct = taskq_claim_direct(req->actor, req->max_tasks, kind == CLAIM_ONE_ACTION,
 								kind == CLAIM_ANY ? NIL : req->actions, req->lease,
-								req->writes_noted, out, outdesc);
+								req->writes_noted, req->now, out, outdesc);
 	if (direct >= 0)
 	{
 		if (direct > 0)
@@ -195,10 +199,11 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		nulls[1] = 'n';
 	else
 		values[1] = IntervalPGetDatum(req->lease);
+	values[2] = TimestampTzGetDatum(req->now);
 	if (kind == CLAIM_ONE_ACTION)
-		values[2] = CStringGetTextDatum(linitial(req->actions));
+		values[3] = CStringGetTextDatum(linitial(req->actions));
 	else if (kind == CLAIM_ACTIONS)
-		values[2] = taskq_text_array_datum(req->actions);
+		values[3] = taskq_text_array_datum(req->actions);
 	taskq_execute(claim_plan(kind, req->max_tasks), values, nulls, false, 0);
 
 	n = SPI_processed;

@@ -366,8 +366,9 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
  * the listed actions, or of any (actions NIL and !one_action), with a lease
  * of duration (NULL: none).  Rows go to out in claim order (priority
  * descending, then insertion order): id, token, action, body, num_tries,
- * action_deadline.  Returns the number claimed, or -1 if this path does not
- * apply and the caller must use the SQL claim.
+ * action_deadline.  now is the claim's moment (what is delayed past it is
+ * not ready; the lease runs from it).  Returns the number claimed, or -1 if
+ * this path does not apply and the caller must use the SQL claim.
  *
  * The walk starts where the claims of this database start (queue/claim_start.c), in two
  * index scans: the rest of the start's priority from its seq on, then the
@@ -375,8 +376,8 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
  */
 int
 taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
-				   Interval *duration, bool writes_noted, Tuplestorestate *out,
-				   TupleDesc outdesc)
+				   Interval *duration, bool writes_noted, TimestampTz now,
+				   Tuplestorestate *out, TupleDesc outdesc)
 {
 	TaskqRel	d;
 	Relation	idx;
@@ -402,7 +403,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	w.limit = limit;
 	w.one_action = one_action;
 	w.actions = actions;
-	w.now = GetCurrentTransactionStartTimestamp();
+	w.now = now;
 	w.actor = CStringGetTextDatum(actor);
 	w.has_deadline = duration != NULL;
 	if (duration != NULL)

@@ -301,7 +301,10 @@ complete_spontaneous(List *specs)
 	}
 }
 
-/* Note the actions that got ready work, for the wakeups sent at commit. */
+/*
+ * Note the actions that got ready work, for the wakeups sent at commit, and
+ * the earliest moment delayed work becomes ready.
+ */
 static void
 note_ready(List *specs, HTAB *ids)
 {
@@ -312,10 +315,12 @@ note_ready(List *specs, HTAB *ids)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (!s->spontaneous &&
-			s->num_signals + lookup_id(ids, s->id, false)->inherited == 0 &&
-			(!s->has_not_before || s->not_before <= GetCurrentTransactionStartTimestamp()) &&
-			(last == NULL || strcmp(last, s->action) != 0))
+		if (s->spontaneous ||
+			s->num_signals + lookup_id(ids, s->id, false)->inherited != 0)
+			continue;
+		if (s->has_not_before && s->not_before > GetCurrentTransactionStartTimestamp())
+			taskq_note_due(s->not_before);	/* the worker wakes for it */
+		else if (last == NULL || strcmp(last, s->action) != 0)
 		{
 			taskq_note_ready(s->action);
 			last = s->action;

@@ -298,7 +298,8 @@ static TaskqPlan retry_plan = {
 	"                                     WHERE p.action OPERATOR(pg_catalog.=) t.action)),"
 	"                          t.num_tries))"
 	" WHERE t.id OPERATOR(pg_catalog.=) $1"
-	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now(), t.action",
+	" RETURNING t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now(), t.action,"
+	"           t.not_before",
 	3, {TEXTOID, TEXTOID, INTERVALOID}
 };
 
@@ -328,6 +329,14 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 	taskq_execute(&retry_plan, values, nulls, false, 0);
 	if (taskq_get_bool(0, 1, NULL))
 		taskq_note_ready(taskq_get_text(0, 2, NULL));	/* no delay: ready now */
+	else
+	{
+		bool		isnull;
+		Datum		nb = taskq_get_datum(0, 3, &isnull);
+
+		if (!isnull)
+			taskq_note_due(DatumGetTimestampTz(nb));	/* the worker wakes for it */
+	}
 }
 
 static TaskqPlan extend_plan = {

@@ -85,6 +85,9 @@ typedef struct TaskqClaimRequest
 	 * transaction wrote.
 	 */
 	bool		writes_noted;
+	/* the claim's moment: what is delayed past it is not ready (0: now()) */
+	TimestampTz now;
+	bool		skip_sweep;		/* leave lease expiry to the worker */
 } TaskqClaimRequest;
 
 /*
@@ -96,6 +99,16 @@ typedef struct TaskqClaimRequest
 extern int	taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out,
 						TupleDesc outdesc);
 extern void taskq_register_claim_callbacks(void);
+
+/*
+ * Claim as taskq_claim does; if there is no work, sleep until a commit
+ * (or the worker) makes work of the request's actions ready and claim
+ * again, until deadline (claim_wait.c).  Needs the shared memory of
+ * shared_preload_libraries (55000 without it) and READ COMMITTED (0A000
+ * otherwise).  Returns how many were claimed: 0 only after the deadline.
+ */
+extern int	taskq_claim_wait(const TaskqClaimRequest *req, TimestampTz deadline,
+							 Tuplestorestate *out, TupleDesc outdesc);
 
 /* extend_ownership of one task: true if still held and extended. */
 extern bool taskq_extend(const char *id, Datum token, const char *actor,

@@ -131,7 +131,7 @@ extern bool taskq_fetch_claimed(TaskqRel *d, const char *id, BlockNumber *nblock
 /* claim_walk.c, complete.c, row_insert.c: the direct paths; -1 or false: not applicable */
 extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
 							   List *actions, Interval *duration, bool writes_noted,
-							   Tuplestorestate *out, TupleDesc outdesc);
+							   TimestampTz now, Tuplestorestate *out, TupleDesc outdesc);
 extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 								  pg_uuid_t **tokens, char **statuses,
 								  bool *done, List **succs);

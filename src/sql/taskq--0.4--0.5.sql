@@ -1,5 +1,6 @@
 /*
- * taskq 0.4 -> 0.5: release_task; an error in chord's join names argument "join".  The
+ * taskq 0.4 -> 0.5: release_task; own_tasks gains wait (a claim that
+ * sleeps until work is ready); an error in chord's join names argument "join".  The
  * join is inserted in one batch after the tasks, so insert_tasks named it
  * the last task of argument "tasks"; chord now checks the join on its own
  * first (taskq._check_task) and its id against the tasks and the stored
@@ -762,3 +763,18 @@ COMMENT ON FUNCTION taskq.run_graph(text, text) IS
     'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
 REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;
+-- own_tasks gains wait: a claim that sleeps until work of its actions is ready.
+DROP FUNCTION taskq.own_tasks(text, integer, text[], interval);
+
+CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
+                                max_duration interval DEFAULT NULL,
+                                wait interval DEFAULT NULL)
+RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
+               action_deadline timestamptz)
+AS 'MODULE_PATHNAME', 'taskq_own_tasks'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) IS
+    'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor; with wait, sleep until there are some or the wait passes';
+REVOKE ALL ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) TO taskq_worker, taskq_admin;

@@ -675,16 +675,17 @@ GRANT EXECUTE ON FUNCTION taskq.wait_for_task(text, interval) TO taskq_producer,
 -- Workers: claim, lease, return.
 
 CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
-                                max_duration interval DEFAULT NULL)
+                                max_duration interval DEFAULT NULL,
+                                wait interval DEFAULT NULL)
 RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
                action_deadline timestamptz)
 AS 'MODULE_PATHNAME', 'taskq_own_tasks'
 LANGUAGE C VOLATILE ROWS 10
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval) IS
-    'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor';
-REVOKE ALL ON FUNCTION taskq.own_tasks(text, integer, text[], interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.own_tasks(text, integer, text[], interval) TO taskq_worker, taskq_admin;
+COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) IS
+    'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor; with wait, sleep until there are some or the wait passes';
+REVOKE ALL ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) TO taskq_worker, taskq_admin;
 
 CREATE FUNCTION taskq.extend_ownership(actor text, ids text[], tokens uuid[],
                                        max_duration interval)

@@ -3,8 +3,9 @@
  * loop.c
  *	  The per-database background worker: expires leases, adds the
  *	  signals completions deferred past a locked join (queue/signal.c), announces
- *	  delayed tasks whose time came, sends the coalesced NOTIFYs, and
- *	  deletes finished tasks past taskq.retention.
+ *	  delayed tasks whose time came (and wakes the claims waiting for
+ *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
+ *	  finished tasks past taskq.retention.
  *
  * Each iteration is one transaction for expiry and announcements and one
  * for retention, run with synchronous_commit off: losing one in a crash
@@ -12,7 +13,9 @@
  * from rows (lease deadlines, not_before, finished_at), never from memory.
  * It then sleeps until the earliest deadline it knows of (a lease, a
  * not_before, a deferred notification, a retention moment), capped by
- * taskq.worker_naptime, or until a producer sets its latch.
+ * taskq.worker_naptime, or until a producer sets its latch; a producer that
+ * committed a delayed task earlier than that moment lowers it (next_due in
+ * the database's slot), so a waiting claim gets the task when it is due.
  *
  * Before touching the tables it checks that the extension exists and
  * locks it against DROP EXTENSION; without it, the worker exits and the
@@ -249,7 +252,12 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		values[1] = TimestampTzGetDatum(now);
 		taskq_execute(&came_due_plan, values, NULL, true, 0);
 		for (uint64 i = 0; i < SPI_processed; i++)
-			taskq_notify_mark(taskq_get_text(i, 1, NULL));
+		{
+			char	   *action = taskq_get_text(i, 1, NULL);
+
+			taskq_notify_mark(action);
+			taskq_wake_ready(action);	/* the rows are committed: wake now */
+		}
 		*last_due_check = now;
 	}
 	taskq_notify_collect(first);
@@ -412,10 +420,16 @@ taskq_worker_main(Datum main_arg)
 		TimestampTz now = GetCurrentTimestamp();
 		TimestampTz wake;
 		TimestampTz fold_at;
+		TimestampTz due;
 		bool		wake_for_fold = false;
 		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
+
+		/* a producer committed a delayed task due before our next look */
+		due = taskq_next_due_take();
+		if (due != 0 && !first && due < next_maintenance)
+			next_maintenance = due;
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -109,8 +109,8 @@ BEGIN
             SELECT coalesce(quote_literal(performance_token::text), 'NULL') INTO tok
               FROM taskq.tasks ORDER BY random() LIMIT 1;
             v := CASE
-                -- never a long wait
-                WHEN f.proname = 'wait_for_task' AND t = 'interval'
+                -- never a long wait (own_tasks: its wait, and so its lease too)
+                WHEN f.proname IN ('wait_for_task', 'own_tasks') AND t = 'interval'
                     THEN (ARRAY['''0 s''', '''1 ms''', '''-1 s'''])[1 + floor(random() * 3)]
                 WHEN pick = 0 THEN 'NULL'
                 WHEN t = 'text' THEN (ARRAY[quote_literal(ids[1 + floor(random() * 70)]),
