@@ -553,6 +553,15 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		members = batch_members(task_id);
 		if (members == NIL)
 			return repeated_transition(mr, task_id, token, event, isnull);
+		if (strcmp(linitial(members), run->id) != 0)
+		{
+			/*
+			 * A batch whose first instance (the task's workflow) was
+			 * cancelled: the first instance left in it goes on.
+			 */
+			run = taskq_run_get(linitial(members));
+			mr = machine_run(run);
+		}
 	}
 	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_WAITING)
 	{
@@ -601,12 +610,6 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		if (members == NIL)
 			members = batch_members(task_id);
 		forget_batch(task_id);
-		if (members != NIL && strcmp(linitial(members), run->id) != 0)
-		{
-			TaskqRun   *first = taskq_run_get(linitial(members));
-
-			mr = machine_run(first);
-		}
 		end_members(list_delete_first(members), "merged", NULL);
 	}
 	return move_on(mr, event, context, isnull);

@@ -127,9 +127,13 @@ workflow_finished(const TaskqFinished *tasks, int n)
 {
 	for (int i = 0; i < n; i++)
 	{
-		char	   *id = taskq_run_of_task(tasks[i].id);
+		char	   *id;
 		TaskqRun   *run;
 
+		/* a kind's own completion of a step: the kind moves the run on */
+		if (direct_depth > 0 && tasks[i].outcome == TASKQ_COMPLETED)
+			continue;
+		id = taskq_run_of_task(tasks[i].id);
 		if (id == NULL)
 			continue;
 		taskq_run_lock(id);
