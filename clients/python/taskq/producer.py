@@ -22,7 +22,8 @@ from psycopg.types.json import Jsonb
 from .errors import translated
 
 __all__ = ["insert", "insert_if_absent", "chain", "group", "chord", "wait_for_task",
-           "cancel_tasks", "cancel_workflow"]
+           "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",
+           "cancel_run", "wait_for_run"]
 
 
 @contextlib.contextmanager
@@ -102,3 +103,42 @@ def cancel_tasks(conn_or_dsn, ids):
 def cancel_workflow(conn_or_dsn, workflow):
     """cancel_workflow: returns how many were cancelled."""
     return _scalar(conn_or_dsn, "SELECT taskq.cancel_workflow(%s)", (workflow,))
+
+
+def _json(value):
+    return None if value is None else Jsonb(value)
+
+
+def start_machine(conn_or_dsn, machine, run_id, context=None):
+    """start_machine: a run of the state machine's latest version; its id."""
+    return _scalar(conn_or_dsn, "SELECT taskq.start_machine(%s, %s, %s)",
+                   (machine, run_id, Jsonb(context if context is not None else {})))
+
+
+def start_saga(conn_or_dsn, saga, run_id, inputs=None):
+    """start_saga: a run of the saga's latest version; its id."""
+    return _scalar(conn_or_dsn, "SELECT taskq.start_saga(%s, %s, %s)",
+                   (saga, run_id, Jsonb(inputs if inputs is not None else {})))
+
+
+def send_event(conn_or_dsn, run_id, event, context=None):
+    """send_event: the state the run moved to, or None (the event is kept)."""
+    return _scalar(conn_or_dsn, "SELECT taskq.send_event(%s, %s, %s)",
+                   (run_id, event, _json(context)))
+
+
+def cancel_run(conn_or_dsn, run_id):
+    """cancel_run: the run's new status."""
+    return _scalar(conn_or_dsn, "SELECT taskq.cancel_run(%s)", (run_id,))
+
+
+def wait_for_run(conn_or_dsn, run_id, timeout=None):
+    """Wait until the run is finished or waiting; its row as a dict (status,
+    state, context, error, ...), or None when timeout passes first."""
+    with translated(), _connection(conn_or_dsn) as conn:
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute("SELECT * FROM taskq.wait_for_run(%s, %s)", (run_id, _interval(timeout)))
+            row = cur.fetchone()
+    if row is None or row.get("id") is None:
+        return None
+    return row

@@ -34,7 +34,12 @@ the status text, None leaves the status as it is); ``raise Retry(delay)``
 returns it pending, to run again after ``delay``; any other exception returns
 it pending with the exception as status, to be retried until ``max_tries``
 (the task's or the action's policy) is used up, when taskq aborts it;
-``raise Abort(status)`` aborts it at once.  A handler (or the commit of its
+``raise Abort(status)`` aborts it at once.  Steps of state machines and
+sagas are tasks too: returning ``Transition(event, context)`` finishes a
+machine's step with ``taskq.transition`` (a plain string is the event, with
+the context unchanged), returning ``Step(result, working, error)`` finishes a
+saga's step with ``taskq.return_step``; ``task.continue_machine(cursor)`` and
+``task.fan_in_contexts()`` run on the task's connection.  A handler (or the commit of its
 return) that fails with a deadlock or a serialization failure (40P01, 40001)
 is run again in a new transaction, up to ``conflict_retries`` times, as
 PostgreSQL advises, before the try counts as failed.  A return refused with
@@ -62,12 +67,13 @@ import traceback
 from datetime import timedelta
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from .errors import TokenError, from_psycopg
 
 log = logging.getLogger("taskq")
 
-__all__ = ["Worker", "Task", "Retry", "Abort"]
+__all__ = ["Worker", "Task", "Retry", "Abort", "Transition", "Step"]
 
 
 class Retry(Exception):
@@ -94,6 +100,25 @@ class Abort(Exception):
         super().__init__(status or "aborted")
         self.status = status
         self.commit = commit
+
+
+class Transition:
+    """A handler's result for a state machine's step: the event (None in a
+    final state ends the run) and the new context (None keeps it)."""
+
+    def __init__(self, event=None, context=None):
+        self.event = event
+        self.context = context
+
+
+class Step:
+    """A handler's result for a saga's step: result (success, retry, fatal,
+    wait or rerun), the keys to merge into the working map, an error text."""
+
+    def __init__(self, result="success", working=None, error=None):
+        self.result = result
+        self.working = working
+        self.error = error
 
 
 class Task:
@@ -130,6 +155,21 @@ class Task:
 
     def __repr__(self):
         return f"<Task {self.id!r} action={self.action!r} try={self.tries}>"
+
+    def continue_machine(self, cursor):
+        """Fork this machine step's run for the next cursor (continuation);
+        the fork's run id, or None for a None cursor."""
+        return self.conn.execute("SELECT taskq.continue_machine(%s, %s, %s)",
+                                 (self.id, self.token, cursor)).fetchone()[0]
+
+    def fan_in_contexts(self):
+        """The instances of this fan-in batch: [(run id, context), ...]."""
+        return self.conn.execute("SELECT run, context FROM taskq.fan_in_contexts(%s, %s)",
+                                 (self.id, self.token)).fetchall()
+
+
+def _json(value):
+    return None if value is None else Jsonb(value)
 
 
 def _interval(value):
@@ -517,7 +557,14 @@ class Worker:
         if idle:
             conn.autocommit = True
         try:
-            if claim and delay is None and not self._stopping.is_set():
+            if isinstance(status, Transition):
+                conn.execute("SELECT taskq.transition(%s, %s, %s, %s)",
+                             (task.id, task.token, status.event, _json(status.context)))
+            elif isinstance(status, Step):
+                conn.execute("SELECT taskq.return_step(%s, %s, %s, %s, %s)",
+                             (task.id, task.token, status.result, _json(status.working),
+                              status.error))
+            elif claim and delay is None and not self._stopping.is_set():
                 rows = conn.execute(
                     "SELECT id, token, action, body, num_tries, action_deadline"
                     "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
@@ -667,6 +714,8 @@ def _plain_runner(fn):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("task %s:\n%s", task.id, traceback.format_exc())
             return "pending", f"{type(e).__name__}: {e}", None, e
+        if isinstance(result, (Transition, Step)):
+            return "completed", result, None, None
         return "completed", None if result is None else str(result), None, None
     return run
 
