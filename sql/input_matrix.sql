@@ -42,6 +42,12 @@ SELECT n, id FROM public.own('w', 3, '{mm}', '1 hour');
 SELECT taskq.transition('m-wait/1', (SELECT performance_token FROM taskq.tasks WHERE id = 'm-wait/1'), 'go');
 SELECT public.ret('m-failed/1', 'aborted');
 SELECT n, id FROM public.own('w', 1, '{mb}', '1 hour');
+-- Sagas: m-srun (its step m-srun/1 owned), m-swait (waiting).
+SELECT taskq.define_saga('m-saga', '{"steps": [{"name": "S", "do": "ms", "undo": "mu"},
+                                               {"name": "T", "do": "mt"}]}');
+SELECT taskq.start_saga('m-saga', 'm-srun'), taskq.start_saga('m-saga', 'm-swait');
+SELECT n, id FROM public.own('w', 2, '{ms}', '1 hour');
+SELECT taskq.return_step('m-swait/1', (SELECT performance_token FROM taskq.tasks WHERE id = 'm-swait/1'), 'wait');
 
 -- Valid arguments per function, as SQL expressions, in argument order
 -- (arguments with defaults may be left out).
@@ -91,7 +97,12 @@ INSERT INTO m_valid VALUES
   ('cancel_run', ARRAY[$$'m-wait'$$]),
   ('run_steps', ARRAY[$$'m-run'$$]),
   ('definition_graph', ARRAY[$$'m-mach'$$, $$'mermaid'$$, '1']),
-  ('run_graph', ARRAY[$$'m-run'$$, $$'dot'$$]);
+  ('run_graph', ARRAY[$$'m-run'$$, $$'dot'$$]),
+  ('define_saga', ARRAY[$$'m-saga2'$$, $$'{"steps": [{"name": "A", "do": "a", "undo": "u"}]}'$$]),
+  ('start_saga', ARRAY[$$'m-saga'$$, $$'m-srun2'$$, $$'{"k": 1}'$$, $$'{"restart_each_step": true}'$$]),
+  ('return_step', ARRAY[$$'m-srun/1'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-srun/1')$$,
+       $$'success'$$, $$'{"k": 1}'$$, $$'e'$$]),
+  ('resume_run', ARRAY[$$'m-swait'$$, $$'{"k": 1}'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);
@@ -269,3 +280,4 @@ SELECT fn || '(' || argname || ' ' || type || ')' AS argument,
 
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;
+DELETE FROM taskq.runs WHERE kind = 'saga';

@@ -279,13 +279,13 @@ SELECT n, id FROM public.own('w', 1, '{add}');
 SELECT public.ret('t1/1', 'pending', 'db down');
 SELECT id, status, error FROM taskq.runs WHERE id IN ('t1', 't2') ORDER BY id;
 -- cancel of the batch's first instance: the next one goes on with the batch
-SELECT taskq.start_machine('tally', 'c1'), taskq.start_machine('tally', 'c2');
-SELECT taskq.cancel_run('c1');
-UPDATE taskq.tasks SET not_before = now() WHERE id = 'c1/1';
+SELECT taskq.start_machine('tally', 'fc1'), taskq.start_machine('tally', 'fc2');
+SELECT taskq.cancel_run('fc1');
+UPDATE taskq.tasks SET not_before = now() WHERE id = 'fc1/1';
 SELECT n, id FROM public.own('w', 1, '{add}');
-SELECT run, context FROM taskq.fan_in_contexts('c1/1', pg_temp.tok('c1/1'));
-SELECT pg_temp.tr('c1/1', NULL, '{"total": 1}') IS NULL AS ended;
-SELECT id, status, context FROM taskq.runs WHERE id IN ('c1', 'c2') ORDER BY id;
+SELECT run, context FROM taskq.fan_in_contexts('fc1/1', pg_temp.tok('fc1/1'));
+SELECT pg_temp.tr('fc1/1', NULL, '{"total": 1}') IS NULL AS ended;
+SELECT id, status, context FROM taskq.runs WHERE id IN ('fc1', 'fc2') ORDER BY id;
 
 -- ---------------------------------------------------------------
 -- Fault injection (admins only)

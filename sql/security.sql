@@ -310,6 +310,29 @@ RESET SESSION AUTHORIZATION;
 SELECT public.expect_error($$INSERT INTO taskq.action_grants VALUES ('regress_copier', '')$$);
 SELECT public.expect_error($$INSERT INTO taskq.action_grants VALUES ('regress_copier', repeat('a', 256))$$);
 
+-- ------------------------------------------------------------ sagas
+-- Producers start, resume and cancel; only admins define and inject
+-- faults; workers return steps, limited by action_grants.
+SELECT taskq.define_saga('sec-saga', '{"steps": [{"name": "a", "do": "copy", "undo": "zip"},
+                                                 {"name": "b", "do": "mail"}]}');
+SELECT public.as_role('regress_producer', $$SELECT taskq.define_saga('sec-saga', '{"steps": [{"name": "a", "do": "copy"}]}')$$) AS producer_defines;
+SELECT public.as_role('regress_producer', $$SELECT taskq.start_saga('sec-saga', 'sec-1', '{}', '{"restart_each_step": true}')$$) AS producer_debug;
+SELECT public.as_role('regress_admin', $$SELECT taskq.start_saga('sec-saga', 'sec-0', '{}', '{"restart_each_step": true}')$$) AS admin_debug;
+SELECT public.as_role('regress_producer', $$SELECT taskq.start_saga('sec-saga', 'sec-1')$$) AS producer_starts;
+SELECT public.as_role('regress_worker', $$SELECT taskq.start_saga('sec-saga', 'sec-2')$$) AS worker_starts;
+SELECT id FROM taskq.own_tasks('w', 1, '{copy}', '1 hour') WHERE id = 'sec-1/1';
+SELECT performance_token AS sec_token FROM taskq.tasks WHERE id = 'sec-1/1' \gset
+INSERT INTO taskq.action_grants VALUES ('regress_copier', 'mail');
+SELECT public.as_role('regress_copier', $$SELECT taskq.return_step('sec-1/1', '$$ || :'sec_token' || $$', 'success')$$) AS limited_worker_returns;
+SELECT public.as_role('regress_producer', $$SELECT taskq.return_step('sec-1/1', '$$ || :'sec_token' || $$', 'success')$$) AS producer_returns;
+SELECT public.as_role('regress_worker', $$SELECT taskq.return_step('sec-1/1', '$$ || :'sec_token' || $$', 'wait')$$) AS worker_returns;
+SELECT public.as_role('regress_worker', $$SELECT taskq.resume_run('sec-1')$$) AS worker_resumes;
+SELECT public.as_role('regress_producer', $$SELECT taskq.resume_run('sec-1')$$) AS producer_resumes;
+SELECT public.as_role('regress_producer', $$SELECT taskq.cancel_run('sec-1')$$) AS producer_cancels;
+SELECT public.as_role('regress_monitor', $$SELECT count(*) FROM taskq.saga_steps$$) AS monitor_reads_steps;
+SELECT id, status FROM taskq.runs WHERE id LIKE 'sec-%' ORDER BY id;
+DELETE FROM taskq.action_grants;
+
 -- ------------------------------------------------------------ clean up
 DELETE FROM taskq.action_grants;
 DELETE FROM taskq.tasks;

@@ -72,7 +72,9 @@ taskq_check_debug_allowed(void)
 {
 	Oid			admin = get_role_oid("taskq_admin", true);
 
-	if (!superuser() && !(OidIsValid(admin) && has_privs_of_role(GetUserId(), admin)))
+	Oid			caller = GetOuterUserId();	/* not the SECURITY DEFINER owner */
+
+	if (!superuser_arg(caller) && !(OidIsValid(admin) && has_privs_of_role(caller, admin)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to start a run with debug settings"),

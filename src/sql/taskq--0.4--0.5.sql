@@ -175,6 +175,33 @@ CREATE INDEX fan_in_members_run_idx ON taskq.fan_in_members (run);
 SELECT pg_catalog.pg_extension_config_dump('taskq.fan_in_members', '');
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.fan_in_members TO taskq_admin;
 
+-- Sagas: per run, each started step's current do and undo task and their
+-- states (the working map is the run's context).  A row appears when the
+-- step first becomes ready; it goes with its run.
+CREATE TABLE taskq.saga_steps (
+    run             text COLLATE "C" NOT NULL,
+    step            text COLLATE "C" NOT NULL,
+    do_task         text COLLATE "C" NOT NULL,
+    do_state        text COLLATE "C" NOT NULL,
+    undo_task       text COLLATE "C",
+    undo_state      text COLLATE "C",
+    CONSTRAINT saga_steps_pkey PRIMARY KEY (run, step),
+    CONSTRAINT saga_steps_run_fkey FOREIGN KEY (run) REFERENCES taskq.runs (id) ON DELETE CASCADE,
+    CONSTRAINT saga_steps_do_state_check CHECK (do_state OPERATOR(pg_catalog.=) ANY
+        (ARRAY['ready', 'succeeded', 'failed', 'skipped']::pg_catalog.text[])),
+    CONSTRAINT saga_steps_undo_state_check CHECK (undo_state OPERATOR(pg_catalog.=) ANY
+        (ARRAY['ready', 'succeeded', 'failed', 'none']::pg_catalog.text[]))
+);
+COMMENT ON TABLE taskq.saga_steps IS
+    'the started steps of each saga run: current do and undo task and their states';
+COMMENT ON COLUMN taskq.saga_steps.do_state IS
+    'ready (its task unfinished), succeeded, failed (undone) or skipped (never claimed: nothing to undo)';
+COMMENT ON COLUMN taskq.saga_steps.undo_state IS
+    'NULL (not yet), ready, succeeded, failed (the run is dismal) or none (the step has no undo)';
+SELECT pg_catalog.pg_extension_config_dump('taskq.saga_steps', '');
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.saga_steps TO taskq_admin;
+GRANT SELECT ON taskq.saga_steps TO taskq_monitor;
+
 -- ---------------------------------------------------------------------
 -- Runs: state machines and sagas
 -- ---------------------------------------------------------------------
@@ -315,6 +342,48 @@ COMMENT ON FUNCTION taskq.migrate_run(text, integer, jsonb) IS
     'move a running or waiting machine run to another version of its machine; returns its state';
 REVOKE ALL ON FUNCTION taskq.migrate_run(text, integer, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.migrate_run(text, integer, jsonb) TO taskq_admin;
+
+CREATE FUNCTION taskq.define_saga(name text, definition jsonb)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'taskq_define_saga_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.define_saga(text, jsonb) IS
+    'store a saga (checked whole) as the next version of name; returns the version';
+REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb) TO taskq_admin;
+
+CREATE FUNCTION taskq.start_saga(saga text, id text, inputs jsonb DEFAULT '{}'::jsonb,
+                                 debug jsonb DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_start_saga_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) IS
+    'start a run of the latest version of a saga: the steps with no predecessor become ready; returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.return_step(id text, token uuid, result text, working jsonb DEFAULT NULL,
+                                  error text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_return_step'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_step(text, uuid, text, jsonb, text) IS
+    'finish an owned saga step (do or undo): success, retry, fatal, wait or rerun, merging working into the working map';
+REVOKE ALL ON FUNCTION taskq.return_step(text, uuid, text, jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.return_step(text, uuid, text, jsonb, text) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.resume_run(id text, working jsonb DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'taskq_resume_run'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.resume_run(text, jsonb) IS
+    'let a waiting saga go on, merging working into its working map';
+REVOKE ALL ON FUNCTION taskq.resume_run(text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.resume_run(text, jsonb) TO taskq_producer, taskq_admin;
 
 -- purge_finished keeps the tasks of unfinished runs and deletes finished runs.
 DROP FUNCTION taskq.purge_finished(interval);

@@ -78,8 +78,8 @@ opt_bool(JsonbContainer *obj, const char *key, const char *state, bool check)
 	return v->val.boolean;
 }
 
-static bool
-opt_int(JsonbContainer *obj, const char *key, const char *where, int32 *out,
+bool
+taskq_def_opt_int(JsonbContainer *obj, const char *key, const char *where, int32 *out,
 		bool positive, bool check)
 {
 	JsonbValue *v = taskq_json_container_key(obj, key);
@@ -109,10 +109,14 @@ static TaskqPlan check_retry_plan = {
 	"SELECT taskq._check_retry($1)", 1, {JSONBOID}
 };
 
-static Jsonb *
-opt_retry(JsonbContainer *obj, const char *where, bool check)
+/*
+ * The retry policy under key of obj (NULL if absent or null); with check,
+ * 22023 naming where and what the queue's check says.  Sagas use it too.
+ */
+Jsonb *
+taskq_def_opt_retry(JsonbContainer *obj, const char *key, const char *where, bool check)
 {
-	JsonbValue *v = taskq_json_container_key(obj, "retry");
+	JsonbValue *v = taskq_json_container_key(obj, key);
 	Jsonb	   *j;
 
 	if (v == NULL || v->type == jbvNull)
@@ -123,7 +127,7 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 		Datum		d = JsonbPGetDatum(j);
 
 		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-			bad(psprintf("key \"retry\" of %s must be a retry policy object", where), NULL);
+			bad(psprintf("key \"%s\" of %s must be a retry policy object", key, where), NULL);
 		/*
 		 * The queue's own check says what is wrong; in a subtransaction, so
 		 * that its error comes back as this definition's, naming the state.
@@ -148,7 +152,8 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 				RollbackAndReleaseCurrentSubTransaction();
 				MemoryContextSwitchTo(cxt);
 				CurrentResourceOwner = owner;
-				bad(psprintf("retry policy of %s is invalid: %s", where, e->message), NULL);
+				bad(psprintf("%s policy of %s is invalid: %s",
+							 strcmp(key, "retry") == 0 ? "retry" : key, where, e->message), NULL);
 			}
 			PG_END_TRY();
 			MemoryContextSwitchTo(cxt);
@@ -158,6 +163,12 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 	return j;
 }
 
+static Jsonb *
+opt_retry(JsonbContainer *obj, const char *where, bool check)
+{
+	return taskq_def_opt_retry(obj, "retry", where, check);
+}
+
 static const char *const state_keys[] = {
 	"name", "action", "initial", "final", "transitions", "continuation",
 	"fan_in", "max_tries", "retry", "priority", NULL
@@ -165,8 +176,8 @@ static const char *const state_keys[] = {
 static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
 static const char *const transition_keys[] = {"event", "to", NULL};
 
-static void
-check_keys(JsonbContainer *obj, const char *const *known, const char *where)
+void
+taskq_def_check_keys(JsonbContainer *obj, const char *const *known, const char *where)
 {
 	JsonbIterator *it = JsonbIteratorInit(obj);
 	JsonbValue	v;
@@ -216,7 +227,7 @@ parse_transitions(JsonbValue *v, MachineState *s, bool check)
 			bad(psprintf("each transition of state \"%s\" must be an object", s->name), NULL);
 		where = psprintf("a transition of state \"%s\"", s->name);
 		if (check)
-			check_keys(elem.val.binary.data, transition_keys, where);
+			taskq_def_check_keys(elem.val.binary.data, transition_keys, where);
 		if (s->ntransitions == cap)
 		{
 			cap *= 2;
@@ -256,7 +267,7 @@ parse_state(JsonbContainer *obj, MachineState *s, int index, bool check)
 	if (check)
 	{
 		taskq_check_definition_name(s->name, "state", NULL);
-		check_keys(obj, state_keys, psprintf("state \"%s\"", s->name));
+		taskq_def_check_keys(obj, state_keys, psprintf("state \"%s\"", s->name));
 	}
 	where = psprintf("state \"%s\"", s->name);
 
@@ -283,10 +294,10 @@ parse_state(JsonbContainer *obj, MachineState *s, int index, bool check)
 			bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds greater than zero",
 						 s->name), NULL);
 	}
-	s->has_max_tries = opt_int(obj, "max_tries", where, &s->max_tries, true, check);
+	s->has_max_tries = taskq_def_opt_int(obj, "max_tries", where, &s->max_tries, true, check);
 	s->retry = opt_retry(obj, where, check);
 	s->priority = 0;
-	(void) opt_int(obj, "priority", where, &s->priority, false, check);
+	(void) taskq_def_opt_int(obj, "priority", where, &s->priority, false, check);
 	parse_transitions(taskq_json_container_key(obj, "transitions"), s, check);
 
 	if (check && s->action == NULL)
@@ -342,9 +353,9 @@ taskq_machine_parse(Jsonb *def, bool check)
 	{
 		if (!JB_ROOT_IS_OBJECT(def) || JB_ROOT_IS_SCALAR(def))
 			bad("a state machine definition must be a JSON object", NULL);
-		check_keys(&def->root, machine_keys, "the machine");
+		taskq_def_check_keys(&def->root, machine_keys, "the machine");
 	}
-	m->has_max_tries = opt_int(&def->root, "max_tries", "the machine", &m->max_tries, true, check);
+	m->has_max_tries = taskq_def_opt_int(&def->root, "max_tries", "the machine", &m->max_tries, true, check);
 	m->retry = opt_retry(&def->root, "the machine", check);
 	states = taskq_json_key(def, "states");
 	if (states == NULL || states->type != jbvBinary ||

@@ -115,7 +115,8 @@ extern void taskq_workflow_register_kind(const TaskqWorkflowKind *kind);
 extern const TaskqWorkflowKind *taskq_workflow_kind(const char *name);
 extern void taskq_workflow_direct(bool on);
 
-/* machine.c */
+/* machine.c, saga.c */
 extern void taskq_machine_init(void);
+extern void taskq_saga_init(void);
 
 #endif							/* TASKQ_RUN_H */

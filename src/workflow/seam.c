@@ -169,4 +169,5 @@ void
 taskq_workflow_init(void)
 {
 	taskq_machine_init();
+	taskq_saga_init();
 }

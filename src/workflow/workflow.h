@@ -53,6 +53,14 @@ extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_m
 extern const char *taskq_cancel_run(const char *id);
 extern bool taskq_is_run(const char *id);
 
+/* saga.c */
+extern int32 taskq_define_saga(const char *name, Jsonb *def);
+extern char *taskq_start_saga(const char *saga, const char *id, Jsonb *inputs,
+							  Jsonb *debug);
+extern void taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result,
+								   Jsonb *working, const char *error);
+extern void taskq_saga_resume(const char *id, Jsonb *working);
+
 /* seam.c */
 extern void taskq_workflow_init(void);
 

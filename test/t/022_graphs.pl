@@ -36,6 +36,18 @@ my ($id, $token) = split /\|/, $sql->(q{SELECT id, token FROM taskq.own_tasks('w
 $sql->(qq{SELECT taskq.transition('$id', '$token', 'go -> on')});
 $sql->(q{SELECT taskq.send_event('r1', 'resume')});
 
+# A saga over a DAG with a quoted step name, run up to its undo.
+$sql->(qq{SELECT taskq.define_saga('odd saga', jsonb_build_object('steps', jsonb_build_array(
+    jsonb_build_object('name', \$n\$$odd\$n\$, 'do', 'sa', 'undo', 'su', 'after', jsonb_build_array()),
+    jsonb_build_object('name', 'b', 'do', 'sb', 'undo', NULL, 'after', jsonb_build_array()),
+    jsonb_build_object('name', 'join', 'do', 'sj', 'after', jsonb_build_array(\$n\$$odd\$n\$, 'b')))))});
+$sql->(q{SELECT taskq.start_saga('odd saga', 's1')});
+for my $action ('sa', 'sb')
+{
+	my ($sid, $stoken) = split /\|/, $sql->(qq{SELECT id, token FROM taskq.own_tasks('w', 1, '{$action}')});
+	$sql->(qq{SELECT taskq.return_step('$sid', '$stoken', } . ($action eq 'sa' ? q{'success')} : q{'fatal')}));
+}
+
 my @graphs;
 for my $name (split /\n/, $sql->(q{SELECT name FROM taskq.definitions GROUP BY name}))
 {

@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * saga_def.h
+ *	  A saga's definition in C (saga_def.c): its steps, each with a do and
+ *	  an undo action, the DAG their "after" lists make, and the retry
+ *	  rules of doing and undoing; parsed from its JSON, checked whole when
+ *	  it is stored.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_SAGA_DEF_H
+#define TASKQ_SAGA_DEF_H
+
+#include "utils/jsonb.h"
+
+typedef struct SagaStep
+{
+	char	   *name;
+	char	   *do_action;
+	char	   *undo_action;	/* NULL: nothing to undo */
+	int			nafter;
+	int		   *after;			/* indexes of the steps it comes after */
+	bool		one_success;	/* trigger: one_success (else all_success) */
+	bool		has_max_tries;
+	int32		max_tries;
+	Jsonb	   *retry;
+	bool		has_undo_max_tries;
+	int32		undo_max_tries;
+	Jsonb	   *undo_retry;
+} SagaStep;
+
+typedef struct SagaDef
+{
+	int			nsteps;
+	SagaStep   *steps;
+	bool		has_max_tries;
+	int32		max_tries;
+	Jsonb	   *retry;
+	bool		has_undo_max_tries;
+	int32		undo_max_tries;
+	Jsonb	   *undo_retry;
+	/* reach[i * nsteps + j]: step j comes (transitively) after step i */
+	bool	   *reach;
+} SagaDef;
+
+extern SagaDef *taskq_saga_parse(Jsonb *def, bool check);
+extern int	taskq_saga_step_index(SagaDef *d, const char *name);
+
+#endif							/* TASKQ_SAGA_DEF_H */
