@@ -21,6 +21,7 @@
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
 
+#include "common/plan.h"
 #include "queue/task.h"
 
 /* ----------
@@ -203,6 +204,9 @@ extern void taskq_claim_start_init(void);
 extern void taskq_claim_start_reset(Oid dboid);
 
 /* Waiting for a task to finish (wait.c) */
+extern Datum taskq_wait_until_done(TaskqPlan *look, const char *key,
+									const char *what, const char *fn, bool has_deadline,
+									TimestampTz deadline, bool *isnull);
 extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline,
 							 bool *isnull);
 

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * wait.c
- *	  Waiting for a task to finish: sleep until it is completed or aborted,
- *	  without polling.
+ *	  Waiting for a task to finish (and, for the workflow layer, a run):
+ *	  sleep until it is completed or aborted, without polling.
  *
  * The waiter sleeps on the condition variable of the task's hash slot,
  * which the finishing transaction broadcasts after it commits
@@ -39,40 +39,36 @@ static TaskqPlan look_plan = {
 };
 
 /*
- * Wait until task id is finished, or until deadline if has_deadline: its
- * row (a taskq.tasks composite, in the caller's memory context), or NULL
- * with *isnull set after the deadline or if the task was deleted while
- * waiting.  An unknown id: 42704.  Needs the shared memory of
- * shared_preload_libraries (55000 without it).
+ * Wait until the row that look (one text argument: key) returns says it is
+ * done (its second column), or until deadline if has_deadline: the row's
+ * first column (a composite, in the caller's memory context), or NULL with
+ * *isnull set after the deadline or if the row was deleted while waiting.
+ * A key look never finds: 42704 naming what ("task", "run").  A row done
+ * already is returned at once; to sleep, the shared memory of
+ * shared_preload_libraries is needed (55000 naming fn).  The committer
+ * broadcasts the condition variable of key's hash slot (ipc/wakeup.c:
+ * taskq_note_finished).
  */
 Datum
-taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *isnull)
+taskq_wait_until_done(TaskqPlan *look, const char *key, const char *what, const char *fn,
+					  bool has_deadline, TimestampTz deadline, bool *isnull)
 {
-	ConditionVariable *cv;
-	Datum		arg;
+	ConditionVariable *cv = NULL;
+	Datum		arg = CStringGetTextDatum(key);
 	Datum		result = (Datum) 0;
 	bool		found_row = false;
 
-	if (!taskq_shmem_available())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("taskq.wait_for_task requires taskq to be loaded via shared_preload_libraries"),
-				 errhint("Add taskq to shared_preload_libraries in postgresql.conf and restart the server.")));
-
-	cv = taskq_finish_cv(id);
-	arg = CStringGetTextDatum(id);
 	*isnull = true;
-
 	SPI_connect();
 	for (;;)
 	{
 		bool		rownull;
 		long		sleep_ms = WAIT_RECHECK_MS;
 
-		ConditionVariablePrepareToSleep(cv);
-
+		if (cv)
+			ConditionVariablePrepareToSleep(cv);
 		PushActiveSnapshot(GetLatestSnapshot());
-		taskq_execute(&look_plan, &arg, NULL, true, 1);
+		taskq_execute(look, &arg, NULL, true, 1);
 		PopActiveSnapshot();
 
 		if (SPI_processed == 0)
@@ -81,7 +77,7 @@ taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *i
 			if (!found_row)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
-						 errmsg("task \"%s\" does not exist", id)));
+						 errmsg("%s \"%s\" does not exist", what, key)));
 			break;				/* deleted while we waited: no result */
 		}
 		found_row = true;
@@ -92,7 +88,17 @@ taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *i
 			*isnull = false;
 			break;
 		}
-
+		if (cv == NULL)
+		{
+			if (!taskq_shmem_available())
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("taskq.%s requires taskq to be loaded via shared_preload_libraries to wait", fn),
+						 errdetail("The %s \"%s\" is not finished yet.", what, key),
+						 errhint("Add taskq to shared_preload_libraries in postgresql.conf and restart the server.")));
+			cv = taskq_finish_cv(key);
+			continue;			/* prepare to sleep, then look again */
+		}
 		if (has_deadline)
 		{
 			long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
@@ -109,4 +115,12 @@ taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *i
 	}
 	SPI_finish();
 	return result;
+}
+
+/* wait_for_task: until task id is completed or aborted (its taskq.tasks row). */
+Datum
+taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline, bool *isnull)
+{
+	return taskq_wait_until_done(&look_plan, id, "task", "wait_for_task",
+								 has_deadline, deadline, isnull);
 }
