@@ -17,7 +17,9 @@
 extern TaskqStatus taskq_status_code_arg(Datum d);
 
 /* return.c, own.c: return_tasks' and own_tasks' arguments, parsed */
-extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first, int *n);
+extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first,
+										  int results_arg, int *n);
+extern Jsonb *taskq_result_arg(Datum d, const char *argname, const char *id);
 extern void taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req);
 
 #endif							/* TASKQ_API_H */

@@ -63,9 +63,16 @@ static TaskqPlan lock_replaced_plan = {
 	1, {TEXTARRAYOID}
 };
 
-/* A replaced task's live incoming edges, once the batch's aborts are done. */
+/*
+ * A replaced task's live incoming edges, once the batch's aborts are done:
+ * its unfinished predecessors (num_signals, unless its rule released it).
+ */
 static TaskqPlan live_signals_plan = {
-	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	"SELECT CASE WHEN \"trigger\" OPERATOR(pg_catalog.>=) 'one_failed'::taskq.trigger_rule"
+	"            THEN total_dependencies OPERATOR(pg_catalog.-) num_completed"
+	"                 OPERATOR(pg_catalog.-) num_failed"
+	"            ELSE num_signals END"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 

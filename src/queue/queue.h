@@ -46,6 +46,7 @@ typedef struct TaskSpec
 	bool		spontaneous;
 	Jsonb	   *retry;			/* retry policy or NULL */
 	char	   *workflow;		/* workflow key or NULL */
+	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
 } TaskSpec;
 
@@ -114,6 +115,7 @@ typedef struct TaskqReturnItem
 	char	   *status;			/* human-readable status; NULL keeps it */
 	TaskqStatus code;			/* completed, aborted or pending */
 	Interval   *retry_delay;	/* pending: NULL takes the retry policy's */
+	Jsonb	   *result;			/* stored with the return; NULL keeps the last */
 	bool		done;			/* set once returned */
 } TaskqReturnItem;
 
@@ -125,6 +127,10 @@ extern void taskq_return(TaskqReturnItem *items, int n, const char *caller);
 
 /* Give a held task back unworked: ready at once, the try not counted. */
 extern void taskq_release(const char *id, pg_uuid_t *token);
+
+/* The predecessors of a task its owner holds, with their results (results.c). */
+extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
+									  Tuplestorestate *out, TupleDesc outdesc);
 
 /* ----------
  * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)

@@ -81,7 +81,8 @@ find_columns(TupleDesc desc, TaskColumns *c)
 	c->cancelled = taskq_column(desc, "cancelled");
 	c->post_result = taskq_column(desc, "post_result");
 	c->workflow = taskq_column(desc, "workflow");
-	return c->post_result && c->workflow && c->id && c->body && c->status &&
+	c->result = taskq_column(desc, "result");
+	return c->result && c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
 		c->finished_at && c->cancelled;

@@ -253,10 +253,11 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 #define INSERT_SQL(max_tries, conflict) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
 	"       num_signals, total_dependencies, to_signal_after, post_result," \
-	"       priority, not_before, spontaneous, retry, workflow)" \
+	"       priority, not_before, spontaneous, retry, workflow, \"trigger\")" \
 	" SELECT u.id, u.action, u.body, u.status, " max_tries "," \
 	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
-	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow," \
+	"        COALESCE(u.rule, 'all_success')::taskq.trigger_rule" \
 	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
 	"                pg_catalog.unnest($2::text[]) AS action," \
 	"                pg_catalog.unnest($3::jsonb[]) AS body," \
@@ -269,25 +270,26 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	"                pg_catalog.unnest($10::timestamptz[]) AS not_before," \
 	"                pg_catalog.unnest($11::boolean[]) AS spontaneous," \
 	"                pg_catalog.unnest($12::jsonb[]) AS retry," \
-	"                pg_catalog.unnest($13::text[]) AS workflow) AS u" \
+	"                pg_catalog.unnest($13::text[]) AS workflow," \
+	"                pg_catalog.unnest($14::text[]) AS rule) AS u" \
 	conflict
 
 #define INSERT_ARGTYPES \
 	{TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	 INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID, \
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
-	 TEXTARRAYOID}
+	 TEXTARRAYOID, TEXTARRAYOID}
 
 /* Batches up to this size take the one-statement form. */
 #define SMALL_BATCH 16
 
-static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 13, INSERT_ARGTYPES, NULL, true};
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 14, INSERT_ARGTYPES, NULL, true};
 
 static TaskqPlan insert_small_plan = {
 	INSERT_SQL("COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
 			   " WHERE p.action OPERATOR(pg_catalog.=) u.action))",
 			   " ON CONFLICT (id) DO NOTHING RETURNING t.id"),
-	13, INSERT_ARGTYPES, NULL, true
+	14, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (see stored_among). */
@@ -376,17 +378,20 @@ report_skipped_rows(int n, uint64 written)
 }
 
 /* The INSERT's parameters: one array per column, in INSERT_SQL's order. */
-#define NCOLS 13
+#define NCOLS 14
 #define COL_ID 0
 #define COL_SUCC 6
+#define COL_TRIGGER 13
 static const Oid col_types[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
-	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID};
-static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
+	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID,
+TEXTOID};
+static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1, -1};
 static const bool col_byval[NCOLS] = {false, false, false, false, true, true, false,
-	true, true, FLOAT8PASSBYVAL, true, false, false};
+	true, true, FLOAT8PASSBYVAL, true, false, false, false};
 static const char col_align[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
 	TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
-	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
+	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT,
+TYPALIGN_INT};
 
 /* Column c of the n rows as an array, a parameter of the INSERT. */
 static Datum
@@ -516,6 +521,8 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 			cols[12][i] = CStringGetTextDatum(s->workflow);
 		else
 			nulls[12][i] = true;
+		/* the rule by its label (the direct path turns it into the enum's OID) */
+		cols[COL_TRIGGER][i] = CStringGetTextDatum(taskq_trigger_label(s->trigger));
 		i++;
 	}
 }
@@ -570,6 +577,25 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent)
 	report_skipped_rows(bc->n, written);
 }
 
+/* The OIDs of taskq.trigger_rule's labels, by rule; false if one is missing. */
+static bool
+trigger_rule_oids(Oid *oids)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			typid;
+
+	if (!OidIsValid(nsp))
+		return false;
+	typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+							CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp));
+	if (!OidIsValid(typid))
+		return false;
+	for (int r = 0; r < TASKQ_TRIGGER_COUNT; r++)
+		if (!OidIsValid(oids[r] = taskq_enum_label(typid, taskq_trigger_label((TaskqTrigger) r))))
+			return false;
+	return true;
+}
+
 /*
  * A large batch: written a page at a time, its primary key entries checked
  * as they go in (row_insert.c), and a stored duplicate reported by id and
@@ -582,14 +608,24 @@ insert_large_direct(List *specs, BatchColumns *bc)
 	static const char *const names[] = {"id", "action", "body", "status",
 		"max_tries", "num_signals", "total_dependencies", "to_signal_after",
 		"post_result", "priority", "not_before", "spontaneous", "retry",
-	"workflow"};
+	"workflow", "trigger"};
 	Datum	  **c = bc->cols;
 	bool	  **z = bc->nulls;
+	Datum	   *rules = palloc(sizeof(Datum) * Max(bc->n, 1));
 	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
-	c[6], c[7], c[8], c[9], c[10], c[11], c[12]};
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rules};
 	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
-	z[6], z[7], z[8], z[9], z[10], z[11], z[12]};
+	z[6], z[7], z[8], z[9], z[10], z[11], z[12], z[COL_TRIGGER]};
 	int			stored;
+	Oid			rule_oids[TASKQ_TRIGGER_COUNT];
+	ListCell   *lc;
+	int			i = 0;
+
+	/* the rules as values of taskq.trigger_rule */
+	if (!trigger_rule_oids(rule_oids))
+		return false;
+	foreach(lc, specs)
+		rules[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
 
 	if (!taskq_insert_direct(bc->n, lengthof(names), names, dcols, dnulls, &stored))
 		return false;

@@ -98,7 +98,9 @@ static TaskqPlan next_deadlines_plan = {
 
 /*
  * Finished tasks past retention that no unfinished predecessor still
- * names (num_signals = 0), oldest first.
+ * names (num_signals = 0, and for a task its trigger rule released early,
+ * every predecessor counted), and, if they have a result, no unfinished
+ * successor may still read; oldest first (as taskq.purge_finished).
  */
 static TaskqPlan retention_plan = {
 	"DELETE FROM taskq.tasks AS t"
@@ -107,6 +109,13 @@ static TaskqPlan retention_plan = {
 	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
 	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
 	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
+	"      AND (f.\"trigger\" OPERATOR(pg_catalog.<) 'one_failed'::taskq.trigger_rule"
+	"           OR f.num_completed OPERATOR(pg_catalog.+) f.num_failed"
+	"              OPERATOR(pg_catalog.>=) f.total_dependencies)"
+	"      AND (f.result IS NULL OR f.to_signal_after IS NULL"
+	"           OR NOT EXISTS (SELECT FROM taskq.tasks AS s"
+	"                           WHERE s.id OPERATOR(pg_catalog.=) ANY (f.to_signal_after)"
+	"                             AND s.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status))"
 	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
 	1, {TIMESTAMPTZOID}
 };

@@ -21,6 +21,7 @@ PACKAGES=(
     python3-psycopg python3-pytest         # clients/python (the python suite)
     sqlsmith                               # test/t/012_sqlsmith.pl
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
+    graphviz                               # dot -Tsvg renders the task graphs (test/t/030_dag_property.pl)
 )
 
 # One dpkg-query for all: "name ii " for each installed package.
