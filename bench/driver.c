@@ -727,14 +727,14 @@ run_fanin(void)
 	snprintf(n, sizeof(n), "%ld", opt.tasks);
 	snprintf(join_id, sizeof(join_id), "%s-join", opt.prefix);
 	{
-		const char *params[4] = {opt.prefix, body, n, opt.trigger ? opt.trigger : "all_success"};
+		const char *params[4] = {opt.prefix, body, n, opt.trigger};	/* NULL: no key */
 
 		prepare(conn, "chord",
 				"SELECT taskq.chord((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
 				"    'id', $1 || '-m' || g, 'action', 'member', 'body', $2::jsonb))"
 				"  FROM pg_catalog.generate_series(1, $3::bigint) AS g),"
-				"  pg_catalog.jsonb_build_object('id', $1 || '-join', 'action', 'join',"
-				"                                'trigger', $4::text))");
+				"  pg_catalog.jsonb_build_object('id', $1 || '-join', 'action', 'join')"
+				"  || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('trigger', $4::text)))");
 		PQclear(exec_prepared(conn, "chord", 4, params));
 	}
 	settle(conn);
