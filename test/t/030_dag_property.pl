@@ -70,7 +70,9 @@ for my $d (1 .. $ndags + 2)
 	push @dags, [ "d$d", \@ids ];
 }
 
-# Insert each DAG as one batch: the successor lists from %succ.
+# Insert each DAG as one batch (the successor lists from %succ), 50 DAGs
+# per psql call.
+my @sql;
 for my $dag (@dags)
 {
 	my ($w, $ids) = @$dag;
@@ -81,7 +83,12 @@ for my $dag (@dags)
 			(@{ $succ{$_} } ? (to_signal_after => $succ{$_}) : ())
 		}
 	} @$ids;
-	$node->safe_psql('postgres', json_insert_sql(@objs));
+	push @sql, json_insert_sql(@objs) . ";\n";
+	if (@sql == 50 || $dag == $dags[-1])
+	{
+		$node->safe_psql('postgres', join('', @sql));
+		@sql = ();
+	}
 }
 is($node->safe_psql('postgres', "SELECT count(*) FROM taskq.tasks"), scalar(@order),
 	sprintf('%d tasks in %d DAGs inserted', scalar(@order), scalar(@dags)));
