@@ -80,6 +80,32 @@ static TaskqPlan complete_held_batch_plan = {
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
+/* The same for an extension not updated to 0.5 yet: no results. */
+static TaskqPlan complete_held_batch_plain_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                  pg_catalog.unnest($3::text[])) AS r(id, token, status)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled"
+	" RETURNING t.id, t.to_signal_after",
+	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
+};
+
+static TaskqPlan delete_held_batch_plain_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])) AS r(id, token)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	" RETURNING t.id, t.to_signal_after",
+	2, {TEXTARRAYOID, UUIDARRAYOID}
+};
+
 /*
  * With taskq.retention = 0: delete the held tasks that nobody keeps (see
  * delete_on_completion), before complete_held_batch_plan
@@ -137,7 +163,7 @@ delete_on_completion(TaskqRel *d, Jsonb *result)
 	if (taskq_retention != 0 || DatumGetBool(taskq_rel_old(d, d->col.post_result, &isnull)))
 		return false;
 	(void) taskq_rel_old(d, d->col.to_signal_after, &isnull);
-	if (!isnull)
+	if (!isnull && d->col.result != InvalidAttrNumber)
 	{
 		bool		no_result;
 
@@ -219,7 +245,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 					taskq_rel_set(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
 				taskq_rel_set(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
 				taskq_rel_set(&d, d.col.action_deadline, (Datum) 0, true);
-				if (results[i] != NULL)
+				if (results[i] != NULL && d.col.result != InvalidAttrNumber)
 					taskq_rel_set(&d, d.col.result, JsonbPGetDatum(results[i]), false);
 				result = taskq_rel_update(&d, &tid, true, &tmfd);
 			}
@@ -288,6 +314,7 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		values[4];
+	bool		has_results = taskq_rules_installed();	/* the column result exists */
 
 	for (int i = 0; i < n; i++)
 	{
@@ -309,9 +336,11 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 												   JSONBOID, -1, false, TYPALIGN_INT));
 	if (taskq_retention == 0)
 	{
-		taskq_execute(&delete_held_batch_plan, values, NULL, false, 0);
+		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
+					  values, NULL, false, 0);
 		note_held_done(n, ids, done, succs);
 	}
-	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
+				  values, NULL, false, 0);
 	note_held_done(n, ids, done, succs);
 }

@@ -44,6 +44,14 @@ static TaskqPlan lock_tasks_plan = {
 	1, {TEXTARRAYOID}
 };
 
+/* The same for an extension not updated to 0.5 yet: every task all_success. */
+static TaskqPlan legacy_lock_tasks_plan = {
+	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after, true"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	" ORDER BY id FOR UPDATE",
+	1, {TEXTARRAYOID}
+};
+
 static TaskqPlan add_successors_plan = {
 	"UPDATE taskq.tasks"
 	"   SET to_signal_after = COALESCE(to_signal_after, '{}'::text[]) OPERATOR(pg_catalog.||) $2"
@@ -187,7 +195,8 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 	{
 		Datum		arg = taskq_text_array_datum(all);
 
-		taskq_execute(&lock_tasks_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &lock_tasks_plan : &legacy_lock_tasks_plan,
+					  &arg, NULL, false, 0);
 	}
 	nodes = make_node_table("taskq add_dependencies");
 	for (uint64 i = 0; i < SPI_processed; i++)

@@ -76,6 +76,11 @@ static TaskqPlan live_signals_plan = {
 	1, {TEXTOID}
 };
 
+static TaskqPlan legacy_live_signals_plan = {	/* extension not updated to 0.5 */
+	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 static TaskqPlan delete_plan = {
 	"DELETE FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
@@ -387,7 +392,8 @@ remove_replaced(List *specs, HTAB *ids)
 		Datum		arg = CStringGetTextDatum(rid[i]);
 		IdEntry    *e = lookup_id(ids, rid[i], false);
 
-		taskq_execute(&live_signals_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &live_signals_plan : &legacy_live_signals_plan,
+					  &arg, NULL, false, 0);
 		e->inherited = taskq_get_int32(0, 1, NULL);
 		if (e->inherited > 0)
 			inherits = true;

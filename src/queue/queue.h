@@ -183,6 +183,13 @@ extern void taskq_claim_start_reset(Oid dboid);
 extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline,
 							 bool *isnull);
 
+/*
+ * Has this database's extension the 0.5 columns (trigger rules, results)?
+ * Before ALTER EXTENSION taskq UPDATE, the queue keeps to the older table
+ * (relation.c).
+ */
+extern bool taskq_rules_installed(void);
+
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);
 

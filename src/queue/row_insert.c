@@ -250,14 +250,14 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  * apply); for a small one (or insert_tasks_if_absent), one statement that
  * looks the policy up and reports stored duplicates by a short count.
  */
-#define INSERT_SQL(max_tries, conflict) \
+#define INSERT_SQL(max_tries, conflict, rule_col, rule_val) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
 	"       num_signals, total_dependencies, to_signal_after, post_result," \
-	"       priority, not_before, spontaneous, retry, workflow, \"trigger\")" \
+	"       priority, not_before, spontaneous, retry, workflow" rule_col ")" \
 	" SELECT u.id, u.action, u.body, u.status, " max_tries "," \
 	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
-	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow," \
-	"        COALESCE(u.rule, 'all_success')::taskq.trigger_rule" \
+	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
+	rule_val \
 	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
 	"                pg_catalog.unnest($2::text[]) AS action," \
 	"                pg_catalog.unnest($3::jsonb[]) AS body," \
@@ -283,13 +283,28 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 /* Batches up to this size take the one-statement form. */
 #define SMALL_BATCH 16
 
-static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 14, INSERT_ARGTYPES, NULL, true};
+/*
+ * Each in two forms: with the trigger rule, for a batch where a task has
+ * another rule than all_success, and without it (the column's default),
+ * so that a database whose extension is not updated yet (no column
+ * "trigger") still takes batches of plain tasks.
+ */
+#define RULE_COL ", \"trigger\""
+#define RULE_VAL ", COALESCE(u.rule, 'all_success')::taskq.trigger_rule"
+#define SMALL_TRIES "COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p" \
+	" WHERE p.action OPERATOR(pg_catalog.=) u.action))"
+#define SMALL_CONFLICT " ON CONFLICT (id) DO NOTHING RETURNING t.id"
+
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", "", "", ""), 14, INSERT_ARGTYPES, NULL, true};
+static TaskqPlan insert_rules_plan = {
+	INSERT_SQL("u.max_tries", "", RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
+};
 
 static TaskqPlan insert_small_plan = {
-	INSERT_SQL("COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
-			   " WHERE p.action OPERATOR(pg_catalog.=) u.action))",
-			   " ON CONFLICT (id) DO NOTHING RETURNING t.id"),
-	14, INSERT_ARGTYPES, NULL, true
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, "", ""), 14, INSERT_ARGTYPES, NULL, true
+};
+static TaskqPlan insert_small_rules_plan = {
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (see stored_among). */
@@ -540,7 +555,7 @@ column_arrays(BatchColumns *bc, Datum *values)
  * policy up and leaves out stored duplicates, which are then reported.
  */
 static void
-insert_small(List *specs, BatchColumns *bc, bool if_absent)
+insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
 {
 	Datum		values[NCOLS];
 	List	   *inserted = NIL;
@@ -549,7 +564,7 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent)
 	ListCell   *lc;
 
 	column_arrays(bc, values);
-	taskq_execute(&insert_small_plan, values, NULL, false, 0);
+	taskq_execute(rules ? &insert_small_rules_plan : &insert_small_plan, values, NULL, false, 0);
 	if (SPI_processed == (uint64) bc->n)
 		return;
 
@@ -602,7 +617,7 @@ trigger_rule_oids(Oid *oids)
  * batch position.  False if that path does not apply.
  */
 static bool
-insert_large_direct(List *specs, BatchColumns *bc)
+insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 {
 	/* total_dependencies starts equal to num_signals (cols[5]) */
 	static const char *const names[] = {"id", "action", "body", "status",
@@ -611,9 +626,9 @@ insert_large_direct(List *specs, BatchColumns *bc)
 	"workflow", "trigger"};
 	Datum	  **c = bc->cols;
 	bool	  **z = bc->nulls;
-	Datum	   *rules = palloc(sizeof(Datum) * Max(bc->n, 1));
+	Datum	   *rule_datums = palloc(sizeof(Datum) * Max(bc->n, 1));
 	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
-	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rules};
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rule_datums};
 	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
 	z[6], z[7], z[8], z[9], z[10], z[11], z[12], z[COL_TRIGGER]};
 	int			stored;
@@ -621,13 +636,17 @@ insert_large_direct(List *specs, BatchColumns *bc)
 	ListCell   *lc;
 	int			i = 0;
 
-	/* the rules as values of taskq.trigger_rule */
-	if (!trigger_rule_oids(rule_oids))
-		return false;
-	foreach(lc, specs)
-		rules[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
+	/* the rules as values of taskq.trigger_rule; none: the column's default */
+	if (rules)
+	{
+		if (!trigger_rule_oids(rule_oids))
+			return false;
+		foreach(lc, specs)
+			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
+	}
 
-	if (!taskq_insert_direct(bc->n, lengthof(names), names, dcols, dnulls, &stored))
+	if (!taskq_insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
+							 &stored))
 		return false;
 	if (stored >= 0)
 		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
@@ -644,7 +663,7 @@ insert_large_direct(List *specs, BatchColumns *bc)
  * with the id in its detail.
  */
 static void
-insert_large_sql(List *specs, BatchColumns *bc)
+insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 {
 	Datum		values[NCOLS];
 	ListCell   *lc;
@@ -662,7 +681,7 @@ insert_large_sql(List *specs, BatchColumns *bc)
 		i++;
 	}
 	column_arrays(bc, values);
-	taskq_execute(&insert_plan, values, NULL, false, 0);
+	taskq_execute(rules ? &insert_rules_plan : &insert_plan, values, NULL, false, 0);
 	if (SPI_processed != (uint64) bc->n)
 		report_skipped_rows(bc->n, SPI_processed);
 }
@@ -680,13 +699,17 @@ taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 	bool		small = if_absent || list_length(specs) <= SMALL_BATCH;
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
+	bool		rules = false;
+	ListCell   *lc;
 
+	foreach(lc, specs)
+		rules |= ((TaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
 	if (!small)
 		policy_actions = policy_max_tries(specs, &policy_tries);
 	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);
 	if (small)
-		insert_small(specs, &bc, if_absent);
-	else if (!insert_large_direct(specs, &bc))
-		insert_large_sql(specs, &bc);
+		insert_small(specs, &bc, if_absent, rules);
+	else if (!insert_large_direct(specs, &bc, rules))
+		insert_large_sql(specs, &bc, rules);
 }
 

@@ -348,6 +348,79 @@ skip_task(const char *id, List **work)
 }
 
 /*
+ * The same statements for a database whose extension is not updated to
+ * 0.5 yet (no rules, no counters): every task is all_success, and the rows
+ * they return have the same columns, so the decisions below are the same.
+ */
+#define LEGACY_COMPLETED_RETURNING \
+	"num_signals, status_code::text, spontaneous, action, 'all_success'::text, 0, 0"
+
+static TaskqPlan legacy_signal_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	" RETURNING " LEGACY_COMPLETED_RETURNING,
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_signal_or_defer_plan = {
+	"WITH s AS ("
+	"  UPDATE taskq.tasks AS t"
+	"     SET num_signals = t.num_signals OPERATOR(pg_catalog.-) $2"
+	"   WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"     SELECT l.ctid FROM taskq.tasks AS l WHERE l.id OPERATOR(pg_catalog.=) $1"
+	"        AND l.total_dependencies OPERATOR(pg_catalog.<=) 64"
+	"        FOR UPDATE SKIP LOCKED))"
+	"  RETURNING t.num_signals, t.status_code::text AS code, t.spontaneous, t.action),"
+	" w AS ("
+	"  SELECT e.total_dependencies OPERATOR(pg_catalog.>) 64 AS wide"
+	"    FROM taskq.tasks AS e WHERE e.id OPERATOR(pg_catalog.=) $1),"
+	" d AS ("
+	"  INSERT INTO taskq.deferred_signals AS ds (task_id, stripe, signals)"
+	"  SELECT $1, $3, $2 FROM w WHERE NOT EXISTS (SELECT FROM s)"
+	"  ON CONFLICT ON CONSTRAINT deferred_signals_pkey"
+	"  DO UPDATE SET signals = ds.signals OPERATOR(pg_catalog.+) excluded.signals"
+	"  RETURNING 1)"
+	" SELECT s.num_signals, s.code, s.spontaneous, s.action, 'all_success'::text, 0, 0,"
+	"        false, false FROM s"
+	" UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, true, (SELECT w.wide FROM w)"
+	"   FROM d",
+	3, {TEXTOID, INT4OID, INT4OID}
+};
+
+static TaskqPlan legacy_fold_signal_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND num_signals OPERATOR(pg_catalog.>=) $2"
+	" RETURNING " LEGACY_COMPLETED_RETURNING,
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_signal_abort_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.-) 1,"
+	"       status_code = CASE WHEN o.fate IS NOT NULL THEN 'aborted'::taskq.status ELSE t.status_code END,"
+	"       status = CASE WHEN o.fate IS NOT NULL THEN $2 ELSE t.status END,"
+	"       finished_at = CASE WHEN o.fate IS NOT NULL THEN pg_catalog.now() ELSE t.finished_at END,"
+	"       action_deadline = CASE WHEN o.fate IS NOT NULL THEN NULL ELSE t.action_deadline END"
+	"  FROM (SELECT p.id, p.status_code AS code, p.num_signals AS old_signals,"
+	"               CASE WHEN p.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"                    THEN 'a' END AS fate"
+	"          FROM taskq.tasks AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
+	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
+	" RETURNING o.fate, t.to_signal_after, o.code::text, o.old_signals, t.num_signals,"
+	"           t.spontaneous, t.action",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* The statement for this database's schema: with rules, or the legacy one. */
+static inline TaskqPlan *
+plan_for(TaskqPlan *rules, TaskqPlan *legacy)
+{
+	return taskq_rules_installed() ? rules : legacy;
+}
+
+/*
  * Signal one successor k times (see signal_completed); while folding,
  * waiting for its row; otherwise, if may_defer, deferring when the row is
  * locked or the task is a wide join.
@@ -364,7 +437,7 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	args[2] = Int32GetDatum(MyBackendId);	/* this backend's counter */
 	if (folding)
 	{
-		taskq_execute(&fold_signal_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&fold_signal_plan, &legacy_fold_signal_plan), args, NULL, false, 0);
 		if (SPI_processed == 0)
 		{
 			taskq_execute(&task_exists_plan, args, NULL, false, 0);
@@ -387,7 +460,8 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	{
 		bool		isnull;
 
-		taskq_execute(&signal_or_defer_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&signal_or_defer_plan, &legacy_signal_or_defer_plan),
+					  args, NULL, false, 0);
 		if (SPI_processed == 0)
 			return;				/* successor gone (retention): nothing to signal */
 		if (taskq_get_bool(0, 8, NULL))
@@ -400,7 +474,7 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	}
 	else
 	{
-		taskq_execute(&signal_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&signal_plan, &legacy_signal_plan), args, NULL, false, 0);
 		if (SPI_processed == 0)
 			return;				/* successor gone (retention): nothing to signal */
 	}
@@ -463,7 +537,7 @@ signal_abort_one(const char *pred, const char *succ, List **work)
 
 	values[0] = CStringGetTextDatum(succ);
 	values[1] = CStringGetTextDatum(psprintf("aborted: predecessor \"%s\" aborted", pred));
-	taskq_execute(&signal_abort_plan, values, NULL, false, 0);
+	taskq_execute(plan_for(&signal_abort_plan, &legacy_signal_abort_plan), values, NULL, false, 0);
 	if (SPI_processed == 0)
 		return;					/* gone (retention): nothing to signal */
 	(void) taskq_get_datum(0, 1, &isnull);	/* the fate: aborted or skipped */
@@ -615,6 +689,12 @@ static TaskqPlan wait_again_plan = {
 	1, {TEXTOID}
 };
 
+static TaskqPlan legacy_wait_again_plan = {
+	"UPDATE taskq.tasks SET num_signals = num_signals OPERATOR(pg_catalog.+) 1"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 /* The successors (sorted) of a task re-driven: each waits for it again. */
 void
 taskq_signal_wait_again(List *succs)
@@ -625,7 +705,7 @@ taskq_signal_wait_again(List *succs)
 	{
 		Datum		s = CStringGetTextDatum(lfirst(lc));
 
-		taskq_execute(&wait_again_plan, &s, NULL, false, 0);
+		taskq_execute(plan_for(&wait_again_plan, &legacy_wait_again_plan), &s, NULL, false, 0);
 	}
 }
 
@@ -664,6 +744,24 @@ static TaskqPlan add_edges_unstarted_plan = {
 	2, {TEXTOID, INT4OID}
 };
 
+#define LEGACY_ADD_EDGES_SET \
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.+) $2," \
+	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.+) $2"
+
+static TaskqPlan legacy_add_edges_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_add_edges_unstarted_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND t.performance_token IS NULL",
+	2, {TEXTOID, INT4OID}
+};
+
 bool
 taskq_signal_add_edges(const char *id, int32 k, bool unstarted)
 {
@@ -671,7 +769,9 @@ taskq_signal_add_edges(const char *id, int32 k, bool unstarted)
 
 	values[0] = CStringGetTextDatum(id);
 	values[1] = Int32GetDatum(k);
-	taskq_execute(unstarted ? &add_edges_unstarted_plan : &add_edges_plan,
+	taskq_execute(unstarted ?
+				  plan_for(&add_edges_unstarted_plan, &legacy_add_edges_unstarted_plan) :
+				  plan_for(&add_edges_plan, &legacy_add_edges_plan),
 				  values, NULL, false, 0);
 	return SPI_processed == 1;
 }

@@ -120,6 +120,18 @@ static TaskqPlan retention_plan = {
 	1, {TIMESTAMPTZOID}
 };
 
+/* The same for an extension not updated to 0.5 yet (queue.h: taskq_rules_installed). */
+static TaskqPlan legacy_retention_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.tasks AS f"
+	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
+	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
+	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
 static TaskqPlan oldest_finished_plan = {
 	"SELECT pg_catalog.min(finished_at) FROM taskq.tasks"
 	" WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status",
@@ -280,7 +292,8 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
-		taskq_execute(&retention_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &retention_plan : &legacy_retention_plan,
+					  &arg, NULL, false, 0);
 		if (SPI_processed == RETENTION_BATCH)
 			next = earliest(next, now);
 		else
