@@ -4,7 +4,8 @@
  *	  The completion of held tasks: each row found where this backend's claim
  *	  wrote it or by its primary key, its token checked, the row updated (or
  *	  deleted with taskq.retention = 0); and the same as one SQL statement, the
- *	  fallback when the direct path does not apply.
+ *	  fallback when the direct path does not apply.  A result given with the
+ *	  return is written in the same row version (taskq.tasks.result).
  *
  * The completion does what UPDATE ... FROM unnest(ids, tokens) did, row by
  * row in id order (the lock order of batch returns): it waits for a row

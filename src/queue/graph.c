@@ -5,6 +5,11 @@
  *	  stored tasks, the cycle check run under it, edges added between stored
  *	  tasks, and the workflow locks.
  *
+ * add_dependencies with an after that already finished: for a run task
+ * whose trigger rule is all_success a completion is satisfied and an abort
+ * refused, as before 0.5; for another rule the edge is added and counted
+ * at once with its outcome (signal.c decides the rule).
+ *
  * Lock order: workflow locks (in key order), then the graph lock, then task
  * rows in id order.
  *

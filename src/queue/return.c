@@ -7,7 +7,9 @@
  * The completions of a batch go through complete.c at once, in id order
  * (the lock order of batch returns); every other return locks its row,
  * checks the token, and completes, aborts (with the cascade) or gives the
- * task back for another try after its retry policy's delay.
+ * task back for another try after its retry policy's delay.  A result
+ * given with a return is written with it: by the completion itself
+ * (complete.c), or, for the other outcomes, to the locked row first.
  *
  *-------------------------------------------------------------------------
  */

@@ -6,7 +6,9 @@
  *	  a time (table_multi_insert, as COPY does), index entries added and the
  *	  primary key checked as entries go in, or with the INSERT where that
  *	  path does not apply.  A stored duplicate is reported by id and batch
- *	  position.
+ *	  position.  The trigger rule is written only when a task of the batch
+ *	  has another than all_success (else the column's default), so that a
+ *	  database not updated to 0.5 still takes plain batches.
  *
  * Locking: RowExclusiveLock on the table, as an INSERT; a possible repeat
  * of a stored id is checked as a deferred unique constraint does, which
