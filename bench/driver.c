@@ -32,6 +32,10 @@
  *                         on the join's action at once: join_ms is from the
  *                         reply to that last return (its commit is done) to
  *                         the reply of the own_tasks that got the join.
+ *                         --trigger RULE gives the join a trigger rule:
+ *                         all_done drains as above; one_success completes
+ *                         one member only (the deciding one) and times the
+ *                         join's claim from that return's reply
  *               chain     taskq.chain of --tasks hops (not timed); one
  *                         worker claims and completes hop after hop; the
  *                         next hop must be ownable as soon as the return
@@ -46,7 +50,7 @@
  *                         seconds and at the end
  *   options: --clients N --tasks N --batch N --per-claim N --rate N
  *            --seconds N --action NAME --prefix ID_PREFIX --claims N
- *            --backlog N --window N
+ *            --backlog N --window N --trigger RULE
  *   The connection comes from the usual PG* environment variables.
  *
  * Prints one line of key=value pairs; bench/run.sh turns them into tables.
@@ -77,6 +81,7 @@ typedef struct Options
 	int			seconds;
 	const char *action;
 	const char *prefix;
+	const char *trigger;		/* fanin: the join's trigger rule (NULL: all_success) */
 	long		claims;			/* drain: stop after this many (0: until empty) */
 	long		backlog;		/* depth: tasks per round; soak: most unfinished */
 	int			window;			/* soak: seconds of the first and last window */
@@ -751,20 +756,46 @@ run_fanin(void)
 	snprintf(n, sizeof(n), "%ld", opt.tasks);
 	snprintf(join_id, sizeof(join_id), "%s-join", opt.prefix);
 	{
-		const char *params[3] = {opt.prefix, body, n};
+		const char *params[4] = {opt.prefix, body, n, opt.trigger};	/* NULL: no key */
 
 		prepare(conn, "chord",
 				"SELECT taskq.chord((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
 				"    'id', $1 || '-m' || g, 'action', 'member', 'body', $2::jsonb))"
 				"  FROM pg_catalog.generate_series(1, $3::bigint) AS g),"
-				"  pg_catalog.jsonb_build_object('id', $1 || '-join', 'action', 'join'))");
-		PQclear(exec_prepared(conn, "chord", 3, params));
+				"  pg_catalog.jsonb_build_object('id', $1 || '-join', 'action', 'join')"
+				"  || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('trigger', $4::text)))");
+		PQclear(exec_prepared(conn, "chord", 4, params));
 	}
 	settle(conn);
 
 	opt.action = "member";
 	start = now_s();
-	elapsed = run_drain_threads();
+	if (opt.trigger && strcmp(opt.trigger, "one_success") == 0)
+	{
+		/* the first completion decides: one member, then the join at once */
+		const char *actor[1] = {"w0"};
+		char		id[80],
+					token[64];
+
+		prepare(conn, "one", "SELECT id, token FROM taskq.own_tasks($1, 1, '{member}', '5 minutes')");
+		prepare(conn, "join", "SELECT id, token FROM taskq.own_tasks($1, 1, '{join}', '5 minutes')");
+		prepare(conn, "done1", "SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
+		res = exec_prepared(conn, "one", 1, actor);
+		snprintf(id, sizeof(id), "%s", PQgetvalue(res, 0, 0));
+		snprintf(token, sizeof(token), "%s", PQgetvalue(res, 0, 1));
+		PQclear(res);
+		{
+			const char *params[2] = {id, token};
+
+			PQclear(exec_prepared(conn, "done1", 2, params));
+		}
+		last_done_at = now_s();
+		claim_join(conn, "w0");
+		atomic_store(&done_tasks, 1);
+		elapsed = last_done_at - start;
+	}
+	else
+		elapsed = run_drain_threads();
 	if (join_ms < 0)
 	{
 		fprintf(stderr, "driver: fanin completed %ld of %ld members\n",
@@ -1089,6 +1120,8 @@ main(int argc, char **argv)
 			opt.action = v;
 		else if (strcmp(k, "--prefix") == 0)
 			opt.prefix = v;
+		else if (strcmp(k, "--trigger") == 0)
+			opt.trigger = v;
 		else if (strcmp(k, "--claims") == 0)
 			opt.claims = atol(v);
 		else if (strcmp(k, "--backlog") == 0)

@@ -35,6 +35,11 @@
 #           being claimed; and the drain rate of a group of FANIN_TASKS
 #           (100,000) into one join against a plain drain of as many;
 #           FANIN_CLIENTS workers, FANIN_PER_CLAIM per claim (4, 1)
+#   rules   a chord of FANIN_JOIN (10,000) members into one join with a
+#           trigger rule: one_success (one member completes, the join is
+#           timed from that return to its claim) and all_done (every
+#           member completes, as fanin); with the fanin workload in the
+#           same run, against the all_success join
 #   chain   CHAIN_HOPS (1,000) hops of taskq.chain, one worker: ms per hop,
 #           against ms per task of a plain one-worker drain of as many
 #   soak    SOAK_SECONDS (600) of SOAK_CLIENTS (4) workers draining and one
@@ -304,6 +309,21 @@ if want fanin; then
     R[fanin.plain]=$(fanin_median plain rate)
 fi
 
+if want rules; then
+    for ((r = 1; r <= LONG_RUNS; r++)); do
+        for rule in one_success all_done; do
+            reset_tables
+            L[rules.$rule.$r]=$(driver fanin --tasks "$FANIN_JOIN" --clients "$FANIN_CLIENTS" --per-claim "$FANIN_PER_CLAIM" --prefix "r$rule$r" --trigger "$rule")
+            echo "  rules: $rule join of $FANIN_JOIN run $r: ${L[rules.$rule.$r]}" >&2
+        done
+    done
+    for rule in one_success all_done; do
+        for k in join_ms join_polls join_db_ms; do
+            R[rules.$rule.$k]=$(for ((r = 1; r <= LONG_RUNS; r++)); do field "$k" <<<"${L[rules.$rule.$r]}"; done | median)
+        done
+    done
+fi
+
 if want chain; then
     for ((r = 1; r <= RUNS; r++)); do
         reset_tables
@@ -466,7 +486,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "Latency, the same, 4 workers waiting in own_tasks (wait => 1 s, no LISTEN): p50 $(pw p50_ms) ms, p95 $(pw p95_ms) ms, p99 $(pw p99_ms) ms."
         echo
     fi
-    if want depth || want fanin || want chain || want soak; then
+    if want depth || want fanin || want rules || want chain || want soak; then
         echo "| workload (taskq against itself) | taskq | against | ratio | target |"
         echo "|---|---:|---:|---:|---|"
         if want depth; then
@@ -489,6 +509,10 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         fi
         if want fanin; then
             echo "Fan-in, group of $(fmt "$FANIN_JOIN") into one join: the join was claimed ${R[fanin.join_ms]} ms after the last member's return committed (target ≤ 10 ms): from the reply to the last \`return_task\` to the reply of the \`own_tasks\` on the join's action that got it, called at once by the same client (${R[fanin.join_polls]} call(s) needed). From database timestamps (the join's claim time less the last member's \`finished_at\`; both are transaction starts, so this also covers the last return's own work and commit): ${R[fanin.join_db_ms]} ms. With the group of $(fmt "$FANIN_TASKS"): ${R[fanin.group_join_ms]} ms."
+            echo
+        fi
+        if want rules; then
+            echo "Trigger rules, a join of $(fmt "$FANIN_JOIN") members: \`one_success\` claimed ${R[rules.one_success.join_ms]} ms after the first member's return (the deciding one) came back (${R[rules.one_success.join_polls]} call(s); ${R[rules.one_success.join_db_ms]} ms from database timestamps); \`all_done\` claimed ${R[rules.all_done.join_ms]} ms after the last member's return (${R[rules.all_done.join_polls]} call(s); ${R[rules.all_done.join_db_ms]} ms from database timestamps). Target ≤ 10 ms."
             echo
         fi
         if want chain; then
@@ -523,7 +547,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     fi
     runs="Median of $RUNS runs of $TASKS tasks"
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
-    if want depth || want fanin; then runs+="; depth and fan-in: median of $LONG_RUNS run(s)"; fi
+    if want depth || want fanin || want rules; then runs+="; depth, fan-in and rules: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
     if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."

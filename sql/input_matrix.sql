@@ -59,15 +59,19 @@ INSERT INTO m_valid VALUES
   ('extend_ownership', ARRAY[$$'w'$$, $$'{m-owned}'$$,
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'1 hour'$$]),
   ('return_task', ARRAY[$$'m-owned'$$,
-       $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$, $$'done'$$, $$'completed'$$]),
+       $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$, $$'done'$$, $$'completed'$$,
+       'NULL', $$'{"rows": 1}'$$]),
   ('release_task', ARRAY[$$'m-owned'$$,
        $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$]),
   ('return_tasks', ARRAY[$$'{m-owned}'$$,
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'{done}'$$,
-       $$'{completed}'$$]),
+       $$'{completed}'$$, $$ARRAY['{"rows": 1}'::jsonb]$$]),
   ('return_and_own', ARRAY[$$'{m-owned}'$$,
        $$ARRAY[(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')]$$, $$'{done}'$$,
-       $$'{completed}'$$, $$'w'$$, '1', $$'{m}'$$, $$'1 hour'$$]),
+       $$'{completed}'$$, $$'w'$$, '1', $$'{m}'$$, $$'1 hour'$$, $$ARRAY['{"rows": 1}'::jsonb]$$]),
+  ('predecessor_results', ARRAY[$$'m-owned'$$,
+       $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-owned')$$]),
+  ('task_graph', ARRAY[$$'m-flow'$$, $$'dot'$$]),
   ('add_dependencies', ARRAY[$$'{m-owned}'$$, $$'{m-ready}'$$]),
   ('wait_for_task', ARRAY[$$'m-done'$$, $$'1 s'$$]),
   ('chain', ARRAY[$$'[{"id": "m-c1", "action": "m"}, {"id": "m-c2", "action": "m"}]'$$, $$'{m-ready}'$$]),
@@ -109,7 +113,8 @@ CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);
 INSERT INTO m_bad (type, kind, expr)
 SELECT t.type, v.kind, v.expr
   FROM (VALUES ('text'), ('jsonb'), ('text[]'), ('uuid'), ('uuid[]'), ('integer'),
-               ('bigint'), ('interval'), ('taskq.status'), ('taskq.status[]')) AS t(type),
+               ('bigint'), ('interval'), ('taskq.status'), ('taskq.status[]'),
+               ('jsonb[]')) AS t(type),
        LATERAL (VALUES
     -- every type
     ('NULL', 'NULL'),
@@ -175,7 +180,11 @@ INSERT INTO m_bad (type, kind, expr) VALUES
     ('taskq.status[]', 'empty array', $$'{}'$$),
     ('taskq.status[]', 'NULL element', $$'{NULL}'$$),
     ('taskq.status[]', 'in_progress', $$'{in_progress}'$$),
-    ('taskq.status[]', 'unknown label', $$'{done}'$$);
+    ('taskq.status[]', 'unknown label', $$'{done}'$$),
+    ('jsonb[]', 'empty array', $$'{}'$$),
+    ('jsonb[]', 'NULL element', $$'{NULL}'$$),
+    ('jsonb[]', 'two elements', $$ARRAY['1', '2']::jsonb[]$$),
+    ('jsonb[]', 'element over 1 MiB', $$ARRAY[jsonb_build_object('b', repeat('b', 1100000))]$$);
 UPDATE m_bad SET ord = o.n
   FROM (SELECT ctid, row_number() OVER (PARTITION BY type ORDER BY
             CASE kind WHEN 'NULL' THEN 0 WHEN 'empty' THEN 1 WHEN 'malformed' THEN 2 ELSE 3 END,

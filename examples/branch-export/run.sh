@@ -108,5 +108,18 @@ if verbose; then
 fi
 "${PSQL[@]}" -P footer=off -c "SELECT * FROM export_demo.summary"
 fail_on_violations export_demo.violations
+# The task graph of the smallest export (its tasks carry the workflow key export@<commit>):
+# copies and deletes signal the _SUCCESS of their prefix, each _SUCCESS its parent's.
+flow=$("${PSQL[@]}" -At -c "SELECT workflow FROM taskq.tasks WHERE workflow LIKE 'export@%'
+                              GROUP BY workflow ORDER BY count(*), workflow LIMIT 1")
+if [[ -n $flow ]]; then
+    echo "--- taskq.task_graph('$flow', 'mermaid'):"
+    "${PSQL[@]}" -At -c "SELECT taskq.task_graph('$flow', 'mermaid')" | grep -v classDef
+    if command -v dot >/dev/null; then
+        "${PSQL[@]}" -At -c "SELECT taskq.task_graph('$flow')" | dot -Tsvg >/dev/null ||
+            die "dot -Tsvg cannot render the task graph of $flow"
+        echo "(its DOT form renders with dot -Tsvg)"
+    fi
+fi
 echo "branch-export: ok (checked: last commits exported, each object copied once per export," \
     "_SUCCESS after its objects, one export at a time per branch, no task left)"

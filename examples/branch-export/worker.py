@@ -166,6 +166,7 @@ class ExportWorker:
             cur.execute("SELECT taskq.insert_tasks(%s)", (Json([{
                 "id": manifest_id, "action": "export-manifest",
                 "body": {"branch": branch, "commit": commit},
+                "workflow": export_workflow(commit),
                 "priority": PRIORITY["export-manifest"]}]),))
             cur.execute("SELECT taskq.add_dependencies(ARRAY[%s], ARRAY[%s])",
                         (done_export_id(branch), manifest_id))
@@ -271,6 +272,11 @@ def export_is_current(cur, body):
     return cur.rowcount == 1
 
 
+def export_workflow(commit):
+    """The workflow key of one export's tasks (run.sh draws one with taskq.task_graph)."""
+    return f"export@{commit}"
+
+
 def plan_export(branch, commit, objects, in_bucket):
     """The tasks of one export, for insert_tasks.
 
@@ -299,23 +305,24 @@ def plan_export(branch, commit, objects, in_bucket):
         return f"success@{commit}:{prefix}_SUCCESS"
 
     tasks = []
+    flow = export_workflow(commit)
     for path in sorted(objects):
         etag, size = objects[path]
         tasks.append({"id": f"copy@{commit}:{path}", "action": "export-copy",
                       "body": {"branch": branch, "commit": commit, "path": path,
                                "etag": etag, "size_mb": size},
-                      "max_tries": COPY_MAX_TRIES,
+                      "max_tries": COPY_MAX_TRIES, "workflow": flow,
                       "to_signal_after": [success_id(home(path))]})
     markers = {prefix + "_SUCCESS" for prefix in prefixes}
     for path in sorted(in_bucket - objects.keys() - markers):
         tasks.append({"id": f"delete@{commit}:{path}", "action": "export-delete",
                       "body": {"branch": branch, "commit": commit, "path": path},
-                      "max_tries": COPY_MAX_TRIES,
+                      "max_tries": COPY_MAX_TRIES, "workflow": flow,
                       "to_signal_after": [success_id(home(path))]})
     for prefix in sorted(prefixes):
         tasks.append({"id": success_id(prefix), "action": "export-success",
                       "body": {"branch": branch, "commit": commit, "prefix": prefix},
-                      "priority": PRIORITY["export-success"],
+                      "priority": PRIORITY["export-success"], "workflow": flow,
                       "to_signal_after": [success_id(parent(prefix)) if prefix
                                           else done_export_id(branch)]})
     return tasks

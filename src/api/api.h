@@ -18,7 +18,9 @@ extern TaskqStatus taskq_status_code_arg(Datum d);
 extern bool taskq_timeout_arg(FunctionCallInfo fcinfo, int argno, TimestampTz *deadline);
 
 /* return.c, own.c: return_tasks' and own_tasks' arguments, parsed */
-extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first, int *n);
+extern TaskqReturnItem *taskq_return_args(FunctionCallInfo fcinfo, int first,
+										  int results_arg, int *n);
+extern Jsonb *taskq_result_arg(Datum d, const char *argname, const char *id);
 extern void taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req);
 
 /* machines.c: the debug argument of start_machine and start_saga */

@@ -33,10 +33,11 @@ PG_FUNCTION_INFO_V1(taskq_return_and_own);
 /*
  * return_and_own(ids text[], tokens uuid[], statuses text[],
  *				  status_codes taskq.status[], actor text, max_tasks int,
- *				  actions text[], max_duration interval DEFAULT NULL)
+ *				  actions text[], max_duration interval DEFAULT NULL,
+ *				  results jsonb[] DEFAULT NULL)
  *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline)
  *
- * The first four arguments are return_tasks', the rest own_tasks'; each
+ * The first four arguments and the last are return_tasks', the rest own_tasks'; each
  * part reports bad arguments by the names it shares with this function.
  */
 Datum
@@ -48,7 +49,7 @@ taskq_return_and_own(PG_FUNCTION_ARGS)
 	int			n;
 	TaskqClaimRequest req;
 
-	items = taskq_return_args(fcinfo, 0, &n);
+	items = taskq_return_args(fcinfo, 0, 8, &n);
 	SPI_connect();
 	taskq_return(items, n, "return_tasks()");
 	SPI_finish();

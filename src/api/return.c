@@ -34,8 +34,26 @@ taskq_status_code_arg(Datum d)
 }
 
 /*
+ * A result argument (or element): at most TASKQ_MAX_RESULT_SIZE bytes in
+ * jsonb form.
+ */
+Jsonb *
+taskq_result_arg(Datum d, const char *argname, const char *id)
+{
+	Jsonb	   *result = DatumGetJsonbP(d);
+
+	if (VARSIZE(result) > TASKQ_MAX_RESULT_SIZE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" is too large for task \"%s\"", argname, id),
+				 errdetail("A result is at most %d bytes in jsonb form; this one has %zu.",
+						   TASKQ_MAX_RESULT_SIZE, (size_t) VARSIZE(result))));
+	return result;
+}
+
+/*
  * return_task(id text, token uuid, status text, status_code taskq.status,
- *			   retry_delay interval DEFAULT NULL)
+ *			   retry_delay interval DEFAULT NULL, result jsonb DEFAULT NULL)
  */
 Datum
 taskq_return_task(PG_FUNCTION_ARGS)
@@ -78,6 +96,9 @@ taskq_return_task(PG_FUNCTION_ARGS)
 	item.status = status;
 	item.code = code;
 	item.retry_delay = retry_delay;
+	item.result = NULL;
+	if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
+		item.result = taskq_result_arg(PG_GETARG_DATUM(5), "result", id);
 	SPI_connect();
 	taskq_return(&item, 1, "return_task()");
 	SPI_finish();
@@ -92,17 +113,21 @@ compare_return_items(const void *a, const void *b)
 
 /*
  * return_tasks(ids text[], tokens uuid[], statuses text[],
- *				status_codes taskq.status[]) returns bigint
+ *				status_codes taskq.status[], results jsonb[]) returns bigint
  *
- * The arguments of return_tasks (from argument first on: return_and_own
- * has them too), checked, as the queue's items in id order, so that
+ * The arguments of return_tasks (from argument first on, and results at
+ * results_arg: return_and_own has them too), checked, as the queue's items
+ * in id order, so that
  * concurrent batch returns lock rows in one order; the session's
  * per-action limits are checked too.  statuses may be NULL (no status
  * text).
  */
 TaskqReturnItem *
-taskq_return_args(FunctionCallInfo fcinfo, int first, int *nitems)
+taskq_return_args(FunctionCallInfo fcinfo, int first, int results_arg, int *nitems)
 {
+	Datum	   *results = NULL;
+	bool	   *rnulls = NULL;
+	int			nresults = 0;
 	List	   *ids;
 	Datum	   *tokens,
 			   *statuses = NULL,
@@ -138,6 +163,16 @@ taskq_return_args(FunctionCallInfo fcinfo, int first, int *nitems)
 		deconstruct_array(arr, ARR_ELEMTYPE(arr), typlen, typbyval, typalign,
 						  &codes, &cnulls, &ncodes);
 	}
+	if (PG_NARGS() > results_arg && !PG_ARGISNULL(results_arg))
+	{
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(results_arg), JSONBOID, -1, false,
+						  TYPALIGN_INT, &results, &rnulls, &nresults);
+		if (nresults != n)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("arrays \"ids\" and \"results\" must have the same length"),
+					 errdetail("\"ids\" has %d elements, \"results\" %d.", n, nresults)));
+	}
 	if (ntokens != n || ncodes != n || (statuses && nstatuses != n))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -162,6 +197,8 @@ taskq_return_args(FunctionCallInfo fcinfo, int first, int *nitems)
 		items[i].status = (statuses && !snulls[i]) ?
 			TextDatumGetCString(statuses[i]) : NULL;
 		items[i].code = taskq_status_code_arg(codes[i]);
+		items[i].result = (results && !rnulls[i]) ?
+			taskq_result_arg(results[i], "results", items[i].id) : NULL;
 		i++;
 	}
 	qsort(items, n, sizeof(TaskqReturnItem), compare_return_items);
@@ -179,7 +216,8 @@ taskq_return_args(FunctionCallInfo fcinfo, int first, int *nitems)
 
 /*
  * return_tasks(ids text[], tokens uuid[], statuses text[],
- *				status_codes taskq.status[]) returns bigint
+ *				status_codes taskq.status[], results jsonb[] DEFAULT NULL)
+ *	 returns bigint
  *
  * All or none.
  */
@@ -187,7 +225,7 @@ Datum
 taskq_return_tasks(PG_FUNCTION_ARGS)
 {
 	int			n;
-	TaskqReturnItem *items = taskq_return_args(fcinfo, 0, &n);
+	TaskqReturnItem *items = taskq_return_args(fcinfo, 0, 4, &n);
 
 	SPI_connect();
 	taskq_return(items, n, "return_tasks()");

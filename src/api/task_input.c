@@ -261,6 +261,7 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 				  strcmp(key, "not_before") == 0 ||
 				  strcmp(key, "post_result") == 0 ||
 				  strcmp(key, "spontaneous") == 0 ||
+				  strcmp(key, "trigger") == 0 ||
 				  strcmp(key, "status") == 0))
 			continue;			/* a known key: null means the default */
 		else if (strcmp(key, "to_signal_after") == 0)
@@ -300,11 +301,24 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
 				wrong_type(key, "a string", &val);
 			spec->status = json_string(&val);
 		}
+		else if (strcmp(key, "trigger") == 0)
+		{
+			char	   *rule;
+
+			if (val.type != jbvString)
+				wrong_type(key, "a string", &val);
+			rule = json_string(&val);
+			if (!taskq_trigger_from_label(rule, &spec->trigger))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown trigger rule \"%s\"", rule),
+						 errhint("The trigger rules are all_success, all_done, one_failed and one_success.")));
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized key \"%s\"", key),
-					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow and status.")));
+					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow, status and trigger.")));
 	}
 
 	if (spec->action == NULL)

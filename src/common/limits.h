@@ -14,5 +14,6 @@
 #define TASKQ_MAX_ACTION_LEN	255
 #define TASKQ_MAX_ACTOR_LEN		255
 #define TASKQ_MAX_BODY_SIZE		(1024 * 1024)
+#define TASKQ_MAX_RESULT_SIZE	(1024 * 1024)	/* a return's result, jsonb form */
 
 #endif							/* TASKQ_LIMITS_H */

@@ -4,7 +4,8 @@
  *	  The completion of held tasks: each row found where this backend's claim
  *	  wrote it or by its primary key, its token checked, the row updated (or
  *	  deleted with taskq.retention = 0); and the same as one SQL statement, the
- *	  fallback when the direct path does not apply.
+ *	  fallback when the direct path does not apply.  A result given with the
+ *	  return is written in the same row version (taskq.tasks.result).
  *
  * The completion does what UPDATE ... FROM unnest(ids, tokens) did, row by
  * row in id order (the lock order of batch returns): it waits for a row
@@ -67,6 +68,23 @@
 static TaskqPlan complete_held_batch_plan = {
 	"UPDATE taskq.tasks AS t"
 	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
+	"       finished_at = pg_catalog.now(), action_deadline = NULL,"
+	"       result = COALESCE(r.result, t.result)"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                  pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::jsonb[]))"
+	"       AS r(id, token, status, result)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled"
+	" RETURNING t.id, t.to_signal_after",
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
+/* The same for an extension not updated to 0.5 yet: no results. */
+static TaskqPlan complete_held_batch_plain_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
 	"       finished_at = pg_catalog.now(), action_deadline = NULL"
 	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
 	"                  pg_catalog.unnest($3::text[])) AS r(id, token, status)"
@@ -78,12 +96,7 @@ static TaskqPlan complete_held_batch_plan = {
 	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
-/*
- * With taskq.retention = 0: delete the held tasks that nobody keeps (see
- * delete_on_completion), before complete_held_batch_plan
- * completes the others.
- */
-static TaskqPlan delete_held_batch_plan = {
+static TaskqPlan delete_held_batch_plain_plan = {
 	"DELETE FROM taskq.tasks AS t"
 	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])) AS r(id, token)"
 	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
@@ -94,12 +107,30 @@ static TaskqPlan delete_held_batch_plan = {
 	2, {TEXTARRAYOID, UUIDARRAYOID}
 };
 
+/*
+ * With taskq.retention = 0: delete the held tasks that nobody keeps (see
+ * delete_on_completion), before complete_held_batch_plan
+ * completes the others.
+ */
+static TaskqPlan delete_held_batch_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
+	" RETURNING t.id, t.to_signal_after",
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
 /* ----------
  * The completion
  * ----------
  */
 static const char *const complete_changes[] = {
-	"status_code", "status", "finished_at", "action_deadline"
+	"status_code", "status", "finished_at", "action_deadline", "result"
 };
 
 /* Still held with this token: unfinished, not cancelled. */
@@ -121,16 +152,26 @@ held_with(TaskqRel *d, pg_uuid_t *token)
 
 /*
  * With taskq.retention = 0 nobody keeps a completed task, unless a caller
- * means to wait for its result (post_result) or its workflow's job counts
- * it: its completion deletes it instead of writing a finished version.
+ * means to wait for its result (post_result), its workflow's job counts
+ * it, or it has a result (given now or before) that its successors may
+ * read: its completion deletes it instead of writing a finished version.
  */
 static bool
-delete_on_completion(TaskqRel *d)
+delete_on_completion(TaskqRel *d, Jsonb *result)
 {
 	bool		isnull;
 
 	if (taskq_retention != 0 || DatumGetBool(taskq_rel_old(d, d->col.post_result, &isnull)))
 		return false;
+	(void) taskq_rel_old(d, d->col.to_signal_after, &isnull);
+	if (!isnull && d->col.result != InvalidAttrNumber)
+	{
+		bool		no_result;
+
+		(void) taskq_rel_old(d, d->col.result, &no_result);
+		if (result != NULL || !no_result)
+			return false;
+	}
 	(void) taskq_rel_old(d, d->col.workflow, &isnull);
 	return isnull;
 }
@@ -147,7 +188,7 @@ delete_on_completion(TaskqRel *d)
  */
 int
 taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
-					  char **statuses, bool *done, List **succs)
+					  char **statuses, Jsonb **results, bool *done, List **succs)
 {
 	TaskqRel	d;
 	Relation	pkey;
@@ -192,7 +233,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 			if (!found || !held_with(&d, tokens[i]))
 				break;
 			tid = d.oldslot->tts_tid;
-			if (delete_on_completion(&d))
+			if (delete_on_completion(&d, results[i]))
 				result = table_tuple_delete(d.rel, &tid, d.cid, d.snapshot,
 											InvalidSnapshot, true, &tmfd, false);
 			else
@@ -205,6 +246,8 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 					taskq_rel_set(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
 				taskq_rel_set(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
 				taskq_rel_set(&d, d.col.action_deadline, (Datum) 0, true);
+				if (results[i] != NULL && d.col.result != InvalidAttrNumber)
+					taskq_rel_set(&d, d.col.result, JsonbPGetDatum(results[i]), false);
 				result = taskq_rel_update(&d, &tid, true, &tmfd);
 			}
 			if (result == TM_Ok)
@@ -261,15 +304,18 @@ note_held_done(int n, char **ids, bool *done, List **succs)
  */
 void
 taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
-				  bool *done, List **succs)
+				  Jsonb **results, bool *done, List **succs)
 {
 	Datum	   *tokdatums = palloc(sizeof(Datum) * n);
 	Datum	   *stdatums = palloc(sizeof(Datum) * n);
 	bool	   *snulls = palloc(sizeof(bool) * n);
+	Datum	   *resdatums = palloc(sizeof(Datum) * n);
+	bool	   *rnulls = palloc(sizeof(bool) * n);
 	List	   *idlist = NIL;
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
-	Datum		values[3];
+	Datum		values[4];
+	bool		has_results = taskq_rules_installed();	/* the column result exists */
 
 	for (int i = 0; i < n; i++)
 	{
@@ -277,6 +323,8 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 		tokdatums[i] = UUIDPGetDatum(tokens[i]);
 		snulls[i] = statuses[i] == NULL;
 		stdatums[i] = snulls[i] ? (Datum) 0 : CStringGetTextDatum(statuses[i]);
+		rnulls[i] = results[i] == NULL;
+		resdatums[i] = rnulls[i] ? (Datum) 0 : JsonbPGetDatum(results[i]);
 		done[i] = false;
 		succs[i] = NIL;
 	}
@@ -285,11 +333,15 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 												false, TYPALIGN_CHAR));
 	values[2] = PointerGetDatum(construct_md_array(stdatums, snulls, 1, dims, lbs,
 												   TEXTOID, -1, false, TYPALIGN_INT));
+	values[3] = PointerGetDatum(construct_md_array(resdatums, rnulls, 1, dims, lbs,
+												   JSONBOID, -1, false, TYPALIGN_INT));
 	if (taskq_retention == 0)
 	{
-		taskq_execute(&delete_held_batch_plan, values, NULL, false, 0);
+		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
+					  values, NULL, false, 0);
 		note_held_done(n, ids, done, succs);
 	}
-	taskq_execute(&complete_held_batch_plan, values, NULL, false, 0);
+	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
+				  values, NULL, false, 0);
 	note_held_done(n, ids, done, succs);
 }

@@ -5,6 +5,11 @@
  *	  stored tasks, the cycle check run under it, edges added between stored
  *	  tasks, and the workflow locks.
  *
+ * add_dependencies with an after that already finished: for a run task
+ * whose trigger rule is all_success a completion is satisfied and an abort
+ * refused, as before 0.5; for another rule the edge is added and counted
+ * at once with its outcome (signal.c decides the rule).
+ *
  * Lock order: workflow locks (in key order), then the graph lock, then task
  * rows in id order.
  *
@@ -37,7 +42,16 @@
 #define GRAPH_LOCK_KEY2 0x71000000
 
 static TaskqPlan lock_tasks_plan = {
-	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after"
+	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after,"
+	"       \"trigger\" OPERATOR(pg_catalog.=) 'all_success'::taskq.trigger_rule"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	" ORDER BY id FOR UPDATE",
+	1, {TEXTARRAYOID}
+};
+
+/* The same for an extension not updated to 0.5 yet: every task all_success. */
+static TaskqPlan legacy_lock_tasks_plan = {
+	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after, true"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY id FOR UPDATE",
 	1, {TEXTARRAYOID}
@@ -74,7 +88,16 @@ typedef struct NodeEntry
 	List	   *succs;			/* add_dependencies: its to_signal_after */
 	List	   *new_succs;		/* add_dependencies: edges to add */
 	int32		new_signals;
+	bool		all_success;	/* add_dependencies: its rule is all_success */
 } NodeEntry;
+
+/* add_dependencies: an edge from a task that has already finished. */
+typedef struct FinishedEdge
+{
+	char	   *after;
+	char	   *run;
+	TaskqStatus outcome;
+} FinishedEdge;
 
 static HTAB *
 make_node_table(const char *name)
@@ -159,6 +182,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 	HASH_SEQ_STATUS seq;
 	NodeEntry  *e;
 	List	   *run_nodes = NIL;
+	List	   *finished = NIL;
 
 	Assert(list_length(afters) == list_length(runs));
 	if (afters == NIL)
@@ -176,7 +200,8 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 	{
 		Datum		arg = taskq_text_array_datum(all);
 
-		taskq_execute(&lock_tasks_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &lock_tasks_plan : &legacy_lock_tasks_plan,
+					  &arg, NULL, false, 0);
 	}
 	nodes = make_node_table("taskq add_dependencies");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -189,6 +214,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 		e->succs = taskq_get_text_array(i, 4);
 		e->new_succs = NIL;
 		e->new_signals = 0;
+		e->all_success = taskq_get_bool(i, 5, NULL);
 	}
 
 	forboth(la, afters, lr, runs)
@@ -211,19 +237,31 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 							strcmp(r->code, "pending") == 0 ||
 							strcmp(r->code, "in_progress") == 0 ? "started" : "finished"),
 					 errdetail("A new dependency can only be added to a task that has not started.")));
-		if (strcmp(a->code, "completed") == 0)
+		if (strcmp(a->code, "completed") == 0 && r->all_success)
 			continue;			/* already satisfied */
-		if (strcmp(a->code, "aborted") == 0)
+		if (strcmp(a->code, "aborted") == 0 && r->all_success)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("task \"%s\" cannot wait for task \"%s\", which was aborted",
-							run, after)));
+							run, after),
+					 errhint("A task whose trigger rule is all_done, one_failed or one_success can.")));
 		if (taskq_string_member(a->succs, run) || taskq_string_member(a->new_succs, run))
 			continue;			/* it waits for it already */
 		a->new_succs = lappend(a->new_succs, run);
+		added++;
+		if (strcmp(a->code, "completed") == 0 || strcmp(a->code, "aborted") == 0)
+		{
+			/* another rule: the outcome counts at once (below) */
+			FinishedEdge *f = palloc(sizeof(FinishedEdge));
+
+			f->after = after;
+			f->run = run;
+			f->outcome = taskq_status_from_label(a->code);
+			finished = lappend(finished, f);
+			continue;
+		}
 		if (r->new_signals++ == 0)
 			run_nodes = lappend(run_nodes, r);
-		added++;
 	}
 
 	hash_seq_init(&seq, nodes);
@@ -243,6 +281,12 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 		}
 	}
 
+	foreach(lr, finished)
+	{
+		FinishedEdge *f = lfirst(lr);
+
+		taskq_signal_finished_edge(f->after, f->run, f->outcome);
+	}
 	foreach(lr, run_nodes)
 		taskq_check_no_cycle_through(((NodeEntry *) lfirst(lr))->id);
 

@@ -63,8 +63,20 @@ static TaskqPlan lock_replaced_plan = {
 	1, {TEXTARRAYOID}
 };
 
-/* A replaced task's live incoming edges, once the batch's aborts are done. */
+/*
+ * A replaced task's live incoming edges, once the batch's aborts are done:
+ * its unfinished predecessors (num_signals, unless its rule released it).
+ */
 static TaskqPlan live_signals_plan = {
+	"SELECT CASE WHEN \"trigger\" OPERATOR(pg_catalog.>=) 'one_failed'::taskq.trigger_rule"
+	"            THEN total_dependencies OPERATOR(pg_catalog.-) num_completed"
+	"                 OPERATOR(pg_catalog.-) num_failed"
+	"            ELSE num_signals END"
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+static TaskqPlan legacy_live_signals_plan = {	/* extension not updated to 0.5 */
 	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
@@ -385,7 +397,8 @@ remove_replaced(List *specs, HTAB *ids)
 		Datum		arg = CStringGetTextDatum(rid[i]);
 		IdEntry    *e = lookup_id(ids, rid[i], false);
 
-		taskq_execute(&live_signals_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &live_signals_plan : &legacy_live_signals_plan,
+					  &arg, NULL, false, 0);
 		e->inherited = taskq_get_int32(0, 1, NULL);
 		if (e->inherited > 0)
 			inherits = true;

@@ -47,6 +47,7 @@ typedef struct TaskSpec
 	bool		spontaneous;
 	Jsonb	   *retry;			/* retry policy or NULL */
 	char	   *workflow;		/* workflow key or NULL */
+	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
 } TaskSpec;
 
@@ -128,6 +129,7 @@ typedef struct TaskqReturnItem
 	char	   *status;			/* human-readable status; NULL keeps it */
 	TaskqStatus code;			/* completed, aborted or pending */
 	Interval   *retry_delay;	/* pending: NULL takes the retry policy's */
+	Jsonb	   *result;			/* stored with the return; NULL keeps the last */
 	bool		done;			/* set once returned */
 } TaskqReturnItem;
 
@@ -145,6 +147,10 @@ extern char *taskq_lock_held_task(const char *id, pg_uuid_t *token);
 
 /* Give a held task back unworked: ready at once, the try not counted. */
 extern void taskq_release(const char *id, pg_uuid_t *token);
+
+/* The predecessors of a task its owner holds, with their results (results.c). */
+extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
+									  Tuplestorestate *out, TupleDesc outdesc);
 
 /* ----------
  * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)
@@ -209,6 +215,13 @@ extern Datum taskq_wait_until_done(TaskqPlan *look, const char *key,
 									TimestampTz deadline, bool *isnull);
 extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz deadline,
 							 bool *isnull);
+
+/*
+ * Has this database's extension the 0.5 columns (trigger rules, results)?
+ * Before ALTER EXTENSION taskq UPDATE, the queue keeps to the older table
+ * (relation.c).
+ */
+extern bool taskq_rules_installed(void);
 
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);

@@ -81,10 +81,26 @@ find_columns(TupleDesc desc, TaskColumns *c)
 	c->cancelled = taskq_column(desc, "cancelled");
 	c->post_result = taskq_column(desc, "post_result");
 	c->workflow = taskq_column(desc, "workflow");
+	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
 	return c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
 		c->finished_at && c->cancelled;
+}
+
+/*
+ * Has this database's taskq the 0.5 task columns (trigger rules, results)?
+ * Until ALTER EXTENSION taskq UPDATE runs, the library keeps to the older
+ * table: every task is all_success and no result is stored.
+ */
+bool
+taskq_rules_installed(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+
+	return OidIsValid(nsp) &&
+		OidIsValid(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
 }
 
 /* The OID of an enum type's label, or InvalidOid. */

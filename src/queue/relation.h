@@ -50,7 +50,8 @@ typedef struct TaskColumns
 				finished_at,
 				cancelled,
 				post_result,
-				workflow;
+				workflow,
+				result;
 } TaskColumns;
 
 typedef struct TaskqRel
@@ -134,9 +135,9 @@ extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
 							   TimestampTz now, Tuplestorestate *out, TupleDesc outdesc);
 extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 								  pg_uuid_t **tokens, char **statuses,
-								  bool *done, List **succs);
+								  Jsonb **results, bool *done, List **succs);
 extern void taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
-							   bool *done, List **succs);
+							   Jsonb **results, bool *done, List **succs);
 extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
 extern bool taskq_insert_direct(int n, int ncols, const char *const *names,
 								Datum **cols, bool **nulls, int *stored);
@@ -158,5 +159,7 @@ extern void taskq_complete_spontaneous(List *work);
 extern void taskq_signal_aborted(const char *id, List *succs);
 extern void taskq_signal_wait_again(List *succs);
 extern bool taskq_signal_add_edges(const char *id, int32 k, bool unstarted);
+extern void taskq_signal_finished_edge(const char *after, const char *run,
+									   TaskqStatus outcome);
 
 #endif							/* TASKQ_RELATION_H */

@@ -7,7 +7,9 @@
  * The completions of a batch go through complete.c at once, in id order
  * (the lock order of batch returns); every other return locks its row,
  * checks the token, and completes, aborts (with the cascade) or gives the
- * task back for another try after its retry policy's delay.
+ * task back for another try after its retry policy's delay.  A result
+ * given with a return is written with it: by the completion itself
+ * (complete.c), or, for the other outcomes, to the locked row first.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +40,12 @@ static TaskqPlan lock_plan = {
 	"       cancelled"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 	1, {TEXTOID}
+};
+
+/* A return's result, stored before the task's other changes. */
+static TaskqPlan set_result_plan = {
+	"UPDATE taskq.tasks SET result = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, JSONBOID}
 };
 
 /*
@@ -108,9 +116,13 @@ repeated_return(TaskqStatus final, TaskqStatus code)
  */
 static void
 return_one(const char *id, pg_uuid_t *token, const char *status,
-		   TaskqStatus code, Interval *retry_delay)
+		   TaskqStatus code, Interval *retry_delay, Jsonb *result)
 {
 	char	   *cur;
+	bool		cancelled;
+	int32		num_tries;
+	int32		max_tries;
+	bool		max_null;
 
 	if (code == TASKQ_IN_PROGRESS)
 		ereport(ERROR,
@@ -130,8 +142,23 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 						   cur)));
 	}
 
+	/* lock_plan's row, read before SPI runs anything else */
+	cancelled = taskq_get_bool(0, 7, NULL);
+	num_tries = taskq_get_int32(0, 4, NULL);
+	max_tries = taskq_get_int32(0, 5, &max_null);
+
+	/* The result goes with any return (the row is locked and ours). */
+	if (result != NULL)
+	{
+		Datum		values[2];
+
+		values[0] = CStringGetTextDatum(id);
+		values[1] = JsonbPGetDatum(result);
+		taskq_execute(&set_result_plan, values, NULL, false, 0);
+	}
+
 	/* Cancelled while owned: whatever the worker says, it ends here. */
-	if (taskq_get_bool(0, 7, NULL))
+	if (cancelled)
 	{
 		taskq_abort_task(id, "cancelled");
 		return;
@@ -146,18 +173,11 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 		taskq_complete_task(id, status);
 	else if (code == TASKQ_ABORTED)
 		taskq_abort_task(id, status);
+	else if (!max_null && num_tries >= max_tries)
+		taskq_abort_task(id, status ? status :
+						 psprintf("aborted: all %d tries used", max_tries));
 	else
-	{
-		bool		max_null;
-		int32		num_tries = taskq_get_int32(0, 4, NULL);
-		int32		max_tries = taskq_get_int32(0, 5, &max_null);
-
-		if (!max_null && num_tries >= max_tries)
-			taskq_abort_task(id, status ? status :
-							 psprintf("aborted: all %d tries used", max_tries));
-		else
-			taskq_task_retry(id, taskq_status_from_label(cur), status, retry_delay);
-	}
+		taskq_task_retry(id, taskq_status_from_label(cur), status, retry_delay);
 }
 
 /*
@@ -174,6 +194,7 @@ complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
 	pg_uuid_t **tokens = palloc(sizeof(pg_uuid_t *) * Max(n, 1));
 	char	  **statuses = palloc(sizeof(char *) * Max(n, 1));
+	Jsonb	  **results = palloc(sizeof(Jsonb *) * Max(n, 1));
 	bool	   *done = palloc(sizeof(bool) * Max(n, 1));
 	List	  **succs = palloc(sizeof(List *) * Max(n, 1));
 	int		   *item_of = palloc(sizeof(int) * Max(n, 1));
@@ -188,12 +209,13 @@ complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 		ids[m] = items[i].id;
 		tokens[m] = items[i].token;
 		statuses[m] = items[i].status;
+		results[m] = items[i].result;
 		item_of[m++] = i;
 	}
 	if (m == 0)
 		return;
-	if (taskq_complete_direct(caller, m, ids, tokens, statuses, done, succs) < 0)
-		taskq_complete_sql(m, ids, tokens, statuses, done, succs);
+	if (taskq_complete_direct(caller, m, ids, tokens, statuses, results, done, succs) < 0)
+		taskq_complete_sql(m, ids, tokens, statuses, results, done, succs);
 
 	for (int k = 0; k < m; k++)
 		if (done[k])
@@ -227,7 +249,7 @@ taskq_return(TaskqReturnItem *items, int n, const char *caller)
 		if (!items[i].done)
 		{
 			return_one(items[i].id, items[i].token, items[i].status,
-					   items[i].code, items[i].retry_delay);
+					   items[i].code, items[i].retry_delay, items[i].result);
 			items[i].done = true;
 		}
 	taskq_finished_dispatch();
@@ -246,7 +268,7 @@ taskq_release(const char *id, pg_uuid_t *token)
 
 	if (taskq_return_hook)
 	{
-		TaskqReturnItem item = {(char *) id, token, NULL, TASKQ_PENDING, NULL, false};
+		TaskqReturnItem item = {.id = (char *) id, .token = token, .code = TASKQ_PENDING};
 
 		taskq_return_hook(&item, 1, true);
 		if (item.done)

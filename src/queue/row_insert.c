@@ -6,7 +6,9 @@
  *	  a time (table_multi_insert, as COPY does), index entries added and the
  *	  primary key checked as entries go in, or with the INSERT where that
  *	  path does not apply.  A stored duplicate is reported by id and batch
- *	  position.
+ *	  position.  The trigger rule is written only when a task of the batch
+ *	  has another than all_success (else the column's default), so that a
+ *	  database not updated to 0.5 still takes plain batches.
  *
  * Locking: RowExclusiveLock on the table, as an INSERT; a possible repeat
  * of a stored id is checked as a deferred unique constraint does, which
@@ -250,13 +252,14 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  * apply); for a small one (or insert_tasks_if_absent), one statement that
  * looks the policy up and reports stored duplicates by a short count.
  */
-#define INSERT_SQL(max_tries, conflict) \
+#define INSERT_SQL(max_tries, conflict, rule_col, rule_val) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
 	"       num_signals, total_dependencies, to_signal_after, post_result," \
-	"       priority, not_before, spontaneous, retry, workflow)" \
+	"       priority, not_before, spontaneous, retry, workflow" rule_col ")" \
 	" SELECT u.id, u.action, u.body, u.status, " max_tries "," \
 	"        u.num_signals, u.num_signals, u.succ::text[], u.post_result, u.priority," \
 	"        COALESCE(u.not_before, pg_catalog.now()), u.spontaneous, u.retry, u.workflow" \
+	rule_val \
 	"   FROM (SELECT pg_catalog.unnest($1::text[]) AS id," \
 	"                pg_catalog.unnest($2::text[]) AS action," \
 	"                pg_catalog.unnest($3::jsonb[]) AS body," \
@@ -269,25 +272,41 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	"                pg_catalog.unnest($10::timestamptz[]) AS not_before," \
 	"                pg_catalog.unnest($11::boolean[]) AS spontaneous," \
 	"                pg_catalog.unnest($12::jsonb[]) AS retry," \
-	"                pg_catalog.unnest($13::text[]) AS workflow) AS u" \
+	"                pg_catalog.unnest($13::text[]) AS workflow," \
+	"                pg_catalog.unnest($14::text[]) AS rule) AS u" \
 	conflict
 
 #define INSERT_ARGTYPES \
 	{TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	 INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID, \
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
-	 TEXTARRAYOID}
+	 TEXTARRAYOID, TEXTARRAYOID}
 
 /* Batches up to this size take the one-statement form. */
 #define SMALL_BATCH 16
 
-static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", ""), 13, INSERT_ARGTYPES, NULL, true};
+/*
+ * Each in two forms: with the trigger rule, for a batch where a task has
+ * another rule than all_success, and without it (the column's default),
+ * so that a database whose extension is not updated yet (no column
+ * "trigger") still takes batches of plain tasks.
+ */
+#define RULE_COL ", \"trigger\""
+#define RULE_VAL ", COALESCE(u.rule, 'all_success')::taskq.trigger_rule"
+#define SMALL_TRIES "COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p" \
+	" WHERE p.action OPERATOR(pg_catalog.=) u.action))"
+#define SMALL_CONFLICT " ON CONFLICT (id) DO NOTHING RETURNING t.id"
+
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", "", "", ""), 14, INSERT_ARGTYPES, NULL, true};
+static TaskqPlan insert_rules_plan = {
+	INSERT_SQL("u.max_tries", "", RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
+};
 
 static TaskqPlan insert_small_plan = {
-	INSERT_SQL("COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p"
-			   " WHERE p.action OPERATOR(pg_catalog.=) u.action))",
-			   " ON CONFLICT (id) DO NOTHING RETURNING t.id"),
-	13, INSERT_ARGTYPES, NULL, true
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, "", ""), 14, INSERT_ARGTYPES, NULL, true
+};
+static TaskqPlan insert_small_rules_plan = {
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (see stored_among). */
@@ -376,17 +395,20 @@ report_skipped_rows(int n, uint64 written)
 }
 
 /* The INSERT's parameters: one array per column, in INSERT_SQL's order. */
-#define NCOLS 13
+#define NCOLS 14
 #define COL_ID 0
 #define COL_SUCC 6
+#define COL_TRIGGER 13
 static const Oid col_types[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
-	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID};
-static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1};
+	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID,
+TEXTOID};
+static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1, -1};
 static const bool col_byval[NCOLS] = {false, false, false, false, true, true, false,
-	true, true, FLOAT8PASSBYVAL, true, false, false};
+	true, true, FLOAT8PASSBYVAL, true, false, false, false};
 static const char col_align[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
 	TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
-	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT};
+	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT,
+TYPALIGN_INT};
 
 /* Column c of the n rows as an array, a parameter of the INSERT. */
 static Datum
@@ -516,6 +538,8 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 			cols[12][i] = CStringGetTextDatum(s->workflow);
 		else
 			nulls[12][i] = true;
+		/* the rule by its label (the direct path turns it into the enum's OID) */
+		cols[COL_TRIGGER][i] = CStringGetTextDatum(taskq_trigger_label(s->trigger));
 		i++;
 	}
 }
@@ -533,7 +557,7 @@ column_arrays(BatchColumns *bc, Datum *values)
  * policy up and leaves out stored duplicates, which are then reported.
  */
 static void
-insert_small(List *specs, BatchColumns *bc, bool if_absent)
+insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
 {
 	Datum		values[NCOLS];
 	List	   *inserted = NIL;
@@ -542,7 +566,7 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent)
 	ListCell   *lc;
 
 	column_arrays(bc, values);
-	taskq_execute(&insert_small_plan, values, NULL, false, 0);
+	taskq_execute(rules ? &insert_small_rules_plan : &insert_small_plan, values, NULL, false, 0);
 	if (SPI_processed == (uint64) bc->n)
 		return;
 
@@ -570,28 +594,61 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent)
 	report_skipped_rows(bc->n, written);
 }
 
+/* The OIDs of taskq.trigger_rule's labels, by rule; false if one is missing. */
+static bool
+trigger_rule_oids(Oid *oids)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			typid;
+
+	if (!OidIsValid(nsp))
+		return false;
+	typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+							CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp));
+	if (!OidIsValid(typid))
+		return false;
+	for (int r = 0; r < TASKQ_TRIGGER_COUNT; r++)
+		if (!OidIsValid(oids[r] = taskq_enum_label(typid, taskq_trigger_label((TaskqTrigger) r))))
+			return false;
+	return true;
+}
+
 /*
  * A large batch: written a page at a time, its primary key entries checked
  * as they go in (row_insert.c), and a stored duplicate reported by id and
  * batch position.  False if that path does not apply.
  */
 static bool
-insert_large_direct(List *specs, BatchColumns *bc)
+insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 {
 	/* total_dependencies starts equal to num_signals (cols[5]) */
 	static const char *const names[] = {"id", "action", "body", "status",
 		"max_tries", "num_signals", "total_dependencies", "to_signal_after",
 		"post_result", "priority", "not_before", "spontaneous", "retry",
-	"workflow"};
+	"workflow", "trigger"};
 	Datum	  **c = bc->cols;
 	bool	  **z = bc->nulls;
+	Datum	   *rule_datums = palloc(sizeof(Datum) * Max(bc->n, 1));
 	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
-	c[6], c[7], c[8], c[9], c[10], c[11], c[12]};
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rule_datums};
 	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
-	z[6], z[7], z[8], z[9], z[10], z[11], z[12]};
+	z[6], z[7], z[8], z[9], z[10], z[11], z[12], z[COL_TRIGGER]};
 	int			stored;
+	Oid			rule_oids[TASKQ_TRIGGER_COUNT];
+	ListCell   *lc;
+	int			i = 0;
 
-	if (!taskq_insert_direct(bc->n, lengthof(names), names, dcols, dnulls, &stored))
+	/* the rules as values of taskq.trigger_rule; none: the column's default */
+	if (rules)
+	{
+		if (!trigger_rule_oids(rule_oids))
+			return false;
+		foreach(lc, specs)
+			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
+	}
+
+	if (!taskq_insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
+							 &stored))
 		return false;
 	if (stored >= 0)
 		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
@@ -608,7 +665,7 @@ insert_large_direct(List *specs, BatchColumns *bc)
  * with the id in its detail.
  */
 static void
-insert_large_sql(List *specs, BatchColumns *bc)
+insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 {
 	Datum		values[NCOLS];
 	ListCell   *lc;
@@ -626,7 +683,7 @@ insert_large_sql(List *specs, BatchColumns *bc)
 		i++;
 	}
 	column_arrays(bc, values);
-	taskq_execute(&insert_plan, values, NULL, false, 0);
+	taskq_execute(rules ? &insert_rules_plan : &insert_plan, values, NULL, false, 0);
 	if (SPI_processed != (uint64) bc->n)
 		report_skipped_rows(bc->n, SPI_processed);
 }
@@ -644,13 +701,17 @@ taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 	bool		small = if_absent || list_length(specs) <= SMALL_BATCH;
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
+	bool		rules = false;
+	ListCell   *lc;
 
+	foreach(lc, specs)
+		rules |= ((TaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
 	if (!small)
 		policy_actions = policy_max_tries(specs, &policy_tries);
 	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);
 	if (small)
-		insert_small(specs, &bc, if_absent);
-	else if (!insert_large_direct(specs, &bc))
-		insert_large_sql(specs, &bc);
+		insert_small(specs, &bc, if_absent, rules);
+	else if (!insert_large_direct(specs, &bc, rules))
+		insert_large_sql(specs, &bc, rules);
 }
 

@@ -34,6 +34,19 @@
  * folded, and never below the number of unfinished predecessors, so a task
  * is never ready early.
  *
+ * Trigger rules are decided here too, where the counts change: every
+ * signal also counts the predecessor's outcome (num_completed, num_failed),
+ * and the successor's rule ("trigger") reads the new counts in the same
+ * statement.  all_success: an abort aborts it (the cascade), the last
+ * signal makes it ready.  all_done: the last signal, whatever the
+ * outcomes.  one_failed and one_success: the first abort, or the first
+ * completion, makes it ready at once (num_signals set to 0, and left at 0
+ * by every later signal: it is released once); the last signal without
+ * such an outcome ends it aborted with status "skipped", which cascades
+ * like any abort.  So a deferred signal folded by the worker, an abort of
+ * the cascade and a new edge all decide alike.  A task without
+ * predecessors is ready whatever its rule.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -41,6 +54,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "storage/backendid.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -55,12 +69,54 @@
 #include "common/args.h"
 #include "queue/relation.h"
 
+static const char *const trigger_labels[TASKQ_TRIGGER_COUNT] = {
+	[TASKQ_ALL_SUCCESS] = "all_success",
+	[TASKQ_ALL_DONE] = "all_done",
+	[TASKQ_ONE_FAILED] = "one_failed",
+	[TASKQ_ONE_SUCCESS] = "one_success",
+};
+
+const char *
+taskq_trigger_label(TaskqTrigger rule)
+{
+	Assert(rule >= 0 && rule < TASKQ_TRIGGER_COUNT);
+	return trigger_labels[rule];
+}
+
+/* The rule of a label of taskq.trigger_rule; false if there is none. */
+bool
+taskq_trigger_from_label(const char *label, TaskqTrigger *rule)
+{
+	for (int r = 0; r < TASKQ_TRIGGER_COUNT; r++)
+		if (strcmp(trigger_labels[r], label) == 0)
+		{
+			*rule = (TaskqTrigger) r;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * The new num_signals of a task t that k more predecessors completed: 0 for
+ * a task its rule released (one_success now or before, one_failed before),
+ * else k less.  And the new counts, returned with the row.
+ */
+#define COMPLETED_SET(k) \
+	"num_completed = t.num_completed OPERATOR(pg_catalog.+) " k "," \
+	" num_signals = CASE WHEN t.\"trigger\" OPERATOR(pg_catalog.=) 'one_success'::taskq.trigger_rule" \
+	"                      OR (t.\"trigger\" OPERATOR(pg_catalog.=) 'one_failed'::taskq.trigger_rule" \
+	"                          AND t.num_failed OPERATOR(pg_catalog.>) 0)" \
+	"                    THEN 0 ELSE t.num_signals OPERATOR(pg_catalog.-) " k " END"
+#define COMPLETED_RETURNING \
+	"t.num_signals, t.status_code::text, t.spontaneous, t.action," \
+	" t.\"trigger\"::text, t.num_completed, t.num_failed"
+
 /* $2 predecessors completed: $2 signals less. */
 static TaskqPlan signal_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1"
-	" RETURNING num_signals, status_code::text, spontaneous, action",
+	"UPDATE taskq.tasks AS t"
+	"   SET " COMPLETED_SET("$2")
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	" RETURNING " COMPLETED_RETURNING,
 	2, {TEXTOID, INT4OID}
 };
 
@@ -77,12 +133,13 @@ static TaskqPlan signal_plan = {
 static TaskqPlan signal_or_defer_plan = {
 	"WITH s AS ("
 	"  UPDATE taskq.tasks AS t"
-	"     SET num_signals = t.num_signals OPERATOR(pg_catalog.-) $2"
+	"     SET " COMPLETED_SET("$2")
 	"   WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 	"     SELECT l.ctid FROM taskq.tasks AS l WHERE l.id OPERATOR(pg_catalog.=) $1"
 	"        AND l.total_dependencies OPERATOR(pg_catalog.<=) 64"
 	"        FOR UPDATE SKIP LOCKED))"
-	"  RETURNING t.num_signals, t.status_code::text AS code, t.spontaneous, t.action),"
+	"  RETURNING t.num_signals, t.status_code::text AS code, t.spontaneous, t.action,"
+	"            t.\"trigger\"::text AS rule, t.num_completed, t.num_failed),"
 	" w AS ("
 	"  SELECT e.total_dependencies OPERATOR(pg_catalog.>) 64 AS wide"
 	"    FROM taskq.tasks AS e WHERE e.id OPERATOR(pg_catalog.=) $1),"
@@ -92,8 +149,10 @@ static TaskqPlan signal_or_defer_plan = {
 	"  ON CONFLICT ON CONSTRAINT deferred_signals_pkey"
 	"  DO UPDATE SET signals = ds.signals OPERATOR(pg_catalog.+) excluded.signals"
 	"  RETURNING 1)"
-	" SELECT s.num_signals, s.code, s.spontaneous, s.action, false, false FROM s"
-	" UNION ALL SELECT NULL, NULL, NULL, NULL, true, (SELECT w.wide FROM w) FROM d",
+	" SELECT s.num_signals, s.code, s.spontaneous, s.action, s.rule, s.num_completed,"
+	"        s.num_failed, false, false FROM s"
+	" UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, true, (SELECT w.wide FROM w)"
+	"   FROM d",
 	3, {TEXTOID, INT4OID, INT4OID}
 };
 
@@ -171,10 +230,14 @@ static TaskqPlan drop_empty_deferred_plan = {
  * logged, rather than the worker failing on the check constraint forever.
  */
 static TaskqPlan fold_signal_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND num_signals OPERATOR(pg_catalog.>=) $2"
-	" RETURNING num_signals, status_code::text, spontaneous, action",
+	"UPDATE taskq.tasks AS t"
+	"   SET " COMPLETED_SET("$2")
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND CASE WHEN t.\"trigger\" OPERATOR(pg_catalog.>=) 'one_failed'::taskq.trigger_rule"
+	"            THEN t.total_dependencies OPERATOR(pg_catalog.-) t.num_completed"
+	"                 OPERATOR(pg_catalog.-) t.num_failed"
+	"            ELSE t.num_signals END OPERATOR(pg_catalog.>=) $2"
+	" RETURNING " COMPLETED_RETURNING,
 	2, {TEXTOID, INT4OID}
 };
 
@@ -204,24 +267,159 @@ deferral_installed(void)
 }
 
 /*
- * A predecessor aborted: one signal less, and the successor is aborted too
- * unless it already finished.  The self-join hands back the state before the
- * update, so we know whether this call is the one that aborted it.
+ * A predecessor aborted: one signal less, one more abort counted, and the
+ * successor's fate decided from its counts before the update (the locking
+ * subquery reads them): an all_success successor not yet finished is
+ * aborted (the cascade, status $2); a pending one_success successor that no
+ * predecessor completed and for which this was the last signal is skipped
+ * (aborted, status "skipped").  Otherwise its num_signals drops by one, or
+ * to 0 for a one_failed task (released now, or before) and a one_success
+ * task released before.  Returned: the fate, the successors, the status
+ * and num_signals before and after, spontaneous, action.
  */
 static TaskqPlan signal_abort_plan = {
 	"UPDATE taskq.tasks AS t"
-	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.-) 1,"
-	"       status_code = CASE WHEN o.unfinished THEN 'aborted'::taskq.status ELSE t.status_code END,"
-	"       status = CASE WHEN o.unfinished THEN $2 ELSE t.status END,"
-	"       finished_at = CASE WHEN o.unfinished THEN pg_catalog.now() ELSE t.finished_at END,"
-	"       action_deadline = CASE WHEN o.unfinished THEN NULL ELSE t.action_deadline END"
-	"  FROM (SELECT p.id, p.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status AS unfinished,"
-	"               p.status_code AS code"
+	"   SET num_failed = t.num_failed OPERATOR(pg_catalog.+) 1,"
+	"       num_signals = CASE WHEN t.\"trigger\" OPERATOR(pg_catalog.=) 'one_failed'::taskq.trigger_rule"
+	"                            OR (t.\"trigger\" OPERATOR(pg_catalog.=) 'one_success'::taskq.trigger_rule"
+	"                                AND t.num_completed OPERATOR(pg_catalog.>) 0)"
+	"                          THEN 0 ELSE t.num_signals OPERATOR(pg_catalog.-) 1 END,"
+	"       status_code = CASE WHEN o.fate IS NOT NULL THEN 'aborted'::taskq.status ELSE t.status_code END,"
+	"       status = CASE WHEN o.fate OPERATOR(pg_catalog.=) 's' THEN 'skipped'"
+	"                     WHEN o.fate OPERATOR(pg_catalog.=) 'a' THEN $2 ELSE t.status END,"
+	"       finished_at = CASE WHEN o.fate IS NOT NULL THEN pg_catalog.now() ELSE t.finished_at END,"
+	"       action_deadline = CASE WHEN o.fate IS NOT NULL THEN NULL ELSE t.action_deadline END"
+	"  FROM (SELECT p.id, p.status_code AS code, p.num_signals AS old_signals,"
+	"               CASE WHEN p.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status THEN NULL"
+	"                    WHEN p.\"trigger\" OPERATOR(pg_catalog.=) 'all_success'::taskq.trigger_rule THEN 'a'"
+	"                    WHEN p.\"trigger\" OPERATOR(pg_catalog.=) 'one_success'::taskq.trigger_rule"
+	"                     AND p.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"                     AND p.num_completed OPERATOR(pg_catalog.=) 0"
+	"                     AND p.num_signals OPERATOR(pg_catalog.<=) 1 THEN 's'"
+	"                    ELSE NULL END AS fate"
 	"          FROM taskq.tasks AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
 	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
-	" RETURNING o.unfinished, t.to_signal_after, o.code::text",
+	" RETURNING o.fate, t.to_signal_after, o.code::text, o.old_signals, t.num_signals,"
+	"           t.spontaneous, t.action",
 	2, {TEXTOID, TEXTOID}
 };
+
+/*
+ * The work a signal leaves: a spontaneous task to complete (pred NULL), or
+ * an aborted (or skipped) task's abort to signal to a successor.  One work
+ * list, worked through iteratively, so that long chains of spontaneous,
+ * skipped or cascaded tasks cannot exhaust the stack.
+ */
+typedef struct SignalWork
+{
+	char	   *pred;			/* the aborted predecessor, or NULL */
+	char	   *succ;
+} SignalWork;
+
+static void
+add_work(List **work, const char *pred, const char *succ)
+{
+	SignalWork *w = palloc(sizeof(SignalWork));
+
+	w->pred = pred ? pstrdup(pred) : NULL;
+	w->succ = pstrdup(succ);
+	*work = lappend(*work, w);
+}
+
+/* Task id ended aborted here: its successors each get an abort signal. */
+static void
+add_abort_work(List **work, const char *id, List *succs)
+{
+	ListCell   *lc;
+
+	foreach(lc, succs)
+		add_work(work, id, lfirst(lc));
+}
+
+/*
+ * A pending task whose rule can no longer be met: aborted with status
+ * "skipped" (its row is locked: the signal just updated it), its
+ * successors told.
+ */
+static void
+skip_task(const char *id, List **work)
+{
+	add_abort_work(work, id, taskq_finish_row(id, TASKQ_ABORTED, "skipped"));
+}
+
+/*
+ * The same statements for a database whose extension is not updated to
+ * 0.5 yet (no rules, no counters): every task is all_success, and the rows
+ * they return have the same columns, so the decisions below are the same.
+ */
+#define LEGACY_COMPLETED_RETURNING \
+	"num_signals, status_code::text, spontaneous, action, 'all_success'::text, 0, 0"
+
+static TaskqPlan legacy_signal_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	" RETURNING " LEGACY_COMPLETED_RETURNING,
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_signal_or_defer_plan = {
+	"WITH s AS ("
+	"  UPDATE taskq.tasks AS t"
+	"     SET num_signals = t.num_signals OPERATOR(pg_catalog.-) $2"
+	"   WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"     SELECT l.ctid FROM taskq.tasks AS l WHERE l.id OPERATOR(pg_catalog.=) $1"
+	"        AND l.total_dependencies OPERATOR(pg_catalog.<=) 64"
+	"        FOR UPDATE SKIP LOCKED))"
+	"  RETURNING t.num_signals, t.status_code::text AS code, t.spontaneous, t.action),"
+	" w AS ("
+	"  SELECT e.total_dependencies OPERATOR(pg_catalog.>) 64 AS wide"
+	"    FROM taskq.tasks AS e WHERE e.id OPERATOR(pg_catalog.=) $1),"
+	" d AS ("
+	"  INSERT INTO taskq.deferred_signals AS ds (task_id, stripe, signals)"
+	"  SELECT $1, $3, $2 FROM w WHERE NOT EXISTS (SELECT FROM s)"
+	"  ON CONFLICT ON CONSTRAINT deferred_signals_pkey"
+	"  DO UPDATE SET signals = ds.signals OPERATOR(pg_catalog.+) excluded.signals"
+	"  RETURNING 1)"
+	" SELECT s.num_signals, s.code, s.spontaneous, s.action, 'all_success'::text, 0, 0,"
+	"        false, false FROM s"
+	" UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, true, (SELECT w.wide FROM w)"
+	"   FROM d",
+	3, {TEXTOID, INT4OID, INT4OID}
+};
+
+static TaskqPlan legacy_fold_signal_plan = {
+	"UPDATE taskq.tasks"
+	"   SET num_signals = num_signals OPERATOR(pg_catalog.-) $2"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND num_signals OPERATOR(pg_catalog.>=) $2"
+	" RETURNING " LEGACY_COMPLETED_RETURNING,
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_signal_abort_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.-) 1,"
+	"       status_code = CASE WHEN o.fate IS NOT NULL THEN 'aborted'::taskq.status ELSE t.status_code END,"
+	"       status = CASE WHEN o.fate IS NOT NULL THEN $2 ELSE t.status END,"
+	"       finished_at = CASE WHEN o.fate IS NOT NULL THEN pg_catalog.now() ELSE t.finished_at END,"
+	"       action_deadline = CASE WHEN o.fate IS NOT NULL THEN NULL ELSE t.action_deadline END"
+	"  FROM (SELECT p.id, p.status_code AS code, p.num_signals AS old_signals,"
+	"               CASE WHEN p.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"                    THEN 'a' END AS fate"
+	"          FROM taskq.tasks AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) AS o"
+	" WHERE t.id OPERATOR(pg_catalog.=) o.id"
+	" RETURNING o.fate, t.to_signal_after, o.code::text, o.old_signals, t.num_signals,"
+	"           t.spontaneous, t.action",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* The statement for this database's schema: with rules, or the legacy one. */
+static inline TaskqPlan *
+plan_for(TaskqPlan *rules, TaskqPlan *legacy)
+{
+	return taskq_rules_installed() ? rules : legacy;
+}
+
 /*
  * Signal one successor k times (see signal_completed); while folding,
  * waiting for its row; otherwise, if may_defer, deferring when the row is
@@ -232,13 +430,14 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 {
 	Datum		args[3];
 	char	   *code;
+	TaskqTrigger rule;
 
 	args[0] = CStringGetTextDatum(succ);
 	args[1] = Int32GetDatum(k);
 	args[2] = Int32GetDatum(MyBackendId);	/* this backend's counter */
 	if (folding)
 	{
-		taskq_execute(&fold_signal_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&fold_signal_plan, &legacy_fold_signal_plan), args, NULL, false, 0);
 		if (SPI_processed == 0)
 		{
 			taskq_execute(&task_exists_plan, args, NULL, false, 0);
@@ -261,12 +460,13 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	{
 		bool		isnull;
 
-		taskq_execute(&signal_or_defer_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&signal_or_defer_plan, &legacy_signal_or_defer_plan),
+					  args, NULL, false, 0);
 		if (SPI_processed == 0)
 			return;				/* successor gone (retention): nothing to signal */
-		if (taskq_get_bool(0, 5, NULL))
+		if (taskq_get_bool(0, 8, NULL))
 		{
-			if (taskq_get_bool(0, 6, &isnull))
+			if (taskq_get_bool(0, 9, &isnull))
 				remember_wide(succ);
 			taskq_note_deferred();	/* the worker will add them */
 			return;
@@ -274,15 +474,26 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	}
 	else
 	{
-		taskq_execute(&signal_plan, args, NULL, false, 0);
+		taskq_execute(plan_for(&signal_plan, &legacy_signal_plan), args, NULL, false, 0);
 		if (SPI_processed == 0)
 			return;				/* successor gone (retention): nothing to signal */
 	}
 	code = taskq_get_text(0, 2, NULL);
 	if (taskq_get_int32(0, 1, NULL) != 0 || strcmp(code, "pending") != 0)
 		return;
+	/* pending, num_signals 0: did these signals release it, or skip it? */
+	if (!taskq_trigger_from_label(taskq_get_text(0, 5, NULL), &rule))
+		elog(ERROR, "taskq: unknown trigger rule of task \"%s\"", succ);
+	if (rule == TASKQ_ONE_SUCCESS && taskq_get_int32(0, 6, NULL) != k)
+		return;					/* released by an earlier completion */
+	if (rule == TASKQ_ONE_FAILED)
+	{
+		if (taskq_get_int32(0, 7, NULL) == 0)
+			skip_task(succ, work);	/* every predecessor completed */
+		return;					/* else released by an earlier abort */
+	}
 	if (taskq_get_bool(0, 3, NULL))
-		*work = lappend(*work, pstrdup(succ));	/* spontaneous join */
+		add_work(work, NULL, succ); /* spontaneous join */
 	else
 		taskq_note_ready(taskq_get_text(0, 4, NULL));
 }
@@ -314,16 +525,58 @@ taskq_signal_completed(List *succs, List **work)
 	}
 }
 
-/* Complete the spontaneous tasks of the work list, and theirs, and so on. */
+/*
+ * One abort signal from pred to succ (see signal_abort_plan): the cascade
+ * of an abort or a skip, or the release of a task its rule lets run.
+ */
+static void
+signal_abort_one(const char *pred, const char *succ, List **work)
+{
+	Datum		values[2];
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(succ);
+	values[1] = CStringGetTextDatum(psprintf("aborted: predecessor \"%s\" aborted", pred));
+	taskq_execute(plan_for(&signal_abort_plan, &legacy_signal_abort_plan), values, NULL, false, 0);
+	if (SPI_processed == 0)
+		return;					/* gone (retention): nothing to signal */
+	(void) taskq_get_datum(0, 1, &isnull);	/* the fate: aborted or skipped */
+	if (!isnull)
+	{
+		/* aborted (the cascade) or skipped: its successors in turn */
+		(void) taskq_status_transition(taskq_status_from_label(taskq_get_text(0, 3, NULL)),
+									   TASKQ_ABORT, succ);
+		taskq_task_finished(succ, TASKQ_ABORTED);
+		add_abort_work(work, succ, taskq_sort_strings(taskq_get_text_array(0, 2)));
+		return;
+	}
+	/* still pending, and the signal took num_signals to 0: ready now */
+	if (strcmp(taskq_get_text(0, 3, NULL), "pending") != 0 ||
+		taskq_get_int32(0, 4, NULL) == 0 || taskq_get_int32(0, 5, NULL) != 0)
+		return;
+	if (taskq_get_bool(0, 6, NULL))
+		add_work(work, NULL, succ); /* spontaneous */
+	else
+		taskq_note_ready(taskq_get_text(0, 7, NULL));
+}
+
+/*
+ * Work through the work list: complete its spontaneous tasks, signal its
+ * aborts, and whatever these lead to, and so on.
+ */
 void
 taskq_complete_spontaneous(List *work)
 {
 	while (work != NIL)
 	{
-		char	   *cur = linitial(work);
+		SignalWork *w = linitial(work);
 
 		work = list_delete_first(work);
-		taskq_signal_completed(taskq_finish_row(cur, TASKQ_COMPLETED, NULL), &work);
+		CHECK_FOR_INTERRUPTS();
+		if (w->pred == NULL)
+			taskq_signal_completed(taskq_finish_row(w->succ, TASKQ_COMPLETED, NULL), &work);
+		else
+			signal_abort_one(w->pred, w->succ, &work);
 	}
 }
 
@@ -396,46 +649,47 @@ taskq_drop_empty_deferred(void)
 }
 
 /*
- * A task aborted: one signal less for each of its successors (succs, from
- * taskq_finish_row), and every successor not yet finished is aborted too,
- * and so on transitively.  The successor's abort is decided here, where
- * its count changes, in the same statement.
+ * A task aborted: one abort signal for each of its successors (succs, from
+ * taskq_finish_row): every all_success successor not yet finished is
+ * aborted too, and so on transitively; the other rules decide as the file
+ * header says.  The successor's fate is decided here, where its count
+ * changes, in the same statement.
  */
 void
 taskq_signal_aborted(const char *id, List *succs)
 {
 	List	   *work = NIL;
-	ListCell   *lc;
 
-	foreach(lc, succs)
-		work = lappend(work, list_make2(pstrdup(id), lfirst(lc)));
-
-	while (work != NIL)
-	{
-		List	   *edge = linitial(work);
-		char	   *pred = linitial(edge);
-		char	   *succ = lsecond(edge);
-		Datum		values[2];
-		char	   *cause;
-
-		work = list_delete_first(work);
-		cause = psprintf("aborted: predecessor \"%s\" aborted", pred);
-		values[0] = CStringGetTextDatum(succ);
-		values[1] = CStringGetTextDatum(cause);
-		taskq_execute(&signal_abort_plan, values, NULL, false, 0);
-		if (SPI_processed == 0 || !taskq_get_bool(0, 1, NULL))
-			continue;			/* gone, or finished before: no cascade */
-		(void) taskq_status_transition(taskq_status_from_label(taskq_get_text(0, 3, NULL)),
-									   TASKQ_ABORT, succ);
-		taskq_task_finished(succ, TASKQ_ABORTED);
-		succs = taskq_sort_strings(taskq_get_text_array(0, 2));
-		foreach(lc, succs)
-			work = lappend(work, list_make2(succ, lfirst(lc)));
-	}
+	add_abort_work(&work, id, succs);
+	taskq_complete_spontaneous(work);
 }
 
-/* One unfinished predecessor more: a re-driven task's successor waits again. */
+/*
+ * A re-driven task's successor waits for it again: its abort is no longer
+ * counted.  all_success, all_done: one unfinished predecessor more.
+ * one_failed: released still if another abort is counted, else its
+ * num_signals is its unfinished predecessors again.  one_success: released
+ * still if a completion is counted, else one more to wait for.  (A
+ * successor that started or finished keeps its course; the counts stay
+ * exact for the predecessor's next finish.)
+ */
 static TaskqPlan wait_again_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET num_failed = pg_catalog.int4larger(t.num_failed OPERATOR(pg_catalog.-) 1, 0),"
+	"       num_signals = CASE"
+	"         WHEN t.\"trigger\" OPERATOR(pg_catalog.=) 'one_failed'::taskq.trigger_rule"
+	"          AND t.num_failed OPERATOR(pg_catalog.>) 1 THEN 0"
+	"         WHEN t.\"trigger\" OPERATOR(pg_catalog.=) 'one_success'::taskq.trigger_rule"
+	"          AND t.num_completed OPERATOR(pg_catalog.>) 0 THEN 0"
+	"         WHEN t.\"trigger\" OPERATOR(pg_catalog.=) 'one_failed'::taskq.trigger_rule"
+	"         THEN t.total_dependencies OPERATOR(pg_catalog.-) t.num_completed"
+	"              OPERATOR(pg_catalog.-) t.num_failed OPERATOR(pg_catalog.+) 1"
+	"         ELSE t.num_signals OPERATOR(pg_catalog.+) 1 END"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+static TaskqPlan legacy_wait_again_plan = {
 	"UPDATE taskq.tasks SET num_signals = num_signals OPERATOR(pg_catalog.+) 1"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
@@ -451,7 +705,7 @@ taskq_signal_wait_again(List *succs)
 	{
 		Datum		s = CStringGetTextDatum(lfirst(lc));
 
-		taskq_execute(&wait_again_plan, &s, NULL, false, 0);
+		taskq_execute(plan_for(&wait_again_plan, &legacy_wait_again_plan), &s, NULL, false, 0);
 	}
 }
 
@@ -463,25 +717,48 @@ taskq_signal_wait_again(List *succs)
 /*
  * k more predecessors for stored task id (edges added by add_dependencies
  * or by an insert whose tasks name it as successor): k more signals to
- * wait for.  With unstarted, only if the task has not started (pending,
- * never owned).  False if no row was changed: the task is gone, or
- * started.
+ * wait for, unless its rule released it already.  With unstarted, only if
+ * the task has not started (pending, never owned).  False if no row was
+ * changed: the task is gone, or started.
  */
+#define ADD_EDGES_SET \
+	"   SET num_signals = CASE" \
+	"         WHEN (t.\"trigger\" OPERATOR(pg_catalog.=) 'one_failed'::taskq.trigger_rule" \
+	"               AND t.num_failed OPERATOR(pg_catalog.>) 0)" \
+	"           OR (t.\"trigger\" OPERATOR(pg_catalog.=) 'one_success'::taskq.trigger_rule" \
+	"               AND t.num_completed OPERATOR(pg_catalog.>) 0) THEN 0" \
+	"         ELSE t.num_signals OPERATOR(pg_catalog.+) $2 END," \
+	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.+) $2"
+
 static TaskqPlan add_edges_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
-	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
+	"UPDATE taskq.tasks AS t" ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, INT4OID}
 };
 
 static TaskqPlan add_edges_unstarted_plan = {
-	"UPDATE taskq.tasks"
-	"   SET num_signals = num_signals OPERATOR(pg_catalog.+) $2,"
-	"       total_dependencies = total_dependencies OPERATOR(pg_catalog.+) $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1"
-	"   AND status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"   AND performance_token IS NULL",
+	"UPDATE taskq.tasks AS t" ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND t.performance_token IS NULL",
+	2, {TEXTOID, INT4OID}
+};
+
+#define LEGACY_ADD_EDGES_SET \
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.+) $2," \
+	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.+) $2"
+
+static TaskqPlan legacy_add_edges_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_add_edges_unstarted_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND t.performance_token IS NULL",
 	2, {TEXTOID, INT4OID}
 };
 
@@ -492,7 +769,29 @@ taskq_signal_add_edges(const char *id, int32 k, bool unstarted)
 
 	values[0] = CStringGetTextDatum(id);
 	values[1] = Int32GetDatum(k);
-	taskq_execute(unstarted ? &add_edges_unstarted_plan : &add_edges_plan,
+	taskq_execute(unstarted ?
+				  plan_for(&add_edges_unstarted_plan, &legacy_add_edges_unstarted_plan) :
+				  plan_for(&add_edges_plan, &legacy_add_edges_plan),
 				  values, NULL, false, 0);
 	return SPI_processed == 1;
+}
+
+/*
+ * add_dependencies: stored task run (locked, not started) waits for after,
+ * which has already finished with outcome: the edge is counted as added
+ * and at once as signalled, so that run's rule decides with it (a
+ * completion releases one_success; an abort releases one_failed and counts
+ * for all_done; the last outcome a rule cannot use skips run).
+ */
+void
+taskq_signal_finished_edge(const char *after, const char *run, TaskqStatus outcome)
+{
+	List	   *work = NIL;
+
+	(void) taskq_signal_add_edges(run, 1, false);
+	if (outcome == TASKQ_COMPLETED)
+		signal_task(run, 1, false, &work);
+	else
+		add_work(&work, after, run);
+	taskq_complete_spontaneous(work);
 }

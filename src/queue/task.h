@@ -61,6 +61,23 @@ typedef enum TaskqTransition
 	TASKQ_RELEASE				/* in_progress -> pending, the try not counted */
 } TaskqTransition;
 
+/*
+ * The values of taskq.trigger_rule, in the enum's order: when a task with
+ * predecessors may run (queue/signal.c decides).
+ */
+typedef enum TaskqTrigger
+{
+	TASKQ_ALL_SUCCESS,			/* every predecessor completed (the default) */
+	TASKQ_ALL_DONE,				/* every predecessor finished, either way */
+	TASKQ_ONE_FAILED,			/* one predecessor aborted */
+	TASKQ_ONE_SUCCESS			/* one predecessor completed */
+} TaskqTrigger;
+
+#define TASKQ_TRIGGER_COUNT (TASKQ_ONE_SUCCESS + 1)
+
+extern const char *taskq_trigger_label(TaskqTrigger rule);
+extern bool taskq_trigger_from_label(const char *label, TaskqTrigger *rule);
+
 extern const char *taskq_status_label(TaskqStatus status);
 extern TaskqStatus taskq_status_from_label(const char *label);
 extern bool taskq_status_finished(TaskqStatus status);

@@ -111,6 +111,13 @@ GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, tas
 CREATE TYPE taskq.status AS ENUM ('pending', 'in_progress', 'completed', 'aborted');
 COMMENT ON TYPE taskq.status IS 'life of a task: pending, in_progress, then completed or aborted';
 
+-- When a task with predecessors may run (its "trigger"): the rule belongs
+-- to the successor and is settled by its counts, in the transaction that
+-- finishes the deciding predecessor.
+CREATE TYPE taskq.trigger_rule AS ENUM ('all_success', 'all_done', 'one_failed', 'one_success');
+COMMENT ON TYPE taskq.trigger_rule IS
+    'when a task with predecessors runs: all_success, all_done, one_failed, one_success';
+
 CREATE SEQUENCE taskq.task_seq;
 COMMENT ON SEQUENCE taskq.task_seq IS 'insertion order of tasks (ties after priority)';
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.task_seq TO taskq_admin;
@@ -123,7 +130,11 @@ GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.task_seq TO taskq_admin;
  * Invariant kept by every path: num_signals is the number of predecessors
  * that have not finished yet (every finish of a predecessor, completed or
  * aborted, decrements it once), so that replace_tasks can carry a replaced
- * task's live incoming edges over exactly.
+ * task's live incoming edges over exactly; num_completed and num_failed
+ * count the finishes by outcome.  A one_success or one_failed task that
+ * its rule released early is the exception: its num_signals is 0 from then
+ * on (it is ready), and its unfinished predecessors are total_dependencies
+ * - num_completed - num_failed.
  */
 CREATE TABLE taskq.tasks (
     id                  text COLLATE "C" NOT NULL,
@@ -149,6 +160,10 @@ CREATE TABLE taskq.tasks (
     retry               jsonb,
     workflow            text COLLATE "C",
     cancelled           boolean NOT NULL DEFAULT false,
+    "trigger"           taskq.trigger_rule NOT NULL DEFAULT 'all_success'::taskq.trigger_rule,
+    num_completed       integer NOT NULL DEFAULT 0,
+    num_failed          integer NOT NULL DEFAULT 0,
+    result              jsonb,
     CONSTRAINT tasks_pkey PRIMARY KEY (id),
     CONSTRAINT tasks_num_tries_check CHECK (num_tries OPERATOR(pg_catalog.>=) 0),
     CONSTRAINT tasks_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0),
@@ -183,6 +198,10 @@ COMMENT ON COLUMN taskq.tasks.spontaneous IS 'completed by the queue itself when
 COMMENT ON COLUMN taskq.tasks.retry IS 'backoff between tries: {"delay", "factor", "max_delay", "jitter"} (NULL: the action''s policy)';
 COMMENT ON COLUMN taskq.tasks.workflow IS 'key of the workflow or group the task belongs to, for cancel_workflow';
 COMMENT ON COLUMN taskq.tasks.cancelled IS 'cancelled while in progress: it ends aborted whatever its worker returns';
+COMMENT ON COLUMN taskq.tasks."trigger" IS 'when the task runs, from its predecessors'' outcomes: all_success, all_done, one_failed, one_success';
+COMMENT ON COLUMN taskq.tasks.num_completed IS 'predecessors whose completion was counted';
+COMMENT ON COLUMN taskq.tasks.num_failed IS 'predecessors whose abort was counted';
+COMMENT ON COLUMN taskq.tasks.result IS 'what the last return gave as result (at most 1 MiB), for wait_for_task and the successors';
 
 /*
  * The ready set, in claim order.  Partial: a row is in it only while it is
@@ -216,6 +235,11 @@ CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
 -- Tasks of a workflow by state: cancel_workflow, and a job's state.
 CREATE INDEX tasks_workflow_idx ON taskq.tasks (workflow, status_code)
     WHERE workflow IS NOT NULL;
+
+-- A task's predecessors, through their successors (predecessor_results).
+-- No claim or return changes to_signal_after: their updates stay HOT.
+CREATE INDEX tasks_successors_idx ON taskq.tasks USING gin (to_signal_after)
+    WHERE to_signal_after IS NOT NULL;
 
 SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');
@@ -726,15 +750,15 @@ REVOKE ALL ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) FR
 GRANT EXECUTE ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) TO taskq_worker, taskq_admin;
 
 CREATE FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status,
-                                  retry_delay interval DEFAULT NULL)
+                                  retry_delay interval DEFAULT NULL, result jsonb DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'taskq_return_task'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) IS
-    'return an owned task as completed, aborted or pending (retry, after retry_delay or its backoff)';
-REVOKE ALL ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval) TO taskq_worker, taskq_admin;
+COMMENT ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval, jsonb) IS
+    'return an owned task as completed, aborted or pending (retry, after retry_delay or its backoff), with its result';
+REVOKE ALL ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.return_task(text, uuid, text, taskq.status, interval, jsonb) TO taskq_worker, taskq_admin;
 
 CREATE FUNCTION taskq.release_task(id text, token uuid)
 RETURNS void
@@ -747,32 +771,169 @@ REVOKE ALL ON FUNCTION taskq.release_task(text, uuid) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.release_task(text, uuid) TO taskq_worker, taskq_admin;
 
 CREATE FUNCTION taskq.return_tasks(ids text[], tokens uuid[], statuses text[],
-                                   status_codes taskq.status[])
+                                   status_codes taskq.status[], results jsonb[] DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_return_tasks'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) IS
-    'return many owned tasks in one call, all or none';
-REVOKE ALL ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[]) TO taskq_worker, taskq_admin;
+COMMENT ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[], jsonb[]) IS
+    'return many owned tasks in one call, all or none, with their results';
+REVOKE ALL ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[], jsonb[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.return_tasks(text[], uuid[], text[], taskq.status[], jsonb[]) TO taskq_worker, taskq_admin;
 
 CREATE FUNCTION taskq.return_and_own(ids text[], tokens uuid[], statuses text[],
                                      status_codes taskq.status[], actor text,
                                      max_tasks integer, actions text[],
-                                     max_duration interval DEFAULT NULL)
+                                     max_duration interval DEFAULT NULL,
+                                     results jsonb[] DEFAULT NULL)
 RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
                action_deadline timestamptz)
 AS 'MODULE_PATHNAME', 'taskq_return_and_own'
 LANGUAGE C VOLATILE ROWS 10
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval) IS
+COMMENT ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[]) IS
     'return_tasks, then own_tasks, in one call: a worker''s whole cycle in one round trip and one transaction';
-REVOKE ALL ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)
+REVOKE ALL ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)
+    taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])
     TO taskq_worker, taskq_admin;
+
+/* ---------------------------------------------------------------------
+ * DAGs: what a task's predecessors produced, and the picture of a task
+ * graph.  (Trigger rules are the "trigger" key of a task object.)
+ * --------------------------------------------------------------------- */
+
+CREATE FUNCTION taskq.predecessor_results(id text, token uuid)
+RETURNS TABLE (id text, status_code taskq.status, status text, result jsonb)
+AS 'MODULE_PATHNAME', 'taskq_predecessor_results'
+LANGUAGE C STABLE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.predecessor_results(text, uuid) IS
+    'the id, outcome, status and result of each direct predecessor of a task the caller owns (token-checked)';
+REVOKE ALL ON FUNCTION taskq.predecessor_results(text, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.predecessor_results(text, uuid) TO taskq_worker, taskq_admin;
+
+-- A name quoted for DOT (a double-quoted ID) or Mermaid (a quoted label,
+-- entity codes for the characters that mean something there).
+CREATE FUNCTION taskq._graph_quote(name text, format text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE format
+        WHEN 'dot' THEN '"' OPERATOR(pg_catalog.||)
+            pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                pg_catalog.replace(name, E'\\', E'\\\\'), '"', E'\\"'),
+                E'\n', E'\\n'), E'\r', E'\\r'), E'\t', ' ')
+            OPERATOR(pg_catalog.||) '"'
+        ELSE '"' OPERATOR(pg_catalog.||)
+            pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                    pg_catalog.replace(name, '#', '#35;'), '"', '#quot;'), '<', '#lt;'),
+                    '>', '#gt;'), '`', '#96;'), E'\n', ' '), E'\r', ' '), E'\t', ' ')
+            OPERATOR(pg_catalog.||) '"'
+    END
+$$;
+COMMENT ON FUNCTION taskq._graph_quote(text, text) IS
+    'internal: a name quoted and escaped for DOT or Mermaid';
+REVOKE ALL ON FUNCTION taskq._graph_quote(text, text) FROM PUBLIC;
+
+CREATE FUNCTION taskq.task_graph(workflow text, format text DEFAULT 'dot')
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    nodes text;
+    edges text;
+BEGIN
+    IF workflow IS NULL THEN
+        RAISE EXCEPTION 'argument "workflow" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF format IS NULL OR format OPERATOR(pg_catalog.<>) ALL (ARRAY['dot', 'mermaid']) THEN
+        RAISE EXCEPTION 'unknown graph format "%"', format
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'The formats are dot and mermaid.';
+    END IF;
+    -- The tasks in id order, numbered (Mermaid's node names), each with the
+    -- state shown: ready is a pending task nothing holds back; skipped is an
+    -- abort by a trigger rule.  Edges between tasks of the workflow only.
+    WITH g AS (
+        SELECT pg_catalog.row_number() OVER (ORDER BY t.id) AS n, t.id, t.action,
+               CASE WHEN t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status
+                     AND t.status OPERATOR(pg_catalog.=) 'skipped' THEN 'skipped'
+                    WHEN t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+                     AND t.num_signals OPERATOR(pg_catalog.=) 0 THEN 'ready'
+                    ELSE t.status_code::text END AS state,
+               t."trigger"::text AS rule, t.to_signal_after AS succ
+          FROM taskq.tasks AS t
+         WHERE t.workflow OPERATOR(pg_catalog.=) task_graph.workflow),
+    e AS (
+        SELECT a.n AS src_n, a.id AS src, b.n AS dst_n, b.id AS dst, b.rule, s.ord
+          FROM g AS a
+          CROSS JOIN LATERAL pg_catalog.unnest(a.succ) WITH ORDINALITY AS s(id, ord)
+          JOIN g AS b ON b.id OPERATOR(pg_catalog.=) s.id)
+    SELECT (SELECT pg_catalog.string_agg(
+                CASE format
+                WHEN 'dot' THEN
+                    '  ' OPERATOR(pg_catalog.||) taskq._graph_quote(g.id, 'dot')
+                    OPERATOR(pg_catalog.||) ' [label=' OPERATOR(pg_catalog.||)
+                    taskq._graph_quote(g.id OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.action
+                                       OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.state, 'dot')
+                    OPERATOR(pg_catalog.||) ', fillcolor="' OPERATOR(pg_catalog.||)
+                    CASE g.state WHEN 'completed' THEN '#b7e1a1' WHEN 'aborted' THEN '#f4a6a6'
+                                 WHEN 'skipped' THEN '#dddddd' WHEN 'in_progress' THEN '#a6c8f4'
+                                 WHEN 'ready' THEN '#fff2a8' ELSE '#ffffff' END
+                    OPERATOR(pg_catalog.||) '"' OPERATOR(pg_catalog.||)
+                    CASE WHEN g.state OPERATOR(pg_catalog.=) 'skipped'
+                         THEN ', fontcolor="#666666", style="rounded,filled,dashed"' ELSE '' END
+                    OPERATOR(pg_catalog.||) E'];\n'
+                ELSE
+                    '  t' OPERATOR(pg_catalog.||) g.n::text OPERATOR(pg_catalog.||) '['
+                    OPERATOR(pg_catalog.||)
+                    taskq._graph_quote(g.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) g.action
+                                       OPERATOR(pg_catalog.||) ') ' OPERATOR(pg_catalog.||) g.state, 'mermaid')
+                    OPERATOR(pg_catalog.||) ']:::' OPERATOR(pg_catalog.||) g.state OPERATOR(pg_catalog.||) E'\n'
+                END, '' ORDER BY g.n) FROM g),
+           (SELECT pg_catalog.string_agg(
+                CASE format
+                WHEN 'dot' THEN
+                    '  ' OPERATOR(pg_catalog.||) taskq._graph_quote(e.src, 'dot')
+                    OPERATOR(pg_catalog.||) ' -> ' OPERATOR(pg_catalog.||) taskq._graph_quote(e.dst, 'dot')
+                    OPERATOR(pg_catalog.||) ' [label="' OPERATOR(pg_catalog.||) e.rule
+                    OPERATOR(pg_catalog.||) E'"];\n'
+                ELSE
+                    '  t' OPERATOR(pg_catalog.||) e.src_n::text OPERATOR(pg_catalog.||) ' -->|'
+                    OPERATOR(pg_catalog.||) e.rule OPERATOR(pg_catalog.||) '| t'
+                    OPERATOR(pg_catalog.||) e.dst_n::text OPERATOR(pg_catalog.||) E'\n'
+                END, '' ORDER BY e.src_n, e.ord) FROM e)
+      INTO nodes, edges;
+    IF format OPERATOR(pg_catalog.=) 'dot' THEN
+        RETURN 'digraph ' OPERATOR(pg_catalog.||) taskq._graph_quote(workflow, 'dot')
+            OPERATOR(pg_catalog.||) E' {\n  rankdir=LR;\n'
+            OPERATOR(pg_catalog.||) E'  node [shape=box, style="rounded,filled", fontname="Helvetica"];\n'
+            OPERATOR(pg_catalog.||) E'  edge [fontname="Helvetica", fontsize=10];\n'
+            OPERATOR(pg_catalog.||) COALESCE(nodes, '') OPERATOR(pg_catalog.||) COALESCE(edges, '')
+            OPERATOR(pg_catalog.||) E'}\n';
+    END IF;
+    RETURN E'flowchart LR\n' OPERATOR(pg_catalog.||) COALESCE(nodes, '')
+        OPERATOR(pg_catalog.||) COALESCE(edges, '')
+        OPERATOR(pg_catalog.||) E'  classDef pending fill:#ffffff,stroke:#333\n'
+        OPERATOR(pg_catalog.||) E'  classDef ready fill:#fff2a8,stroke:#333\n'
+        OPERATOR(pg_catalog.||) E'  classDef in_progress fill:#a6c8f4,stroke:#333\n'
+        OPERATOR(pg_catalog.||) E'  classDef completed fill:#b7e1a1,stroke:#333\n'
+        OPERATOR(pg_catalog.||) E'  classDef aborted fill:#f4a6a6,stroke:#333\n'
+        OPERATOR(pg_catalog.||) E'  classDef skipped fill:#dddddd,stroke:#999,color:#666\n';
+END
+$$;
+COMMENT ON FUNCTION taskq.task_graph(text, text) IS
+    'the tasks of a workflow key and their edges, in DOT or Mermaid: tasks coloured by state, edges labelled with the successor''s trigger rule';
+REVOKE ALL ON FUNCTION taskq.task_graph(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.task_graph(text, text) TO taskq_producer, taskq_admin;
+
+/* --------------------------------------------------------------------- */
 
 -- Shapes: chains, groups and chords of new tasks.
 
@@ -1026,9 +1187,11 @@ GRANT EXECUTE ON FUNCTION taskq.set_job_item_count(text, uuid, integer) TO taskq
 -- Administration.
 
 -- What the background worker's retention does, on demand: finished tasks
--- no unfinished predecessor still names (num_signals = 0), so that no edge
--- can point at a deleted id.  SECURITY INVOKER: the caller needs DELETE on
--- taskq.tasks (taskq_admin has it).
+-- no unfinished predecessor still names (num_signals = 0, and for a task
+-- its trigger rule released early, every predecessor counted), so that no
+-- edge can point at a deleted id; and not one with a result while a
+-- successor that may read it is unfinished.  SECURITY INVOKER: the caller
+-- needs DELETE on taskq.tasks (taskq_admin has it).
 CREATE FUNCTION taskq.purge_finished(older_than interval DEFAULT '0 s')
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -1053,7 +1216,14 @@ BEGIN
        AND t.num_signals OPERATOR(pg_catalog.=) 0
        AND NOT EXISTS (SELECT 1 FROM taskq.runs AS r
                         WHERE r.id OPERATOR(pg_catalog.=) t.workflow
-                          AND r.finished_at IS NULL);
+                          AND r.finished_at IS NULL)
+       AND (t."trigger" OPERATOR(pg_catalog.<) 'one_failed'::taskq.trigger_rule
+            OR t.num_completed OPERATOR(pg_catalog.+) t.num_failed
+               OPERATOR(pg_catalog.>=) t.total_dependencies)
+       AND (t.result IS NULL OR t.to_signal_after IS NULL
+            OR NOT EXISTS (SELECT FROM taskq.tasks AS s
+                            WHERE s.id OPERATOR(pg_catalog.=) ANY (t.to_signal_after)
+                              AND s.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status));
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -1276,7 +1446,10 @@ SELECT t.action,
                                           AND t.performance_token IS NOT NULL
                                           AND t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())) AS lease_expired,
        pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'completed') AS completed,
-       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted') AS aborted,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted'
+                                     AND t.status IS DISTINCT FROM 'skipped') AS aborted,
+       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted'
+                                     AND t.status OPERATOR(pg_catalog.=) 'skipped') AS skipped,
        pg_catalog.now() OPERATOR(pg_catalog.-)
            pg_catalog.min(t.not_before) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'
                                                   AND t.num_signals OPERATOR(pg_catalog.=) 0
@@ -1286,7 +1459,7 @@ SELECT t.action,
   FROM taskq.tasks AS t
  GROUP BY t.action;
 COMMENT ON VIEW taskq.action_stats IS
-    'per action: tasks ready, blocked on dependencies, delayed, in progress, with an expired lease, completed, aborted, and how long the oldest ready task has waited';
+    'per action: tasks ready, blocked on dependencies, delayed, in progress, with an expired lease, completed, aborted, skipped by a trigger rule, and how long the oldest ready task has waited';
 GRANT SELECT ON taskq.action_stats TO taskq_monitor, taskq_admin;
 
 CREATE VIEW taskq.tasks_in_progress AS
@@ -1305,9 +1478,10 @@ SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancell
        t.finished_at
   FROM taskq.tasks AS t
  WHERE t.status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status
+   AND t.status IS DISTINCT FROM 'skipped'
  ORDER BY t.finished_at DESC, t.id;
 COMMENT ON VIEW taskq.dead_letters IS
-    'aborted tasks with their last status and tries; re-drive them with taskq.redrive_tasks';
+    'aborted tasks (not those a trigger rule skipped) with their last status and tries; re-drive them with taskq.redrive_tasks';
 GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
 
 -- ---------------------------------------------------------------------

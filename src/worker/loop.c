@@ -101,7 +101,10 @@ static TaskqPlan next_deadlines_plan = {
 
 /*
  * Finished tasks past retention that no unfinished predecessor still
- * names (num_signals = 0) and no unfinished run still owns, oldest first.
+ * names (num_signals = 0, and for a task its trigger rule released early,
+ * every predecessor counted), no unfinished run still owns, and, if they
+ * have a result, no unfinished successor may still read; oldest first (as
+ * taskq.purge_finished).
  */
 static TaskqPlan retention_plan = {
 	"DELETE FROM taskq.tasks AS t"
@@ -113,6 +116,25 @@ static TaskqPlan retention_plan = {
 	"      AND NOT EXISTS (SELECT 1 FROM taskq.runs AS r"
 	"                       WHERE r.id OPERATOR(pg_catalog.=) f.workflow"
 	"                         AND r.finished_at IS NULL)"
+	"      AND (f.\"trigger\" OPERATOR(pg_catalog.<) 'one_failed'::taskq.trigger_rule"
+	"           OR f.num_completed OPERATOR(pg_catalog.+) f.num_failed"
+	"              OPERATOR(pg_catalog.>=) f.total_dependencies)"
+	"      AND (f.result IS NULL OR f.to_signal_after IS NULL"
+	"           OR NOT EXISTS (SELECT FROM taskq.tasks AS s"
+	"                           WHERE s.id OPERATOR(pg_catalog.=) ANY (f.to_signal_after)"
+	"                             AND s.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status))"
+	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
+/* The same for an extension not updated to 0.5 yet (queue.h: taskq_rules_installed). */
+static TaskqPlan legacy_retention_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.tasks AS f"
+	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
+	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
 	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
 	1, {TIMESTAMPTZOID}
 };
@@ -292,8 +314,10 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
-		taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
-		taskq_execute(&retention_plan, &arg, NULL, false, 0);
+		if (taskq_rules_installed())
+			taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
+		taskq_execute(taskq_rules_installed() ? &retention_plan : &legacy_retention_plan,
+					  &arg, NULL, false, 0);
 		if (SPI_processed == RETENTION_BATCH)
 			next = earliest(next, now);
 		else

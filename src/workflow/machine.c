@@ -84,7 +84,8 @@ static void
 queue_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
 			 const char *caller)
 {
-	TaskqReturnItem item = {(char *) id, token, (char *) status, code, NULL, false};
+	TaskqReturnItem item = {.id = (char *) id, .token = token, .status = (char *) status,
+		.code = code};
 
 	taskq_workflow_direct(true);
 	PG_TRY();

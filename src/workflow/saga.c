@@ -234,7 +234,8 @@ static void
 queue_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
 			 Interval *delay, const char *caller)
 {
-	TaskqReturnItem item = {(char *) id, token, (char *) status, code, delay, false};
+	TaskqReturnItem item = {.id = (char *) id, .token = token, .status = (char *) status,
+		.code = code, .retry_delay = delay};
 
 	taskq_workflow_direct(true);
 	PG_TRY();

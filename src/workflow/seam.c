@@ -86,8 +86,8 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 		if (run && !taskq_string_member(candidates, run))
 			candidates = lappend(candidates, run);
 	}
-	if (candidates == NIL)
-		return;
+	if (candidates == NIL || !taskq_rules_installed())
+		return;					/* no runs, or a schema from before runs */
 	arg = taskq_text_array_datum(candidates);
 	taskq_execute(&runs_plan, &arg, NULL, false, 0);
 	for (uint64 r = 0; r < SPI_processed; r++)
@@ -134,7 +134,7 @@ workflow_finished(const TaskqFinished *tasks, int n)
 		if (direct_depth > 0 && tasks[i].outcome == TASKQ_COMPLETED)
 			continue;
 		id = taskq_run_of_task(tasks[i].id);
-		if (id == NULL)
+		if (id == NULL || !taskq_rules_installed())
 			continue;
 		taskq_run_lock(id);
 		run = taskq_run_fetch(id);

@@ -22,6 +22,7 @@ PACKAGES=(
     sqlsmith                               # test/t/012_sqlsmith.pl
     graphviz                               # test/t/022_graphs.pl (dot -Tsvg renders every graph)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
+    graphviz                               # dot -Tsvg renders the task graphs (test/t/030_dag_property.pl)
 )
 
 # One dpkg-query for all: "name ii " for each installed package.

@@ -230,8 +230,8 @@ suite_tap() {
     [[ -n ${PG_TEST_EXTRA:-} ]] && tap_env+=(PG_TEST_EXTRA="$PG_TEST_EXTRA")
     [[ -n ${PG_TEST_TIMEOUT_DEFAULT:-} ]] && tap_env+=(PG_TEST_TIMEOUT_DEFAULT="$PG_TEST_TIMEOUT_DEFAULT")
     local v
-    for v in TASKQ_SQLSMITH_SECONDS TASKQ_SQLSMITH_SEED TASKQ_FUZZ_SECONDS \
-        TASKQ_CRASH_ITERATIONS; do   # test/t/012_sqlsmith.pl, test/t/002_crash_loop.pl
+    for v in TASKQ_SQLSMITH_SECONDS TASKQ_SQLSMITH_SEED TASKQ_FUZZ_SECONDS TASKQ_DAG_COUNT TASKQ_DAG_SEED \
+        TASKQ_CRASH_ITERATIONS; do   # test/t/012_sqlsmith.pl, test/t/002_crash_loop.pl, test/t/030_dag_property.pl
         [[ -n ${!v:-} ]] && tap_env+=("$v=${!v}")
     done
     t0=$(tq_now)

@@ -7,25 +7,25 @@ BEGIN;
 SELECT plan(21);
 
 SELECT has_function('taskq', 'return_and_own',
-    ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]', 'text', 'integer', 'text[]', 'interval'],
-    'return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval) exists');
+    ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]', 'text', 'integer', 'text[]', 'interval', 'jsonb[]'],
+    'return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[]) exists');
 SELECT is(pg_catalog.pg_get_function_arguments(
-              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)'::regprocedure),
-          'ids text[], tokens uuid[], statuses text[], status_codes taskq.status[], actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval',
+              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])'::regprocedure),
+          'ids text[], tokens uuid[], statuses text[], status_codes taskq.status[], actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval, results jsonb[] DEFAULT NULL::jsonb[]',
           'argument names: return_tasks'' then own_tasks''; max_duration defaults to NULL');
 SELECT is(pg_catalog.pg_get_function_result(
-              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)'::regprocedure),
+              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])'::regprocedure),
           pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval, interval)'::regprocedure),
           'it returns what own_tasks returns');
 SELECT ok(pg_catalog.has_function_privilege('taskq_worker',
-              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)', 'EXECUTE')
+              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])', 'EXECUTE')
           AND pg_catalog.has_function_privilege('taskq_admin',
-              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)', 'EXECUTE'),
+              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])', 'EXECUTE'),
           'workers and admins may call it');
 SELECT ok(NOT pg_catalog.has_function_privilege('taskq_producer',
-              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)', 'EXECUTE')
+              'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])', 'EXECUTE')
           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc, LATERAL pg_catalog.aclexplode(proacl) a
-                           WHERE oid = 'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)'::regprocedure
+                           WHERE oid = 'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])'::regprocedure
                              AND a.grantee = 0),
           'producers and PUBLIC may not');
 

@@ -100,14 +100,14 @@ SELECT is(pg_catalog.pg_get_function_result('taskq.extend_ownership(text, text[]
     'TABLE(id text, owned boolean)',
     'extend_ownership result columns');
 
--- The contract's four arguments, plus an optional retry_delay (an addition
--- with a default, so a four-argument call still resolves to it).
-SELECT has_function('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval'],
-    'return_task(text, uuid, text, taskq.status, interval) exists');
-SELECT function_returns('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval'],
+-- The contract's four arguments, plus an optional retry_delay and result
+-- (additions with defaults, so a four-argument call still resolves to it).
+SELECT has_function('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval', 'jsonb'],
+    'return_task(text, uuid, text, taskq.status, interval, jsonb) exists');
+SELECT function_returns('taskq', 'return_task', ARRAY['text', 'uuid', 'text', 'taskq.status', 'interval', 'jsonb'],
     'void', 'return_task returns void');
-SELECT is(pg_catalog.pg_get_function_arguments('taskq.return_task(text, uuid, text, taskq.status, interval)'::regprocedure),
-    'id text, token uuid, status text, status_code taskq.status, retry_delay interval DEFAULT NULL::interval',
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.return_task(text, uuid, text, taskq.status, interval, jsonb)'::regprocedure),
+    'id text, token uuid, status text, status_code taskq.status, retry_delay interval DEFAULT NULL::interval, result jsonb DEFAULT NULL::jsonb',
     'return_task argument names');
 
 SELECT has_function('taskq', 'wait_for_task', ARRAY['text', 'interval'],
@@ -127,9 +127,9 @@ SELECT is(pg_catalog.pg_get_function_arguments('taskq.add_dependencies(text[], t
     'add_dependencies argument names');
 
 -- Documented additions (docs/semantics.md): batch return and the shapes.
-SELECT has_function('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]'],
-    'return_tasks(text[], uuid[], text[], taskq.status[]) exists');
-SELECT function_returns('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]'],
+SELECT has_function('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]', 'jsonb[]'],
+    'return_tasks(text[], uuid[], text[], taskq.status[], jsonb[]) exists');
+SELECT function_returns('taskq', 'return_tasks', ARRAY['text[]', 'uuid[]', 'text[]', 'taskq.status[]', 'jsonb[]'],
     'bigint', 'return_tasks returns bigint');
 SELECT has_function('taskq', 'chain', ARRAY['jsonb', 'text[]'], 'chain(jsonb, text[]) exists');
 SELECT function_returns('taskq', 'chain', ARRAY['jsonb', 'text[]'], 'bigint', 'chain returns bigint');

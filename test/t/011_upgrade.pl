@@ -114,12 +114,28 @@ for my $v (@older)
 	$node->safe_psql($db, "CREATE EXTENSION taskq VERSION '$v'");
 	$node->safe_psql($db,
 		"SELECT taskq.insert_tasks('[{\"id\": \"kept\", \"action\": \"a\"}]')");
+	# the new library on the old schema (before the update): a completion
+	# signals its successor, an abort cascades, as the old version did
+	$node->safe_psql($db, q{SELECT taskq.insert_tasks('[{"id": "c1", "action": "c", "to_signal_after": ["c2"]},
+		{"id": "c2", "action": "c2"}, {"id": "d1", "action": "d", "to_signal_after": ["d2"]},
+		{"id": "d2", "action": "d2"}]')});
+	$node->safe_psql($db, q{SELECT taskq.return_task(o.id, o.token, NULL, 'completed')
+		FROM taskq.own_tasks('w', 1, '{c}') AS o});
+	$node->safe_psql($db, q{SELECT taskq.return_task(o.id, o.token, NULL, 'aborted')
+		FROM taskq.own_tasks('w', 1, '{d}') AS o});
+	is($node->safe_psql($db, q{SELECT string_agg(id || ':' || status_code || '/' || num_signals, ' ' ORDER BY id)
+		FROM taskq.tasks WHERE id IN ('c1', 'c2', 'd1', 'd2')}),
+		'c1:completed/0 c2:pending/0 d1:aborted/0 d2:aborted/0',
+		"$v, not updated yet: the new library signals and cascades on the old table");
 	$node->safe_psql($db, 'ALTER EXTENSION taskq UPDATE');
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'taskq'"),
 		$default, "$v updates to $default");
 	is(taskq_schema($db), $want, "$v updated is the same as a fresh $default");
 	is($node->safe_psql($db, "SELECT count(*) FROM taskq.tasks WHERE id = 'kept'"),
 		'1', "$v: the tasks survive the update");
+	is($node->safe_psql($db, q{SELECT string_agg(id || ':' || "trigger" || '/' || num_completed || '/' || num_failed, ' ' ORDER BY id)
+		FROM taskq.tasks WHERE id IN ('c1', 'c2')}),
+		'c1:all_success/0/0 c2:all_success/0/0', "$v: tasks of before the update are all_success");
 }
 pass(@older ? 'updated from ' . join(', ', @older)
 	  : "no released version before $default yet: nothing to update from");

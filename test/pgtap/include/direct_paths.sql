@@ -8,7 +8,8 @@ CREATE EXTENSION amcheck;
 -- (bt_index_check with heapallindexed fails if one is missing.)
 CREATE FUNCTION pg_temp.check_task_indexes() RETURNS void LANGUAGE sql AS $$
     SELECT bt_index_check(c.oid, true) FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-     WHERE i.indrelid = 'taskq.tasks'::regclass;
+     WHERE i.indrelid = 'taskq.tasks'::regclass
+       AND c.relam = (SELECT a.oid FROM pg_am AS a WHERE a.amname = 'btree');
     SELECT NULL::void $$;
 
 -- Rows the trigger saw: id, status before (NULL for an insert) and after.

@@ -1,0 +1,85 @@
+/*-------------------------------------------------------------------------
+ *
+ * results.c
+ *	  What a task's predecessors produced: the id, outcome, status text
+ *	  and result of each direct predecessor, for the owner of the task.
+ *
+ * A return stores its result in the task's row (return.c, complete.c);
+ * this file reads those of a task's predecessors.  Predecessors are the
+ * tasks that name it in to_signal_after, found through the GIN index
+ * tasks_successors_idx.  Only the task's owner reads them: the caller's
+ * token must be the task's performance token (the last one, also after
+ * the task finished).  Locking: none; the rows are read with the
+ * statement's snapshot, so a predecessor's completion that committed
+ * before the successor was claimed is seen with its result.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/uuid.h"
+
+#include "common/plan.h"
+#include "common/settings.h"
+#include "queue/relation.h"
+
+static TaskqPlan token_plan = {
+	"SELECT performance_token FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/* One row per direct predecessor, in id order; unfinished: no result. */
+static TaskqPlan predecessors_plan = {
+	"SELECT p.id, p.status_code, p.status,"
+	"       CASE WHEN p.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
+	"            THEN p.result END"
+	"  FROM taskq.tasks AS p"
+	" WHERE p.to_signal_after OPERATOR(pg_catalog.@>) ARRAY[$1]::text[]"
+	" ORDER BY p.id",
+	1, {TEXTOID}
+};
+
+/*
+ * The predecessors of task id, whose owner holds token, into out (columns
+ * id, status_code, status, result).  42704 for an unknown id, TQ001 for
+ * another token.
+ */
+void
+taskq_read_predecessor_results(const char *id, pg_uuid_t *token, Tuplestorestate *out,
+						  TupleDesc outdesc)
+{
+	Datum		arg = CStringGetTextDatum(id);
+	bool		isnull = true;
+	Datum		cur = (Datum) 0;
+	bool		gone;
+
+	taskq_execute(&token_plan, &arg, NULL, true, 1);
+	gone = SPI_processed == 0;
+	if (gone && taskq_retention != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" does not exist", id)));
+	if (!gone)
+		cur = taskq_get_datum(0, 1, &isnull);
+	if (gone || isnull || memcmp(DatumGetUUIDP(cur), token, sizeof(pg_uuid_t)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
+				 errmsg("invalid performance token for task \"%s\"", id),
+				 errdetail("Only the task's owner reads its predecessors' results, with the token its claim gave."),
+				 errhint("A worker holding a stale token must drop the task.")));
+
+	taskq_execute(&predecessors_plan, &arg, NULL, true, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		Datum		values[4];
+		bool		nulls[4];
+
+		for (int c = 0; c < 4; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+									  c + 1, &nulls[c]);
+		tuplestore_putvalues(out, outdesc, values, nulls);
+	}
+}
