@@ -15,7 +15,7 @@ SELECT is(pg_catalog.pg_get_function_arguments(
           'argument names: return_tasks'' then own_tasks''; max_duration defaults to NULL');
 SELECT is(pg_catalog.pg_get_function_result(
               'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)'::regprocedure),
-          pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval)'::regprocedure),
+          pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval, interval)'::regprocedure),
           'it returns what own_tasks returns');
 SELECT ok(pg_catalog.has_function_privilege('taskq_worker',
               'taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval)', 'EXECUTE')

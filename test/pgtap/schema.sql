@@ -78,14 +78,14 @@ SELECT function_returns('taskq', 'replace_tasks', ARRAY['jsonb'], 'bigint', 'rep
 SELECT is(pg_catalog.pg_get_function_arguments('taskq.replace_tasks(jsonb)'::regprocedure),
     'tasks jsonb', 'replace_tasks argument names');
 
-SELECT has_function('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval'],
-    'own_tasks(text, integer, text[], interval) exists');
-SELECT function_returns('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval'],
+SELECT has_function('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval', 'interval'],
+    'own_tasks(text, integer, text[], interval, interval) exists');
+SELECT function_returns('taskq', 'own_tasks', ARRAY['text', 'integer', 'text[]', 'interval', 'interval'],
     'setof record', 'own_tasks returns a set');
-SELECT is(pg_catalog.pg_get_function_arguments('taskq.own_tasks(text, integer, text[], interval)'::regprocedure),
-    'actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval',
-    'own_tasks argument names, max_duration defaults to NULL');
-SELECT is(pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval)'::regprocedure),
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.own_tasks(text, integer, text[], interval, interval)'::regprocedure),
+    'actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval',
+    'own_tasks argument names, max_duration and wait default to NULL');
+SELECT is(pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval, interval)'::regprocedure),
     'TABLE(id text, token uuid, action text, body jsonb, num_tries integer, action_deadline timestamp with time zone)',
     'own_tasks result columns');
 
