@@ -17,7 +17,12 @@
  *               latency   taskq only: a producer at --rate tasks/s for
  *                         --seconds, --clients workers waiting on LISTEN taskq
  *                         (with --wait MS: waiting inside own_tasks, no
- *                         LISTEN); enqueue->claim from database timestamps
+ *                         LISTEN); enqueue->claim from database timestamps;
+ *                         also the insert call's time and the claim's
+ *                         moment less the insert's reply (negative: the
+ *                         claim came first); --async-producer 1: the
+ *                         producer commits with synchronous_commit = off,
+ *                         so that the wake-up shows without the flush
  *     taskq only, the depth, fan-in, chain and soak workloads:
  *               depth     rounds of: enqueue --backlog tasks (not timed,
  *                         then VACUUM ANALYZE and CHECKPOINT), drain
@@ -86,9 +91,10 @@ typedef struct Options
 	long		backlog;		/* depth: tasks per round; soak: most unfinished */
 	int			window;			/* soak: seconds of the first and last window */
 	int			wait;			/* latency: workers wait in own_tasks (ms), not on LISTEN */
+	int			async_producer;	/* latency: the producer commits without waiting for the flush */
 } Options;
 
-static Options opt = {NULL, NULL, 4, 100000, 1, 1, 300, 20, "work", "e", 0, 10000, 60, 0};
+static Options opt = {NULL, NULL, 4, 100000, 1, 1, 300, 20, "work", "e", 0, 10000, 60, 0, 0};
 
 static atomic_long next_task;	/* enqueue: tasks handed out so far */
 static atomic_long done_tasks;	/* drain: tasks completed */
@@ -105,6 +111,14 @@ static char join_token[64];
 /* latency samples, milliseconds */
 static double *samples;
 static atomic_long nsamples;
+/*
+ * latency, by task number: when the producer's insert call returned (its
+ * commit was done: wall clock), how long that call took (ms), and when a
+ * worker's claim got the task (the server's clock_timestamp())
+ */
+static double *replied_at;
+static double *insert_ms;
+static double *claimed_at;
 
 static double
 now_s(void)
@@ -539,6 +553,8 @@ producer_thread(void *arg)
 	(void) arg;
 
 	prepare(conn, "enq", "SELECT taskq.insert_tasks($1::jsonb)");
+	if (opt.async_producer)
+		PQclear(PQexec(conn, "SET synchronous_commit = off"));
 	for (long i = 0; i < total; i++)
 	{
 		double		due = start + (double) i / opt.rate;
@@ -551,10 +567,16 @@ producer_thread(void *arg)
 
 			nanosleep(&ts, NULL);
 		}
-		snprintf(buf, sizeof(buf),
-				 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, %s}}]",
-				 opt.prefix, i, opt.action, wall_s(), BODY);
-		PQclear(exec_prepared(conn, "enq", 1, params));
+		{
+			double		sent = wall_s();
+
+			snprintf(buf, sizeof(buf),
+					 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, \"n\": %ld, %s}}]",
+					 opt.prefix, i, opt.action, sent, i, BODY);
+			PQclear(exec_prepared(conn, "enq", 1, params));
+			replied_at[i] = wall_s();
+			insert_ms[i] = (replied_at[i] - sent) * 1000;
+		}
 	}
 	atomic_store(&producer_done, 1);
 	PQfinish(conn);
@@ -582,7 +604,9 @@ listener_thread(void *arg)
 	snprintf(sql, sizeof(sql),
 			 "SELECT o.id, o.token,"
 			 "       (extract(epoch FROM clock_timestamp()) OPERATOR(pg_catalog.-)"
-			 "        (o.body OPERATOR(pg_catalog.->>) 'sent')::float8) * 1000"
+			 "        (o.body OPERATOR(pg_catalog.->>) 'sent')::float8) * 1000,"
+			 "       (o.body OPERATOR(pg_catalog.->>) 'n')::bigint,"
+			 "       extract(epoch FROM clock_timestamp())::float8"
 			 "  FROM taskq.own_tasks($1, 10, '{%s}', '1 minute', %s) AS o", opt.action,
 			 opt.wait > 0 ? psprintf_ms(opt.wait) : "NULL");
 	prepare(conn, "claim", sql);
@@ -600,7 +624,11 @@ listener_thread(void *arg)
 			long		k = atomic_fetch_add(&nsamples, 1);
 			const char *p2[2] = {PQgetvalue(res, i, 0), PQgetvalue(res, i, 1)};
 
+			long		t = atol(PQgetvalue(res, i, 3));
+
 			samples[k] = atof(PQgetvalue(res, i, 2));
+			if (t >= 0 && t < (long) opt.rate * opt.seconds)
+				claimed_at[t] = atof(PQgetvalue(res, i, 4));
 			PQclear(exec_prepared(conn, "done1", 2, p2));
 		}
 		PQclear(res);
@@ -1130,6 +1158,8 @@ main(int argc, char **argv)
 			opt.window = atoi(v);
 		else if (strcmp(k, "--wait") == 0)
 			opt.wait = atoi(v);
+		else if (strcmp(k, "--async-producer") == 0)
+			opt.async_producer = atoi(v);
 		else
 		{
 			fprintf(stderr, "driver: unknown option %s\n", k);
@@ -1186,7 +1216,15 @@ main(int argc, char **argv)
 	{
 		long		n;
 
-		samples = calloc((size_t) opt.rate * opt.seconds + 16, sizeof(double));
+		long		total = (long) opt.rate * opt.seconds;
+		long		m = 0;
+		double	   *after;
+
+		samples = calloc((size_t) total + 16, sizeof(double));
+		replied_at = calloc((size_t) total + 16, sizeof(double));
+		insert_ms = calloc((size_t) total + 16, sizeof(double));
+		claimed_at = calloc((size_t) total + 16, sizeof(double));
+		after = calloc((size_t) total + 16, sizeof(double));
 		for (long i = 0; i < opt.clients; i++)
 			pthread_create(&threads[i], NULL, listener_thread, (void *) i);
 		pthread_create(&threads[opt.clients], NULL, producer_thread, NULL);
@@ -1194,10 +1232,19 @@ main(int argc, char **argv)
 			pthread_join(threads[i], NULL);
 		n = atomic_load(&nsamples);
 		qsort(samples, n, sizeof(double), compare_double);
-		printf("system=%s workload=latency clients=%d rate=%d seconds=%d wait_ms=%d tasks=%ld p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f\n",
+		/* from the insert's reply (its commit done) to the claim */
+		for (long t = 0; t < total; t++)
+			if (claimed_at[t] > 0 && replied_at[t] > 0)
+				after[m++] = (claimed_at[t] - replied_at[t]) * 1000;
+		qsort(after, m, sizeof(double), compare_double);
+		qsort(insert_ms, total, sizeof(double), compare_double);
+		printf("system=%s workload=latency clients=%d rate=%d seconds=%d wait_ms=%d tasks=%ld p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f"
+			   " insert_p50_ms=%.3f insert_p99_ms=%.3f after_reply_p50_ms=%.3f after_reply_p99_ms=%.3f\n",
 			   opt.system, opt.clients, opt.rate, opt.seconds, opt.wait, n,
 			   percentile(samples, n, 50), percentile(samples, n, 95),
-			   percentile(samples, n, 99));
+			   percentile(samples, n, 99),
+			   percentile(insert_ms, total, 50), percentile(insert_ms, total, 99),
+			   percentile(after, m, 50), percentile(after, m, 99));
 	}
 	else
 	{

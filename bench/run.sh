@@ -19,7 +19,8 @@
 # 1,000), pgenqueue (the same through pgbench -M prepared with random text
 # ids: bench/pgbench/; not in the default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
 # producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
-# waiting inside own_tasks with wait => 1 s), lag (LAG_TASKS
+# waiting inside own_tasks with wait => 1 s; each also with a producer
+# that commits with synchronous_commit = off), lag (LAG_TASKS
 # (300,000) pending, autovacuum off, one worker drains 50 per claim in
 # LAG_CHUNKS (6) chunks: last chunk's rate against the first's, for taskq,
 # baseline and floor; LONG_RUNS runs), and, taskq against itself (ratios
@@ -156,20 +157,44 @@ field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its rate
+# The CPU time (clock ticks) the cluster's processes used so far: the
+# postmaster's exited children (backends, autovacuum workers) and the live
+# ones (walwriter, checkpointer, taskq's worker, ...).  Read before and
+# after a run (after its backends exited), it gives the run's CPU in the
+# database, whatever else runs on the machine.
+cluster_ticks() {
+    local pm c t=0
+    pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
+    t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+    for c in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its
+# rate; the database's CPU per task (µs) goes to $TQ_WORK/cpu.LABEL
 run_once() {
     local label=$1 system=$2 r=$3; shift 3
     reset_tables
     case $1 in
     drain) prefill "$system" "$TASKS" "$3" ;;   # drain --clients N ...
     esac
-    local line driver_system=$system options=${PGOPTIONS:-}
+    local line driver_system=$system options=${PGOPTIONS:-} t0 t1 n
     # cycle0: return_and_own in sessions with taskq.retention = 0
     [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
+    t0=$(cluster_ticks)
     line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
-    echo "  $label run $r: $line" >&2
+    sleep 0.3   # the run's backends exit and are reaped
+    t1=$(cluster_ticks)
+    n=$(field tasks <<<"$line")
+    echo "$(( (t1 - t0) * TICK_US / (n > 0 ? n : 1) ))" >>"$TQ_WORK/cpu.${label// /_}"
+    echo "  $label run $r: $line cpu_us_per_task=$(( (t1 - t0) * TICK_US / (n > 0 ? n : 1) ))" >&2
     field rate <<<"$line"
 }
+# cpu_median LABEL: the median CPU per task (µs) of LABEL's runs
+cpu_median() { local f="$TQ_WORK/cpu.${1// /_}"; [[ -f $f ]] && median <"$f" || echo –; }
 
 # row KEY ARGS...: the median rate of RUNS (ROW_RUNS) runs of taskq, baseline and floor
 # (and cycle, cycle0 and bound for a drain).  The systems take turns, one
@@ -181,6 +206,8 @@ row() {
     local key=$1; shift
     local systems=(taskq baseline floor)
     [[ $1 == drain ]] && systems=(taskq cycle cycle0 baseline floor bound)
+    # DRAIN_SYSTEMS="taskq baseline floor": a subset, for quick looks
+    [[ $1 == drain && -n ${DRAIN_SYSTEMS:-} ]] && read -ra systems <<<"$DRAIN_SYSTEMS"
     local n=${#systems[@]} runs=${ROW_RUNS:-$RUNS} r i s
     declare -A rates=()
     for ((r = 1; r <= runs; r++)); do
@@ -203,14 +230,20 @@ fi
 # pgenqueue: the statements users write, through pgbench -M prepared from 4
 # clients: random text ids (gen_random_uuid()::text), ~100-byte bodies, 1
 # per transaction and 1,000 per call (bench/pgbench/*.sql), taskq against
-# the hand-written queue; TASKS tasks per run, the systems taking turns
+# the hand-written queue; PGENQ_TASKS (TASKS) tasks per run, the systems
+# taking turns; with the database's CPU per task (cluster_ticks)
 pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
-    local system=$1 batch=$2 r=$3 per_client out tps
+    local system=$1 batch=$2 r=$3 per_client out tps t0 t1 cpu
     reset_tables
-    per_client=$(( TASKS / 4 / batch ))
+    per_client=$(( ${PGENQ_TASKS:-$TASKS} / 4 / batch ))
+    t0=$(cluster_ticks)
     out=$(pgbench -n -M prepared -c 4 -j 4 -t "$per_client" -f "$here/pgbench/${system}_$batch.sql" bench 2>&1)
+    sleep 0.3
+    t1=$(cluster_ticks)
+    cpu=$(( (t1 - t0) * TICK_US / (per_client * 4 * batch) ))
+    echo "$cpu" >>"$TQ_WORK/cpu.pgenq$batch.$system"
     tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")
-    echo "  pgenqueue $system $batch run $r: tps=$tps tasks/s=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }')" >&2
+    echo "  pgenqueue $system $batch run $r: tps=$tps tasks/s=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }') cpu_us_per_task=$cpu" >&2
     awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f\n", t * b }'
 }
 if want pgenqueue; then
@@ -239,24 +272,27 @@ if want drain; then
     done
 fi
 
-lat=()
+# latency: 4 idle workers on LISTEN (lat), or waiting inside own_tasks with
+# wait => 1 s (latw); and both again with a producer that commits without
+# waiting for the WAL flush (lata, latwa), so that the wake-up shows
+# without the disk.  The systems take turns within each round.
+declare -A LATL=()
 want latency || RUNS_LAT=0
+lat_kinds=(lat latw lata latwa)
 for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
-    reset_tables
-    line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat --prefix "l$r")
-    echo "  latency run $r: $line" >&2
-    lat+=("$line")
+    for ((i = 0; i < 4; i++)); do
+        kind=${lat_kinds[(i + r - 1) % 4]} wait=0 async=0
+        [[ $kind == latw || $kind == latwa ]] && wait=1000
+        [[ $kind == lata || $kind == latwa ]] && async=1
+        reset_tables
+        line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat \
+            --prefix "$kind$r" --wait "$wait" --async-producer "$async")
+        echo "  latency $kind run $r: $line" >&2
+        LATL[$kind]+="$line"$'\n'
+    done
 done
-# the same with workers that wait inside own_tasks (wait => 1 s), no LISTEN
-latw=()
-for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
-    reset_tables
-    line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat --prefix "lw$r" --wait 1000)
-    echo "  latency (own_tasks wait) run $r: $line" >&2
-    latw+=("$line")
-done
-p() { for l in "${lat[@]}"; do field "$1" <<<"$l"; done | median; }
-pw() { for l in "${latw[@]}"; do field "$1" <<<"$l"; done | median; }
+# lp KIND FIELD: the median of FIELD over the runs of KIND
+lp() { field "$2" <<<"${LATL[$1]:-}" | median; }
 
 # --- workloads 4-7: taskq against itself ---
 driver() { "$TQ_WORK/driver" taskq "$@"; }
@@ -463,12 +499,23 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
             done
         done
         echo
+        if want drain; then
+            echo "| database CPU per task, µs (all of the cluster's processes; medians) | taskq | baseline | floor | return_and_own | r&o, retention 0 | bound |"
+            echo "|---|---:|---:|---:|---:|---:|---:|"
+            for w in $DRAIN_WORKERS; do
+                for k in $DRAIN_PER_CLAIM; do
+                    [[ -n ${R[drain.$w.$k.taskq]:-} ]] || continue
+                    echo "| drain, $w worker(s), $k per claim | $(cpu_median "drain.$w.$k taskq") | $(cpu_median "drain.$w.$k baseline") | $(cpu_median "drain.$w.$k floor") | $(cpu_median "drain.$w.$k cycle") | $(cpu_median "drain.$w.$k cycle0") | $(cpu_median "drain.$w.$k bound") |"
+                done
+            done
+            echo
+        fi
     fi
     if want pgenqueue; then
-        echo "| pgbench -M prepared, 4 clients, random text ids, ~100-byte body; tasks/s | taskq | hand-written queue | taskq ÷ hand-written |"
-        echo "|---|---:|---:|---:|"
+        echo "| pgbench -M prepared, 4 clients, random text ids, ~100-byte body; tasks/s | taskq | hand-written queue | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
+        echo "|---|---:|---:|---:|---:|---:|"
         for batch in 1 1000; do
-            echo "| enqueue, $batch per call | ${R[pgenq$batch.taskq]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.taskq]}" "${R[pgenq$batch.baseline]}") |"
+            echo "| enqueue, $batch per call | ${R[pgenq$batch.taskq]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.taskq]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.taskq") | $(cpu_median "pgenq$batch.baseline") |"
         done
         echo
     fi
@@ -480,10 +527,18 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         done
         echo
     fi
-    if [[ ${#lat[@]} -gt 0 ]]; then
-        echo "Latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 workers on LISTEN: p50 $(p p50_ms) ms, p95 $(p p95_ms) ms, p99 $(p p99_ms) ms."
-        echo
-        echo "Latency, the same, 4 workers waiting in own_tasks (wait => 1 s, no LISTEN): p50 $(pw p50_ms) ms, p95 $(pw p95_ms) ms, p99 $(pw p99_ms) ms."
+    if want latency; then
+        echo "| latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 idle workers (ms, medians of the runs) | enqueue → claim p50 | p95 | p99 | insert call p50 | p99 | claim − insert's reply p50 | p99 |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        for kind in lat latw lata latwa; do
+            case $kind in
+            lat) label="LISTEN taskq, durable commit" ;;
+            latw) label="own_tasks(…, wait => 1 s), durable commit" ;;
+            lata) label="LISTEN taskq, producer synchronous_commit = off" ;;
+            latwa) label="own_tasks(…, wait => 1 s), producer synchronous_commit = off" ;;
+            esac
+            echo "| $label | $(lp $kind p50_ms) | $(lp $kind p95_ms) | $(lp $kind p99_ms) | $(lp $kind insert_p50_ms) | $(lp $kind insert_p99_ms) | $(lp $kind after_reply_p50_ms) | $(lp $kind after_reply_p99_ms) |"
+        done
         echo
     fi
     if want depth || want fanin || want rules || want chain || want soak; then

@@ -12,6 +12,8 @@
  * queue/claim_start.c.)  A slot belongs to one database: the launcher fills dboid
  * and the worker handle, the worker publishes its latch, producers add the
  * actions that got ready work at commit, and the worker takes them.
+ * listeners (under the same lock) counts, per database, the sessions that
+ * listen for announcements (ipc/wakeup.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +33,7 @@
 #define TASKQ_MAX_DATABASES		64	/* databases with a worker */
 #define TASKQ_PENDING_ACTIONS	32	/* distinct actions awaiting NOTIFY */
 #define TASKQ_NOTIFY_NAME_LEN	258 /* kind byte + a name of up to 255 bytes + NUL */
+#define TASKQ_LISTEN_DATABASES	64	/* databases whose sessions LISTEN for taskq */
 
 typedef struct TaskqDbSlot
 {
@@ -57,6 +60,17 @@ typedef struct TaskqDbSlot
 	char		pending[TASKQ_PENDING_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
 } TaskqDbSlot;
 
+/*
+ * Sessions of a database that ran LISTEN taskq or LISTEN taskq_progress
+ * (counted once per session, until it exits): without any, nobody hears an
+ * announcement, and producers do not wake the worker to send one.
+ */
+typedef struct TaskqListeners
+{
+	Oid			dboid;			/* InvalidOid (or count 0): free */
+	int			count;
+} TaskqListeners;
+
 typedef struct TaskqSharedState
 {
 	LWLock	   *lock;
@@ -66,6 +80,8 @@ typedef struct TaskqSharedState
 	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
 	ConditionVariable ready_cv[TASKQ_READY_SLOTS];
 	ConditionVariable any_ready_cv[TASKQ_ANY_READY_SLOTS];
+	TaskqListeners listeners[TASKQ_LISTEN_DATABASES];
+	bool		listeners_overflow; /* more databases: announce everywhere */
 } TaskqSharedState;
 
 extern TaskqSharedState *taskq_shared;

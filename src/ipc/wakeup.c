@@ -15,7 +15,15 @@
  * launcher's, if the database has no worker yet); it broadcasts the
  * condition variables of the ready actions and of the database's claims of
  * any action, and lowers the slot's next_due to the earliest not_before it
- * committed (waking the worker only if that moved).  So producers never
+ * committed (waking the worker only if that moved).  Announcements (NOTIFY
+ * taskq, taskq_progress) are merged only while some session of the
+ * database has run LISTEN on one of those channels (taskq_note_listener,
+ * from the utility hook): otherwise nobody would hear them, and waking the
+ * worker for each commit cost an enqueue of one task a sixth of its CPU,
+ * the worker's transaction besides.  A session counts from its LISTEN to
+ * its exit (an UNLISTEN is not followed); a producer that saw no listener
+ * committed before the listener's LISTEN, so the listener's first claim,
+ * which follows its LISTEN, finds that work.  So producers never
  * NOTIFY themselves and never queue behind the notification lock.  Nothing
  * here may fail: an error after commit would be a PANIC, so the local
  * notes live in fixed arrays and an overflow just widens the announcement.
@@ -27,6 +35,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 
 #include "common/settings.h"
 #include "ipc/shmem.h"
@@ -41,6 +50,9 @@ static bool ready_overflow = false;
 static bool deferred = false;
 static TimestampTz due = 0;		/* earliest delayed not_before written */
 static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
+
+/* This session counted itself among its database's listeners. */
+static bool listener_counted = false;
 
 static int
 finish_slot(const char *id)
@@ -226,6 +238,59 @@ taskq_deferred_take(bool clear)
 	return result;
 }
 
+/* The database's entry in the listener counts; caller holds the lock. */
+static TaskqListeners *
+find_listeners(Oid dboid)
+{
+	for (int i = 0; i < TASKQ_LISTEN_DATABASES; i++)
+		if (taskq_shared->listeners[i].dboid == dboid &&
+			taskq_shared->listeners[i].count > 0)
+			return &taskq_shared->listeners[i];
+	return NULL;
+}
+
+static void
+listener_exit(int code, Datum arg)
+{
+	TaskqListeners *l;
+
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	l = find_listeners(MyDatabaseId);
+	if (l != NULL)
+		l->count--;
+	LWLockRelease(taskq_shared->lock);
+}
+
+/*
+ * This session runs LISTEN taskq or LISTEN taskq_progress: count it among
+ * its database's listeners until it exits, so that producers have the
+ * worker announce their work.  Called before the LISTEN runs.
+ */
+void
+taskq_note_listener(void)
+{
+	TaskqListeners *l;
+
+	if (listener_counted || taskq_shared == NULL || !OidIsValid(MyDatabaseId))
+		return;
+	LWLockAcquire(taskq_shared->lock, LW_EXCLUSIVE);
+	l = find_listeners(MyDatabaseId);
+	for (int i = 0; l == NULL && i < TASKQ_LISTEN_DATABASES; i++)
+		if (taskq_shared->listeners[i].count == 0)
+		{
+			l = &taskq_shared->listeners[i];
+			l->dboid = MyDatabaseId;
+		}
+	if (l != NULL)
+		l->count++;
+	else
+		taskq_shared->listeners_overflow = true;	/* stays: announce everywhere */
+	LWLockRelease(taskq_shared->lock);
+	listener_counted = true;
+	if (l != NULL)
+		before_shmem_exit(listener_exit, (Datum) 0);
+}
+
 /*
  * Merge one action into a slot's pending set; caller holds the lock.
  * Returns true if the set changed (the worker has not yet been told).
@@ -262,7 +327,10 @@ publish_ready(void)
 	slot = taskq_find_db_slot(MyDatabaseId);
 	if (slot != NULL)
 	{
-		if (ready_overflow && !slot->pending_overflow)
+		bool		heard = taskq_shared->listeners_overflow ||
+			find_listeners(MyDatabaseId) != NULL;
+
+		if (heard && ready_overflow && !slot->pending_overflow)
 		{
 			slot->pending_overflow = true;
 			changed = true;
@@ -272,7 +340,7 @@ publish_ready(void)
 			slot->signals_deferred = true;
 			changed = true;
 		}
-		for (int i = 0; i < nready; i++)
+		for (int i = 0; heard && i < nready; i++)
 			changed |= slot_add_pending(slot, ready[i]);
 		if (due != 0 && (slot->next_due == 0 || due < slot->next_due))
 		{

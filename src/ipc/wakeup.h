@@ -22,6 +22,7 @@ extern void taskq_note_ready(const char *action);
 extern void taskq_note_progress(const char *job);
 extern void taskq_note_deferred(void);
 extern void taskq_note_due(TimestampTz not_before);
+extern void taskq_note_listener(void);
 extern TimestampTz taskq_next_due_take(void);
 extern ConditionVariable *taskq_ready_cv(const char *action);
 extern void taskq_wake_ready(const char *action);

@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * row_insert.c
- *	  The rows of a checked batch written: a small batch with one INSERT over
- *	  unnest() of column arrays; a large one without the executor, a page at
+ *	  The rows of a checked batch written without the executor, a page at
  *	  a time (table_multi_insert, as COPY does), index entries added and the
- *	  primary key checked as entries go in, or with the INSERT where that
- *	  path does not apply.  A stored duplicate is reported by id and batch
- *	  position.  The trigger rule is written only when a task of the batch
- *	  has another than all_success (else the column's default), so that a
+ *	  primary key checked as entries go in, or with an INSERT over unnest()
+ *	  of column arrays where that path does not apply;
+ *	  insert_tasks_if_absent's with one INSERT ... ON CONFLICT DO NOTHING.
+ *	  A stored duplicate is reported by id and batch position.  The trigger
+ *	  rule is written by the INSERT only when a task of the batch has
+ *	  another than all_success (else the column's default), so that a
  *	  database not updated to 0.5 still takes plain batches.
  *
  * Locking: RowExclusiveLock on the table, as an INSERT; a possible repeat
@@ -34,6 +35,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "common/int.h"
@@ -51,6 +53,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "common/args.h"
@@ -93,6 +97,89 @@ id_stored(TaskqRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer t
 }
 
 /*
+ * The planned column defaults and CHECK constraints of taskq.tasks, kept
+ * for the backend: reading them from the catalog's node strings and
+ * planning them cost more than writing a row of a small batch.  A relcache
+ * invalidation of the table (ALTER TABLE, DROP EXTENSION) marks them stale;
+ * they are built again at the start of the next direct insert, never while
+ * one runs.
+ */
+typedef struct InsertExprs
+{
+	Oid			relid;
+	int			natts;
+	Expr	  **defaults;		/* per attribute: planned default, or NULL */
+	int			ncheck;
+	Expr	  **checks;			/* planned, in the order of constr->check */
+	TupleDesc	desc;			/* a copy, for the slots */
+	int			nslots;
+	TupleTableSlot **slots;		/* INSERT_CHUNK slots, made on first use */
+} InsertExprs;
+
+static MemoryContext exprs_cxt = NULL;
+static InsertExprs *exprs = NULL;
+static bool exprs_stale = false;
+static bool exprs_callback = false;
+
+static void
+exprs_invalidate(Datum arg, Oid relid)
+{
+	if (exprs != NULL && (relid == InvalidOid || relid == exprs->relid))
+		exprs_stale = true;
+}
+
+static InsertExprs *
+insert_exprs(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleConstr *constr = desc->constr;
+	MemoryContext old;
+
+	if (exprs != NULL && !exprs_stale && exprs->relid == RelationGetRelid(rel) &&
+		exprs->natts == desc->natts &&
+		exprs->ncheck == (constr ? constr->num_check : 0))
+		return exprs;
+	if (!exprs_callback)
+	{
+		CacheRegisterRelcacheCallback(exprs_invalidate, (Datum) 0);
+		exprs_callback = true;
+	}
+	if (exprs_cxt == NULL)
+		exprs_cxt = AllocSetContextCreate(CacheMemoryContext, "taskq insert expressions",
+										  ALLOCSET_SMALL_SIZES);
+	MemoryContextReset(exprs_cxt);
+	exprs = NULL;
+	exprs_stale = false;
+	old = MemoryContextSwitchTo(exprs_cxt);
+	{
+		InsertExprs *e = palloc0(sizeof(InsertExprs));
+
+		e->relid = RelationGetRelid(rel);
+		e->natts = desc->natts;
+		e->defaults = palloc0(sizeof(Expr *) * desc->natts);
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Node	   *def;
+
+			if (TupleDescAttr(desc, a)->attisdropped)
+				continue;
+			def = build_column_default(rel, a + 1);
+			if (def != NULL)
+				e->defaults[a] = expression_planner((Expr *) def);
+		}
+		e->desc = CreateTupleDescCopy(desc);
+		e->slots = palloc0(sizeof(TupleTableSlot *) * INSERT_CHUNK);
+		e->ncheck = constr ? constr->num_check : 0;
+		e->checks = palloc0(sizeof(Expr *) * Max(e->ncheck, 1));
+		for (int i = 0; i < e->ncheck; i++)
+			e->checks[i] = expression_planner(stringToNode(constr->check[i].ccbin));
+		exprs = e;
+	}
+	MemoryContextSwitchTo(old);
+	return exprs;
+}
+
+/*
  * Insert n rows into taskq.tasks, given as column arrays: cols[c][i] and
  * nulls[c][i] are row i's value of column names[c].  The columns not named
  * take their defaults, and so does a NULL not_before (insert.c's INSERT has
@@ -123,6 +210,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	int			nrepeats = 0;	/* rows whose id may repeat a stored one */
 	int		   *repeat_rows;
 	ItemPointerData *repeat_tids;
+	InsertExprs *ie;
 
 	*stored = -1;
 	if (!taskq_rel_open(&d, "INSERT", NULL, 0))
@@ -156,22 +244,43 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		given[att - 1] = c;
 	}
 	not_before = d.col.not_before;
-	for (int a = 0; a < natts; a++)
+	ie = insert_exprs(d.rel);
 	{
-		Node	   *def;
+		MemoryContext old = MemoryContextSwitchTo(d.estate->es_query_cxt);
 
-		if (TupleDescAttr(d.desc, a)->attisdropped ||
-			(given[a] >= 0 && a != not_before - 1))
-			continue;
-		def = build_column_default(d.rel, a + 1);
-		if (def != NULL)
-			defaults[a] = ExecPrepareExpr(expression_planner((Expr *) def), d.estate);
+		for (int a = 0; a < natts; a++)
+		{
+			if (TupleDescAttr(d.desc, a)->attisdropped ||
+				(given[a] >= 0 && a != not_before - 1) || ie->defaults[a] == NULL)
+				continue;
+			defaults[a] = ExecInitExpr(ie->defaults[a], NULL);
+		}
+		/* the CHECK constraints as ExecConstraints would build them, from the plans kept */
+		if (ie->ncheck > 0)
+		{
+			d.rri->ri_ConstraintExprs = palloc(sizeof(ExprState *) * ie->ncheck);
+			for (int i = 0; i < ie->ncheck; i++)
+				d.rri->ri_ConstraintExprs[i] = ExecInitExpr(ie->checks[i], NULL);
+		}
+		MemoryContextSwitchTo(old);
 	}
 
 	econtext = GetPerTupleExprContext(d.estate);
-	slots = palloc(sizeof(TupleTableSlot *) * Min(n, INSERT_CHUNK));
-	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
-		slots[k] = table_slot_create(d.rel, NULL);
+	/*
+	 * The slots are kept with the expressions: making a thousand of them for
+	 * each call cost a fifth of a large batch's insert.  They hold no buffer
+	 * pins; the rows they hold are freed as they are cleared.
+	 */
+	slots = ie->slots;
+	if (ie->nslots < Min(n, INSERT_CHUNK))
+	{
+		MemoryContext old = MemoryContextSwitchTo(exprs_cxt);
+
+		for (int k = ie->nslots; k < Min(n, INSERT_CHUNK); k++)
+			slots[k] = MakeSingleTupleTableSlot(ie->desc, table_slot_callbacks(d.rel));
+		ie->nslots = Min(n, INSERT_CHUNK);
+		MemoryContextSwitchTo(old);
+	}
 
 	while (done < n)
 	{
@@ -232,7 +341,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	taskq_ready_batch_flush(&ready);
 
 	for (int k = 0; k < Min(n, INSERT_CHUNK); k++)
-		ExecDropSingleTupleTableSlot(slots[k]);
+		ExecClearTuple(slots[k]);
 	taskq_rel_close(&d);
 	return true;
 }
@@ -246,11 +355,14 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  * The rows, one per element of the column arrays.  The arrays are unnested
  * in the select list, not in FROM: ROWS FROM (unnest(..), ...) would first
  * copy every column of every row into a tuplestore, which cost more than
- * the insert itself.  Two forms (see taskq_insert_rows): for a large batch, the
- * tries of actions with a policy filled in beforehand and the rows written
- * a page at a time by row_insert.c (a plain INSERT if that path does not
- * apply); for a small one (or insert_tasks_if_absent), one statement that
- * looks the policy up and reports stored duplicates by a short count.
+ * the insert itself.  Two forms (see taskq_insert_rows): for insert_tasks
+ * and replace_tasks, the tries of actions with a policy filled in
+ * beforehand and the rows written by taskq_insert_direct (a plain INSERT
+ * if that path does not apply); for insert_tasks_if_absent, one statement
+ * that looks the policy up and leaves out the stored ids.  (Small batches
+ * took the one statement too, until the direct path was found to cost a
+ * third of it for one task: no plan to start, no ON CONFLICT's speculative
+ * insertion, no statement trigger with its transition table.)
  */
 #define INSERT_SQL(max_tries, conflict, rule_col, rule_val) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
@@ -282,8 +394,6 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
 	 TEXTARRAYOID, TEXTARRAYOID}
 
-/* Batches up to this size take the one-statement form. */
-#define SMALL_BATCH 16
 
 /*
  * Each in two forms: with the trigger rule, for a batch where a task has
@@ -430,10 +540,13 @@ typedef struct BatchColumns
 } BatchColumns;
 
 /*
- * In a large batch a task without max_tries gets its action's, if the
- * action has a policy, looked up here once per batch, not once per row (the
- * small form looks it up in the INSERT).  Returns the actions with a policy,
- * and their tries in *tries.
+ * A task without max_tries gets its action's, if the action has a policy,
+ * looked up here once per batch, not once per row.  The lookup reads
+ * action_policies through its primary key without the executor (a lookup
+ * by SQL cost a tenth of a one-task insert), with a snapshot of this
+ * moment, as a statement of its own would; if the table is not as the
+ * install script made it, the SQL does it.  Returns the actions with a
+ * policy, and their tries in *tries.
  */
 static List *
 policy_max_tries(List *specs, List **tries)
@@ -441,7 +554,11 @@ policy_max_tries(List *specs, List **tries)
 	List	   *no_tries = NIL;
 	List	   *actions = NIL;
 	ListCell   *lc;
-	Datum		arg;
+	Oid			nsp;
+	Oid			relid;
+	Relation	rel;
+	Relation	idx = NULL;
+	AttrNumber	tries_att;
 
 	*tries = NIL;
 	foreach(lc, specs)
@@ -453,13 +570,73 @@ policy_max_tries(List *specs, List **tries)
 	}
 	if (no_tries == NIL)
 		return NIL;
-	arg = taskq_text_array_datum(no_tries);
-	taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
+
+	nsp = get_namespace_oid("taskq", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("action_policies", nsp) : InvalidOid;
+	if (OidIsValid(relid))
 	{
-		actions = lappend(actions, taskq_get_text(r, 1, NULL));
-		*tries = lappend_int(*tries, taskq_get_int32(r, 2, NULL));
+		Oid			idxid = get_relname_relid("action_policies_pkey", nsp);
+
+		rel = table_open(relid, AccessShareLock);
+		tries_att = taskq_column(RelationGetDescr(rel), "max_tries");
+		if (OidIsValid(idxid) && tries_att != InvalidAttrNumber &&
+			!rel->rd_rel->relrowsecurity && rel->rd_rel->relam == HEAP_TABLE_AM_OID)
+		{
+			idx = index_open(idxid, AccessShareLock);
+			if (idx->rd_index->indrelid != relid || idx->rd_index->indnatts != 1 ||
+				idx->rd_index->indkey.values[0] != taskq_column(RelationGetDescr(rel), "action") ||
+				idx->rd_opfamily[0] != TEXT_BTREE_FAM_OID)
+			{
+				index_close(idx, AccessShareLock);
+				idx = NULL;
+			}
+		}
+		if (idx == NULL)
+			table_close(rel, AccessShareLock);
 	}
+	if (idx == NULL)
+	{
+		Datum		arg = taskq_text_array_datum(no_tries);
+
+		taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			actions = lappend(actions, taskq_get_text(r, 1, NULL));
+			*tries = lappend_int(*tries, taskq_get_int32(r, 2, NULL));
+		}
+		return actions;
+	}
+	{
+		Snapshot	snap = RegisterSnapshot(GetTransactionSnapshot());
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+		foreach(lc, no_tries)
+		{
+			ScanKeyData key;
+			IndexScanDesc scan;
+			bool		isnull;
+			Datum		v;
+
+			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+						CStringGetTextDatum(lfirst(lc)));
+			scan = index_beginscan(rel, idx, snap, 1, 0);
+			index_rescan(scan, &key, 1, NULL, 0);
+			if (index_getnext_slot(scan, ForwardScanDirection, slot))
+			{
+				v = slot_getattr(slot, tries_att, &isnull);
+				if (!isnull)
+				{
+					actions = lappend(actions, lfirst(lc));
+					*tries = lappend_int(*tries, DatumGetInt32(v));
+				}
+			}
+			index_endscan(scan);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+		UnregisterSnapshot(snap);
+	}
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
 	return actions;
 }
 
@@ -553,8 +730,8 @@ column_arrays(BatchColumns *bc, Datum *values)
 }
 
 /*
- * A small batch (or insert_tasks_if_absent): one statement that looks the
- * policy up and leaves out stored duplicates, which are then reported.
+ * insert_tasks_if_absent: one statement that looks the policy up and leaves
+ * out stored duplicates, which are then reported.
  */
 static void
 insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
@@ -614,7 +791,7 @@ trigger_rule_oids(Oid *oids)
 }
 
 /*
- * A large batch: written a page at a time, its primary key entries checked
+ * A batch written a page at a time, its primary key entries checked
  * as they go in (row_insert.c), and a stored duplicate reported by id and
  * batch position.  False if that path does not apply.
  */
@@ -656,7 +833,7 @@ insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 }
 
 /*
- * A large batch with the INSERT, when the direct path does not apply: a
+ * A batch with the INSERT, when the direct path does not apply: a
  * stored duplicate is looked for first, so that it is reported by id and
  * batch position.  (A plain INSERT is much cheaper than ON CONFLICT, which
  * takes a speculative-insertion lock and writes a second WAL record per
@@ -690,15 +867,15 @@ insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 
 /*
  * Insert every row of a batch insert.c checked (inherited[i]: the live edges
- * the i-th task takes over from a task it replaces): a small batch in one
- * statement; a large one a page at a time (taskq_insert_direct), or with
- * the INSERT if that path does not apply.
+ * the i-th task takes over from a task it replaces): a page at a time
+ * (taskq_insert_direct), or with the INSERT if that path does not apply;
+ * insert_tasks_if_absent's in one statement.
  */
 void
 taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 {
 	BatchColumns bc;
-	bool		small = if_absent || list_length(specs) <= SMALL_BATCH;
+	bool		small = if_absent;
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
 	bool		rules = false;

@@ -3,7 +3,8 @@
  * utility_hook.c
  *	  The utility hook that stops a database's worker while DROP DATABASE,
  *	  ALTER DATABASE RENAME or CREATE DATABASE ... TEMPLATE needs the
- *	  database to itself.
+ *	  database to itself; it also counts the sessions that LISTEN for
+ *	  taskq's announcements (ipc/wakeup.c sends none while there are none).
  *
  * Those commands need the database with no other connections.  The hook
  * marks the slot paused and sets the launcher's latch (the launcher
@@ -40,6 +41,7 @@
 #include "utils/wait_event.h"
 
 #include "ipc/shmem.h"
+#include "ipc/wakeup.h"
 #include "queue/queue.h"
 #include "worker/worker.h"
 
@@ -163,6 +165,14 @@ taskq_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	const char *dbname = NULL;
 	Oid			paused = InvalidOid;
 
+	/* a session that listens for announcements: producers have them sent */
+	if (taskq_shared != NULL && IsA(pstmt->utilityStmt, ListenStmt))
+	{
+		const char *channel = ((ListenStmt *) pstmt->utilityStmt)->conditionname;
+
+		if (strcmp(channel, "taskq") == 0 || strcmp(channel, "taskq_progress") == 0)
+			taskq_note_listener();	/* ipc/wakeup.c */
+	}
 	if (taskq_shared != NULL)
 		dbname = exclusive_database(pstmt->utilityStmt);
 	if (dbname != NULL)
