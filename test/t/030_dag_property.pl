@@ -123,6 +123,7 @@ BEGIN
             PERFORM pg_sleep(0.002);
             CONTINUE;
         END IF;
+        COMMIT;     -- the claim: its row is not held while the return waits
         SELECT count(*) FILTER (WHERE p.status_code = 'completed'),
                count(*) FILTER (WHERE p.status_code = 'aborted'),
                count(*) FILTER (WHERE p.status_code < 'completed')
@@ -131,7 +132,8 @@ BEGIN
         oc := CASE WHEN random() < 0.7 THEN 'completed' ELSE 'aborted' END;
         -- A return whose abort cascade (or skip) meets another finish that
         -- locks the same rows in the other order may be chosen as a
-        -- deadlock victim: as any worker would, try the return again.
+        -- deadlock victim: as any worker would, try the return again (its
+        -- locks went with the failed attempt).
         FOR attempt IN 1 .. 20 LOOP
             BEGIN
                 INSERT INTO dag_log (id, outcome, seen_completed, seen_aborted, seen_unfinished, worker)
@@ -141,6 +143,11 @@ BEGIN
             EXCEPTION WHEN deadlock_detected THEN
                 INSERT INTO dag_deadlocks VALUES (t.id);
             END;
+            IF attempt = 20 THEN
+                RAISE EXCEPTION 'the return of % deadlocked 20 times', t.id;
+            END IF;
+            COMMIT;
+            PERFORM pg_sleep(0.001 * attempt);
         END LOOP;
         COMMIT;
     END LOOP;
