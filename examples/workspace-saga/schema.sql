@@ -26,6 +26,7 @@ END $$;
 DELETE FROM taskq.tasks
  WHERE action IN ('reserve-name', 'release-name', 'create-dir', 'remove-dir',
                   'create-db', 'drop-db', 'register', 'unregister');
+DELETE FROM taskq.saga_steps WHERE run IN (SELECT id FROM taskq.runs WHERE definition = 'workspace');
 DELETE FROM taskq.runs WHERE definition = 'workspace';
 
 CREATE SCHEMA ws_demo;
