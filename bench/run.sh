@@ -62,6 +62,14 @@
 #           hand-written psycopg 3 loop of return_and_own, 1 per claim, in as
 #           many threads with a connection each (bench/runners.py).  Not in
 #           the default WORKLOADS; it needs python3-psycopg (test/bin/deps.sh)
+#   saga    (not in the default WORKLOADS) at each of SAGA_WORKERS (1 16)
+#           workers: SAGA_CHAINS (100) runs per 4 workers (at least
+#           SAGA_CHAINS) of a linear saga of SAGA_STEPS (10) steps
+#           drained by claim + return_step against as many
+#           chains of plain tasks drained by claim + a return that inserts
+#           the next hop (bench/saga.c), steps/s; and as many runs of a
+#           6-step saga whose last step fails: ms per undo step against ms
+#           per do step
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -104,6 +112,9 @@ SOAK_RUNS=${SOAK_RUNS:-3}
 RUNNER_CONCURRENCY=${RUNNER_CONCURRENCY:-1 8}
 RUNNER_SPAWN_TASKS=${RUNNER_SPAWN_TASKS:-1000}
 RUNNER_PY_TASKS=${RUNNER_PY_TASKS:-5000}
+SAGA_WORKERS=${SAGA_WORKERS:-1 16}
+SAGA_CHAINS=${SAGA_CHAINS:-100}
+SAGA_STEPS=${SAGA_STEPS:-10}
 OUT=${OUT:-$here/results.md}
 
 # KEEP=1: leave the cluster running afterwards (and after a failure) to look
@@ -126,6 +137,8 @@ fi
 gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
+gcc -O2 -Wall -o "$TQ_WORK/saga" "$here/saga.c" \
+    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 [[ $TQ_KEEP == 1 ]] && echo "bench: KEEP=1: the cluster stays up: psql -h 127.0.0.1 -p $TQ_PORT -U $TQ_DBUSER bench (log: $TQ_PGLOG; stop: runuser -u $TQ_USER -- $TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop; then rm -rf $TQ_WORK)" >&2
@@ -427,6 +440,51 @@ if want runners; then
     done
 fi
 
+# Sagas: each system drains as many steps at the same concurrency, the
+# systems taking turns as in row().
+saga_reset() {
+    sql "TRUNCATE taskq.tasks, taskq.runs, taskq.saga_steps"
+    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs" "VACUUM ANALYZE taskq.saga_steps"
+}
+saga_chains() { echo $(( SAGA_CHAINS * ($1 >= 8 ? $1 / 4 : 1) )); }
+saga_once() {   # SYSTEM WORKERS ROUND [MODE STEPS]: prints the driver's line
+    local sys=$1 w=$2 r=$3 mode=${4:-} steps=${5:-$SAGA_STEPS} line
+    [[ -n $mode ]] || mode=$sys
+    saga_reset
+    line=$("$TQ_WORK/saga" "$mode" --clients "$w" --chains "$(saga_chains "$w")" --steps "$steps" --prefix "$sys$w.$r.")
+    echo "  saga $sys w=$w run $r: $line" >&2
+    echo "$line"
+}
+if want saga; then
+    saga_systems=(plain saga)
+    for w in $SAGA_WORKERS; do
+        n=${#saga_systems[@]}
+        declare -A sr=()
+        for ((r = 1; r <= RUNS; r++)); do
+            for ((i = 0; i < n; i++)); do
+                s=${saga_systems[(i + r - 1) % n]}
+                sr[$s]+="$(saga_once "$s" "$w" "$r" | field rate) "
+            done
+        done
+        for s in "${saga_systems[@]}"; do
+            R[saga.$w.$s]=$(printf '%s\n' ${sr[$s]} | median)
+        done
+        read -ra a <<<"${sr[saga]}"; read -ra b <<<"${sr[plain]}"
+        L[saga.$w.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        unset sr
+        do_ms=() undo_ms=() per=()
+        for ((r = 1; r <= RUNS; r++)); do
+            line=$(saga_once undo "$w" "$r" undo 6)
+            do_ms+=("$(field do_ms_per_step <<<"$line")")
+            undo_ms+=("$(field undo_ms_per_step <<<"$line")")
+            per+=("$(field undo_per_do <<<"$line")")
+        done
+        R[saga.$w.do_ms]=$(printf '%s\n' "${do_ms[@]}" | median)
+        R[saga.$w.undo_ms]=$(printf '%s\n' "${undo_ms[@]}" | median)
+        L[saga.$w.undo_ratios]=${per[*]}
+    done
+fi
+
 # Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
 # 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
 # each): the rate of the last chunk against the first.  The entries of the
@@ -598,6 +656,17 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         done
         echo
         echo "Runners, every run's tasks/s (sorted):$(for rc in $RUNNER_CONCURRENCY; do for s in tqw spawn lib hand; do printf ' %s c=%s: %s;' "$s" "$rc" "${L[runners.$rc.$s]}"; done; done)"
+        echo
+    fi
+    if want saga; then
+        echo "| sagas | concurrency | taskq | against | against | ratio | ratio run by run | target |"
+        echo "|---|---:|---:|---|---:|---:|---|---|"
+        for w in $SAGA_WORKERS; do
+            echo "| saga step: claim + return_step, $(saga_chains "$w") runs of $SAGA_STEPS steps (steps/s) | $w | ${R[saga.$w.saga]} | plain: claim + return_task inserting the next hop, $(saga_chains "$w") chains of $SAGA_STEPS | ${R[saga.$w.plain]} | $(ratio "${R[saga.$w.saga]}" "${R[saga.$w.plain]}") | ${L[saga.$w.ratios]} | ≥ 0.8 |"
+        done
+        for w in $SAGA_WORKERS; do
+            echo "| undo path of a 6-step saga whose last step fails, $(saga_chains "$w") runs: ms per undo step | $w | ${R[saga.$w.undo_ms]} | ms per do step | ${R[saga.$w.do_ms]} | $(ratio "${R[saga.$w.undo_ms]}" "${R[saga.$w.do_ms]}") | ${L[saga.$w.undo_ratios]} | ≤ 1.0 |"
+        done
         echo
     fi
     runs="Median of $RUNS runs of $TASKS tasks"

@@ -187,7 +187,6 @@ CREATE TABLE taskq.saga_steps (
     undo_task       text COLLATE "C",
     undo_state      text COLLATE "C",
     CONSTRAINT saga_steps_pkey PRIMARY KEY (run, step),
-    CONSTRAINT saga_steps_run_fkey FOREIGN KEY (run) REFERENCES taskq.runs (id) ON DELETE CASCADE,
     CONSTRAINT saga_steps_do_state_check CHECK (do_state OPERATOR(pg_catalog.=) ANY
         (ARRAY['ready', 'succeeded', 'failed', 'skipped']::pg_catalog.text[])),
     CONSTRAINT saga_steps_undo_state_check CHECK (undo_state OPERATOR(pg_catalog.=) ANY
@@ -608,8 +607,12 @@ BEGIN
         RAISE EXCEPTION 'argument "older_than" must not be negative'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    DELETE FROM taskq.runs AS r
-     WHERE r.finished_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than);
+    WITH gone AS (
+        DELETE FROM taskq.runs AS r
+         WHERE r.finished_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than)
+        RETURNING r.id, r.kind)
+    DELETE FROM taskq.saga_steps AS s USING gone
+     WHERE gone.kind OPERATOR(pg_catalog.=) 'saga' AND s.run OPERATOR(pg_catalog.=) gone.id;
     DELETE FROM taskq.tasks AS t
      WHERE t.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status
        AND t.finished_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than)

@@ -139,13 +139,23 @@ static TaskqPlan legacy_retention_plan = {
 	1, {TIMESTAMPTZOID}
 };
 
-/* Runs (state machines, sagas) finished before the cutoff, as their tasks. */
+/*
+ * Runs (state machines, sagas) finished before the cutoff, as their tasks,
+ * and the steps of the sagas among them (taskq.saga_steps has no foreign
+ * key to taskq.runs: its checks would cost every saga step a lookup and a
+ * row lock of the run).
+ */
 static TaskqPlan run_retention_plan = {
-	"DELETE FROM taskq.runs AS r"
-	" WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"   SELECT f.ctid FROM taskq.runs AS f"
-	"    WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
-	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	"WITH gone AS ("
+	" DELETE FROM taskq.runs AS r"
+	"  WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"    SELECT f.ctid FROM taskq.runs AS f"
+	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
+	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))"
+	"  RETURNING r.id, r.kind)"
+	" DELETE FROM taskq.saga_steps AS s USING gone"
+	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'"
+	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
 	1, {TIMESTAMPTZOID}
 };
 

@@ -114,6 +114,29 @@ static TaskqPlan steps_plan = {
 	1, {TEXTOID}
 };
 
+/*
+ * return_step's one read: the run, its definition and its steps (as
+ * arrays, in the order of the primary key), in one statement.
+ */
+static TaskqPlan fetch_plan = {
+	"SELECT r.kind, r.definition, r.version, r.status, r.context, r.inputs, r.error,"
+	"       r.debug, r.visits, r.faults, d.definition,"
+	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states"
+	"  FROM taskq.runs AS r"
+	"  JOIN taskq.definitions AS d"
+	"    ON d.name OPERATOR(pg_catalog.=) r.definition"
+	"   AND d.version OPERATOR(pg_catalog.=) r.version"
+	"  CROSS JOIN LATERAL"
+	"       (SELECT pg_catalog.array_agg(step) AS steps, pg_catalog.array_agg(do_task) AS do_tasks,"
+	"               pg_catalog.array_agg(do_state) AS do_states,"
+	"               pg_catalog.array_agg(undo_task) AS undo_tasks,"
+	"               pg_catalog.array_agg(undo_state) AS undo_states"
+	"          FROM taskq.saga_steps"
+	"         WHERE run OPERATOR(pg_catalog.=) r.id) AS s"
+	" WHERE r.id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 static int
 label_index(const char *const *labels, int n, const char *label)
 {
@@ -127,42 +150,143 @@ label_index(const char *const *labels, int n, const char *label)
 }
 
 static SagaRun *
-saga_load(TaskqRun *run)
+saga_new(TaskqRun *run)
 {
 	SagaRun    *sr = palloc0(sizeof(SagaRun));
-	Datum		a = CStringGetTextDatum(run->id);
 
 	sr->run = run;
 	sr->d = taskq_saga_parse(run->def, false);
 	sr->st = palloc0(sizeof(StepState) * sr->d->nsteps);
-	taskq_execute(&steps_plan, &a, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		int			i = taskq_saga_step_index(sr->d, taskq_get_text(r, 1, NULL));
-		StepState  *s;
-
-		if (i < 0)
-			continue;
-		s = &sr->st[i];
-		s->do_task = taskq_get_text(r, 2, NULL);
-		s->do_state = label_index(do_labels, lengthof(do_labels), taskq_get_text(r, 3, NULL));
-		s->undo_task = taskq_get_text(r, 4, NULL);
-		s->undo_state = label_index(undo_labels, lengthof(undo_labels),
-									taskq_get_text(r, 5, NULL));
-	}
 	return sr;
 }
 
+/* Record one row of taskq.saga_steps in sr. */
+static void
+saga_load_step(SagaRun *sr, const char *step, char *do_task, const char *do_state,
+			   char *undo_task, const char *undo_state)
+{
+	int			i = taskq_saga_step_index(sr->d, step);
+	StepState  *s;
+
+	if (i < 0)
+		return;
+	s = &sr->st[i];
+	s->do_task = do_task;
+	s->do_state = label_index(do_labels, lengthof(do_labels), do_state);
+	s->undo_task = undo_task;
+	s->undo_state = label_index(undo_labels, lengthof(undo_labels), undo_state);
+}
+
+/* The steps of a run fetched by the seam (run.c). */
+static SagaRun *
+saga_load(TaskqRun *run)
+{
+	SagaRun    *sr = saga_new(run);
+	Datum		a = CStringGetTextDatum(run->id);
+
+	taskq_execute(&steps_plan, &a, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		saga_load_step(sr, taskq_get_text(r, 1, NULL), taskq_get_text(r, 2, NULL),
+					   taskq_get_text(r, 3, NULL), taskq_get_text(r, 4, NULL),
+					   taskq_get_text(r, 5, NULL));
+	return sr;
+}
+
+static Jsonb *
+get_jsonb(int col)
+{
+	bool		isnull;
+	Datum		d = taskq_get_datum(0, col, &isnull);
+
+	return isnull ? NULL : DatumGetJsonbPCopy(d);
+}
+
+/* The elements of a text[] column of row 0 (NULLs as NULL); their count. */
+static int
+get_texts(int col, char ***out)
+{
+	bool		isnull;
+	Datum		d = taskq_get_datum(0, col, &isnull);
+	Datum	   *elems;
+	bool	   *elnulls;
+	int			n;
+
+	*out = NULL;
+	if (isnull)
+		return 0;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elnulls, &n);
+	*out = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		(*out)[i] = elnulls[i] ? NULL : TextDatumGetCString(elems[i]);
+	return n;
+}
+
+/*
+ * The saga run id with its steps (its lock held), or NULL if there is no
+ * such run or it is not a saga.  Only the columns a saga uses are read:
+ * saga_finish writes no others.
+ */
+static SagaRun *
+saga_fetch(const char *id)
+{
+	Datum		arg = CStringGetTextDatum(id);
+	TaskqRun   *run;
+	SagaRun    *sr;
+	char	  **cols[5];
+	int			n;
+
+	taskq_execute(&fetch_plan, &arg, NULL, false, 0);
+	if (SPI_processed == 0 || strcmp(taskq_get_text(0, 1, NULL), "saga") != 0)
+		return NULL;
+	run = palloc0(sizeof(TaskqRun));
+	run->id = pstrdup(id);
+	run->kind = "saga";
+	run->definition = taskq_get_text(0, 2, NULL);
+	run->version = taskq_get_int32(0, 3, NULL);
+	run->status = taskq_run_status_from_label(taskq_get_text(0, 4, NULL));
+	run->context = get_jsonb(5);
+	run->inputs = get_jsonb(6);
+	run->error = taskq_get_text(0, 7, NULL);
+	run->debug = get_jsonb(8);
+	run->visits = taskq_get_int32(0, 9, NULL);
+	run->faults = get_jsonb(10);
+	run->def = get_jsonb(11);
+	n = get_texts(12, &cols[0]);
+	for (int c = 1; c < 5; c++)
+		(void) get_texts(13 + c - 1, &cols[c]);
+	sr = saga_new(run);
+	for (int i = 0; i < n; i++)
+		saga_load_step(sr, cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i]);
+	return sr;
+}
+
+/*
+ * The steps that changed and the run, in one statement.  A saga changes
+ * only these columns of its run (state, step_task, fork and events are a
+ * machine's), so they are all it writes.
+ */
 static TaskqPlan save_plan = {
-	"INSERT INTO taskq.saga_steps AS s (run, step, do_task, do_state, undo_task, undo_state)"
+	"WITH steps AS ("
+	" INSERT INTO taskq.saga_steps AS s (run, step, do_task, do_state, undo_task, undo_state)"
 	" SELECT $1, u.step, u.do_task, u.do_state, u.undo_task, u.undo_state"
-	"   FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
-	"                   pg_catalog.unnest($5), pg_catalog.unnest($6))"
+	"   FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
+	"                   pg_catalog.unnest($3::pg_catalog.text[]),"
+	"                   pg_catalog.unnest($4::pg_catalog.text[]),"
+	"                   pg_catalog.unnest($5::pg_catalog.text[]),"
+	"                   pg_catalog.unnest($6::pg_catalog.text[]))"
 	"        AS u(step, do_task, do_state, undo_task, undo_state)"
 	" ON CONFLICT (run, step) DO UPDATE"
 	"   SET do_task = excluded.do_task, do_state = excluded.do_state,"
-	"       undo_task = excluded.undo_task, undo_state = excluded.undo_state",
-	6, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
+	"       undo_task = excluded.undo_task, undo_state = excluded.undo_state)"
+	" UPDATE taskq.runs"
+	"    SET status = $7, context = $8, error = $9, visits = $10, faults = $11,"
+	"        finished_at = CASE WHEN $12 THEN pg_catalog.now()"
+	"                           WHEN $7 OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'waiting', 'undoing'])"
+	"                           THEN NULL ELSE finished_at END"
+	"  WHERE id OPERATOR(pg_catalog.=) $1",
+	12, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	TEXTOID, JSONBOID, TEXTOID, INT4OID, JSONBOID, BOOLOID}
 };
 
 static Datum
@@ -184,14 +308,17 @@ text_array(const char **vals, int n)
 
 /*
  * The work on the run is done: insert the tasks it made ready, write the
- * steps that changed and the run.
+ * steps that changed and the run (one statement).
  */
 static void
 saga_finish(SagaRun *sr)
 {
+	TaskqRun   *run = sr->run;
 	int			n = sr->d->nsteps;
 	const char **cols[5];
 	int			m = 0;
+	Datum		values[12];
+	char		nulls[12];
 
 	if (sr->specs != NIL)
 	{
@@ -214,16 +341,24 @@ saga_finish(SagaRun *sr)
 		s->dirty = false;
 		m++;
 	}
-	if (m > 0)
-	{
-		Datum		values[6];
-
-		values[0] = CStringGetTextDatum(sr->run->id);
-		for (int c = 0; c < 5; c++)
-			values[c + 1] = text_array(cols[c], m);
-		taskq_execute(&save_plan, values, NULL, false, 0);
-	}
-	taskq_run_store(sr->run);
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(run->id);
+	for (int c = 0; c < 5; c++)
+		values[c + 1] = text_array(cols[c], m);
+	values[6] = CStringGetTextDatum(taskq_run_status_label(run->status));
+	values[7] = JsonbPGetDatum(run->context);
+	if (run->error)
+		values[8] = CStringGetTextDatum(run->error);
+	else
+		nulls[8] = 'n';
+	values[9] = Int32GetDatum(run->visits);
+	if (run->faults)
+		values[10] = JsonbPGetDatum(run->faults);
+	else
+		nulls[10] = 'n';
+	values[11] = BoolGetDatum(run->finish_now);
+	taskq_execute(&save_plan, values, nulls, false, 0);
+	run->finish_now = false;
 }
 
 /* ----------
@@ -1160,12 +1295,24 @@ check_debug_steps(Jsonb *debug, SagaDef *d, const char *key)
 	}
 }
 
+/*
+ * Steps of an earlier run with the same id, deleted by hand (retention and
+ * purge_finished delete a run's steps with it; there is no foreign key).
+ */
+static TaskqPlan stale_steps_plan = {
+	"DELETE FROM taskq.saga_steps WHERE run OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
 static void
 start_work(void *arg)
 {
 	SagaRun    *sr = arg;
+	Datum		a;
 
 	taskq_run_insert(sr->run);
+	a = CStringGetTextDatum(sr->run->id);
+	taskq_execute(&stale_steps_plan, &a, NULL, false, 0);
 	make_ready(sr);
 	saga_finish(sr);
 }
@@ -1228,7 +1375,6 @@ taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result
 					   Jsonb *working, const char *error)
 {
 	char	   *id;
-	TaskqRun   *run;
 	StepReturn	r = {0};
 	ReturnCall	c;
 
@@ -1239,15 +1385,14 @@ taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result
 	if (id == NULL)
 		not_a_step(task_id);
 	taskq_run_lock(id);
-	run = taskq_run_fetch(id);
-	if (run == NULL || strcmp(run->kind, "saga") != 0)
+	c.sr = saga_fetch(id);
+	if (c.sr == NULL)
 		not_a_step(task_id);
 	r.task_id = task_id;
 	r.token = token;
 	r.working = working;
 	r.error = error;
 	r.caller = "return_step";
-	c.sr = saga_load(run);
 	c.r = &r;
 	busy_call(id, return_work, &c);
 }

@@ -77,9 +77,7 @@ SELECT string_agg(line, E'\n' ORDER BY line) FROM (
     FROM pg_constraint AS r, ns WHERE r.connamespace = ns.oid
   UNION ALL
   SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text
-    FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid, ns
-   WHERE c.relnamespace = ns.oid
-     AND NOT t.tgisinternal   -- a foreign key's triggers (named by OID): see the constraints
+    FROM pg_trigger AS t JOIN pg_class AS c ON c.oid = t.tgrelid, ns WHERE c.relnamespace = ns.oid
   UNION ALL
   SELECT 'type ' || t.oid::regtype || ' ' || coalesce(
            (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder) FROM pg_enum AS e WHERE e.enumtypid = t.oid), '')
