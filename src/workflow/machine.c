@@ -19,10 +19,15 @@
  * Fan-in: taskq.fan_in_open names the open batch of each fan-in state; a
  * batch is open while its task was never claimed (pending, no try used;
  * a release closes it explicitly).  An arrival locks the open-batch row,
- * then the batch task's row: a claim of that task either committed before
- * (the arrival sees it in progress and opens a new batch) or waits behind
- * the arrival (claims skip locked rows), so every instance is in exactly
- * one batch.
+ * then the batch task's row, without waiting for it (SKIP LOCKED): a claim
+ * of that task either committed before (the arrival sees it in progress
+ * and opens a new batch), or holds the row now (the arrival counts the
+ * batch as closed and opens a new one), or comes after and skips the row
+ * the arrival holds; so every instance is in exactly one batch.  The
+ * arrival must not wait for the batch task's row: whoever holds it (the
+ * batch's worker in transition or fan_in_contexts, a sweep or a cancel
+ * that aborts it) may next delete the open-batch row the arrival holds,
+ * and the two would deadlock.
  *
  *-------------------------------------------------------------------------
  */
@@ -237,7 +242,7 @@ static TaskqPlan open_batch_plan = {
 static TaskqPlan batch_unclaimed_plan = {
 	"SELECT status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 	"       AND num_tries OPERATOR(pg_catalog.=) 0"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
 	1, {TEXTOID}
 };
 
@@ -252,7 +257,11 @@ static TaskqPlan join_batch_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
-/* The instance enters fan-in state si: it joins the open batch or opens one. */
+/*
+ * The instance enters fan-in state si: it joins the open batch or opens one.
+ * A batch task row another transaction holds counts as claimed (see the
+ * banner: waiting for it could deadlock with that batch's worker).
+ */
 static void
 join_fan_in(MachineRun *mr, int si)
 {
