@@ -70,6 +70,21 @@
 #           the next hop (bench/saga.c), steps/s; and as many runs of a
 #           6-step saga whose last step fails: ms per undo step against ms
 #           per do step
+#   machines state machines against plain tasks (bench/machines.c), the
+#           systems taking turns run by run: a machine step (own_tasks, then
+#           transition creating the next visit of a looping state) against a
+#           plain task's own_tasks, then return_task + insert_tasks of one
+#           successor, MACHINE_STEPS (20,000) of each at each of
+#           MACHINE_CLIENTS (1 16) workers over MACHINE_RUNS (256) runs (or
+#           as many plain tasks) in flight; a continuation over CONT_ROWS
+#           (100,000) rows, one instance per row, CONT_CLIENTS (16) clients
+#           (one forks and claims the next instance, the others transition),
+#           against a plain drain of as many tasks by as many clients; and
+#           FANIN_INSTANCES (100,000) instances into FANIN_WINDOW (3) second
+#           windows, FANIN_ARRIVERS (16) clients moving them into the fan-in
+#           state and one on LISTEN claiming each batch: every instance
+#           counted once, how long after its window's end each batch task
+#           was claimed
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -83,7 +98,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../test/bin/lib.sh"
 
 RUNS=${RUNS:-3}
-WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
+WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak machines}   # a subset, for quick looks
 TASKS=${TASKS:-100000}   # enqueue and drain 100,000
 DRAIN_WORKERS=${DRAIN_WORKERS:-1 4 16}   # a subset, for quick looks
 DRAIN_PER_CLAIM=${DRAIN_PER_CLAIM:-1 50}
@@ -115,6 +130,14 @@ RUNNER_PY_TASKS=${RUNNER_PY_TASKS:-5000}
 SAGA_WORKERS=${SAGA_WORKERS:-1 16}
 SAGA_CHAINS=${SAGA_CHAINS:-100}
 SAGA_STEPS=${SAGA_STEPS:-10}
+MACHINE_STEPS=${MACHINE_STEPS:-20000}
+MACHINE_CLIENTS=${MACHINE_CLIENTS:-1 16}
+MACHINE_RUNS=${MACHINE_RUNS:-256}
+CONT_ROWS=${CONT_ROWS:-100000}
+CONT_CLIENTS=${CONT_CLIENTS:-16}
+FANIN_INSTANCES=${FANIN_INSTANCES:-100000}
+FANIN_WINDOW=${FANIN_WINDOW:-3}
+FANIN_ARRIVERS=${FANIN_ARRIVERS:-16}
 OUT=${OUT:-$here/results.md}
 
 # KEEP=1: leave the cluster running afterwards (and after a failure) to look
@@ -139,6 +162,8 @@ gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
 gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
 gcc -O2 -Wall -o "$TQ_WORK/saga" "$here/saga.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread
+gcc -O2 -Wall -o "$TQ_WORK/machines" "$here/machines.c" \
+    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 [[ $TQ_KEEP == 1 ]] && echo "bench: KEEP=1: the cluster stays up: psql -h 127.0.0.1 -p $TQ_PORT -U $TQ_DBUSER bench (log: $TQ_PGLOG; stop: runuser -u $TQ_USER -- $TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop; then rm -rf $TQ_WORK)" >&2
@@ -485,6 +510,75 @@ if want saga; then
     done
 fi
 
+# State machines (bench/machines.c): each system from empty tables, the
+# runs or tasks it starts from made untimed; the systems take turns as in
+# row().
+machine_reset() {
+    sql "TRUNCATE taskq.tasks, taskq.runs, taskq.fan_in_members, taskq.fan_in_open, taskq.definitions" \
+        "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs"
+    sql "SELECT taskq.define_machine('bench_step', '{\"states\": [{\"name\": \"A\", \"action\": \"mstep\", \"initial\": true, \"final\": true, \"transitions\": [{\"event\": \"next\", \"to\": \"A\"}]}]}')" \
+        "SELECT taskq.define_machine('bench_cont', '{\"states\": [{\"name\": \"C\", \"action\": \"cont\", \"initial\": true, \"final\": true, \"continuation\": true}]}')" \
+        "SELECT taskq.define_machine('bench_fanin', '{\"states\": [{\"name\": \"A\", \"action\": \"fa\", \"initial\": true, \"transitions\": [{\"event\": \"go\", \"to\": \"F\"}]}, {\"name\": \"F\", \"action\": \"ff\", \"final\": true, \"fan_in\": $FANIN_WINDOW}]}')" >/dev/null
+}
+# start_runs MACHINE PREFIX N: N runs, 1,000 per transaction (each holds its run's lock)
+start_runs() {
+    sql "DO \$\$ BEGIN FOR b IN 0 .. ($3 - 1) / 1000 LOOP
+           PERFORM taskq.start_machine('$1', '$2' || g)
+              FROM generate_series(b * 1000 + 1, least((b + 1) * 1000, $3)) AS g;
+           COMMIT; END LOOP; END \$\$"
+}
+machine_once() {
+    local sys=$1 c=$2 r=$3 line n=$MACHINE_STEPS
+    local body='{"run": "x", "machine": "bench_step", "version": 1, "state": "A", "context": {}}'
+    machine_reset
+    case $sys in
+    step) start_runs bench_step "s$r-" "$MACHINE_RUNS" ;;
+    succ) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'succ', 'body', '$body'::jsonb)) FROM generate_series(1, $MACHINE_RUNS) g))" >/dev/null ;;
+    cont) n=$CONT_ROWS; sql "SELECT taskq.start_machine('bench_cont', 'c$r')" >/dev/null ;;
+    drain) n=$CONT_ROWS; sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'd' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $CONT_ROWS) g))" >/dev/null ;;
+    fanin) n=$FANIN_INSTANCES; start_runs bench_fanin "f$r-" "$FANIN_INSTANCES" ;;
+    esac
+    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs" "CHECKPOINT"
+    line=$("$TQ_WORK/machines" "$sys" --clients "$c" --tasks "$n")
+    if [[ $sys == fanin ]]; then
+        # every instance in exactly one batch: one succeeded per batch, the rest merged
+        line+=" $(sql "SELECT 'succeeded=' || count(*) FILTER (WHERE status = 'succeeded') || ' merged=' || count(*) FILTER (WHERE status = 'merged') || ' unfinished=' || count(*) FILTER (WHERE finished_at IS NULL) FROM taskq.runs")"
+    fi
+    echo "  machines $sys c=$c run $r: $line" >&2
+    echo "$line"
+}
+if want machines; then
+    for mc in $MACHINE_CLIENTS; do
+        declare -A mr=()
+        for ((r = 1; r <= RUNS; r++)); do
+            for s in $( ((r % 2)) && echo step succ || echo succ step); do
+                mr[$s]+="$(machine_once "$s" "$mc" "$r" | field rate) "
+            done
+        done
+        for s in step succ; do R[machines.$mc.$s]=$(printf '%s\n' ${mr[$s]} | median); done
+        read -ra a <<<"${mr[step]}"; read -ra b <<<"${mr[succ]}"
+        L[machines.$mc.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        unset mr
+    done
+    declare -A mr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        for s in $( ((r % 2)) && echo cont drain || echo drain cont); do
+            mr[$s]+="$(machine_once "$s" "$CONT_CLIENTS" "$r" | field rate) "
+        done
+    done
+    for s in cont drain; do R[machines.$s]=$(printf '%s\n' ${mr[$s]} | median); done
+    read -ra a <<<"${mr[cont]}"; read -ra b <<<"${mr[drain]}"
+    L[machines.cont.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    unset mr
+    for ((r = 1; r <= LONG_RUNS; r++)); do
+        L[machines.fanin.$r]=$(machine_once fanin "$FANIN_ARRIVERS" "$r")
+    done
+    for k in rate batches counted ready_p50_ms ready_p95_ms ready_max_ms by_notify succeeded merged unfinished; do
+        R[machines.fanin.$k]=$(for ((r = 1; r <= LONG_RUNS; r++)); do field "$k" <<<"${L[machines.fanin.$r]}"; done | median)
+    done
+    L[machines.fanin.all]=$(for ((r = 1; r <= LONG_RUNS; r++)); do echo "${L[machines.fanin.$r]}"; done | paste -sd';')
+fi
+
 # Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
 # 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
 # each): the rate of the last chunk against the first.  The entries of the
@@ -667,6 +761,17 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         for w in $SAGA_WORKERS; do
             echo "| undo path of a 6-step saga whose last step fails, $(saga_chains "$w") runs: ms per undo step | $w | ${R[saga.$w.undo_ms]} | ms per do step | ${R[saga.$w.do_ms]} | $(ratio "${R[saga.$w.undo_ms]}" "${R[saga.$w.do_ms]}") | ${L[saga.$w.undo_ratios]} | ≤ 1.0 |"
         done
+        echo
+    fi
+    if want machines; then
+        echo "| state machines against plain tasks | clients | machine | plain | ratio | ratio run by run | target |"
+        echo "|---|---:|---:|---:|---:|---|---|"
+        for mc in $MACHINE_CLIENTS; do
+            echo "| machine step (own_tasks, then transition creating the next visit) ÷ plain task (own_tasks, then return_task + insert_tasks of one successor), $(fmt "$MACHINE_STEPS") of each, steps/s | $mc | ${R[machines.$mc.step]} | ${R[machines.$mc.succ]} | $(ratio "${R[machines.$mc.step]}" "${R[machines.$mc.succ]}") | ${L[machines.$mc.ratios]} | ≥ 0.8 |"
+        done
+        echo "| continuation over $(fmt "$CONT_ROWS") rows, one instance per row ÷ plain drain of $(fmt "$CONT_ROWS") tasks (own_tasks, then return_task), rows/s | $CONT_CLIENTS | ${R[machines.cont]} | ${R[machines.drain]} | $(ratio "${R[machines.cont]}" "${R[machines.drain]}") | ${L[machines.cont.ratios]} | ≥ 0.8 |"
+        echo
+        echo "Fan-in of $(fmt "$FANIN_INSTANCES") instances into $FANIN_WINDOW-second windows, $FANIN_ARRIVERS clients moving them in ($(fmt "${R[machines.fanin.rate]}") arrivals/s), one client on LISTEN claiming the batches (another counts and ends them): ${R[machines.fanin.batches]} batches counted ${R[machines.fanin.counted]} instances (${R[machines.fanin.succeeded]} runs succeeded, one per batch; ${R[machines.fanin.merged]} merged; ${R[machines.fanin.unfinished]} unfinished); each batch task was claimed ${R[machines.fanin.ready_p50_ms]} ms (median; p95 ${R[machines.fanin.ready_p95_ms]} ms, max ${R[machines.fanin.ready_max_ms]} ms) after its window's end (target ≤ 10 ms), ${R[machines.fanin.by_notify]} of them on a NOTIFY. Every run: ${L[machines.fanin.all]}."
         echo
     fi
     runs="Median of $RUNS runs of $TASKS tasks"

@@ -270,6 +270,17 @@ SELECT taskq.cancel_run('m2');
 SELECT count(*) AS members FROM taskq.fan_in_members;
 SELECT status_code, status FROM taskq.tasks WHERE id = 'm2/2';
 
+-- the run that opened a batch is cancelled: the next instance in it goes on
+SELECT taskq.start_machine('mail', 'm3'), taskq.start_machine('mail', 'm4');
+SELECT n, id FROM public.own('w', 2, '{send}');
+SELECT pg_temp.tr('m3/1', 'sent'), pg_temp.tr('m4/1', 'sent');
+SELECT taskq.cancel_run('m3');
+UPDATE taskq.tasks SET not_before = now() WHERE id = 'm3/2';
+SELECT n, id FROM public.own('w', 1, '{count}');
+SELECT run, context FROM taskq.fan_in_contexts('m3/2', pg_temp.tok('m3/2'));
+SELECT pg_temp.tr('m3/2', NULL) IS NULL AS ended;
+SELECT id, status, state, step_task FROM taskq.runs WHERE id IN ('m3', 'm4') ORDER BY id;
+
 -- a batch that gives up fails every instance in it
 SELECT taskq.define_machine('tally', '{"states": [
     {"name": "Add", "action": "add", "initial": true, "final": true, "fan_in": 1, "max_tries": 1}]}');

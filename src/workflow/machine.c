@@ -17,13 +17,20 @@
  * run, through the finished hook.
  *
  * Fan-in: taskq.fan_in_open names the open batch of each fan-in state; a
- * batch is open while its task was never claimed (pending, no try used;
- * a release closes it explicitly).  An arrival locks the open-batch row,
- * then the batch task's row: a claim of that task either committed before
- * (the arrival sees it in progress and opens a new batch) or waits behind
- * the arrival (claims skip locked rows), so every instance is in exactly
- * one batch.
- *
+ * batch is open while its task was never claimed (pending, no try used).
+ * An arrival locks the open-batch row (arrivals into one state take turns
+ * there) and reads the batch task's status without locking its row: it
+ * joins the batch, or, when the task was claimed, opens a new one.  The
+ * batch is closed -- its open-batch row deleted, under that row's lock --
+ * before anything reads or ends its instances (fan_in_contexts, its
+ * transition, a release, a restart or an abort): the close waits for the
+ * arrivals in flight, so the instances read afterwards are all there will
+ * ever be.  An arrival racing with the claim may still join (its worker
+ * reads it with the rest); every instance is in exactly one batch.
+ * Arrivals never lock the batch task's row: a claim is not kept waiting
+ * (claims skip locked rows) while instances keep arriving, and an arrival
+ * waits for nothing a closer holds (the closer holds the task's row and
+ * waits for the open-batch row), so the two cannot deadlock.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -238,7 +245,7 @@ static TaskqPlan open_batch_plan = {
 static TaskqPlan batch_unclaimed_plan = {
 	"SELECT status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 	"       AND num_tries OPERATOR(pg_catalog.=) 0"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -253,7 +260,10 @@ static TaskqPlan join_batch_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
-/* The instance enters fan-in state si: it joins the open batch or opens one. */
+/*
+ * The instance enters fan-in state si: it joins the open batch or opens one.
+ * The batch task's row is read, not locked (see the banner).
+ */
 static void
 join_fan_in(MachineRun *mr, int si)
 {
@@ -564,6 +574,22 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 			mr = machine_run(run);
 		}
 	}
+	if (members != NIL ||
+		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
+	{
+		/* a batch: closed before its instances are read (see the banner) */
+		close_batch(task_id);
+		members = batch_members(task_id);
+		if (members != NIL && strcmp(linitial(members), run->id) != 0)
+		{
+			/*
+			 * The run that opened the batch left it (cancel_run): the first
+			 * instance still in it goes on in its place.
+			 */
+			run = taskq_run_get(linitial(members));
+			mr = machine_run(run);
+		}
+	}
 	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_WAITING)
 	{
 		/* cancelled while owned (the queue aborts it) or a repeat */
@@ -665,6 +691,7 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 	error = SPI_processed ? taskq_get_text(0, 1, NULL) : NULL;
 	if (error == NULL)
 		error = "aborted";
+	close_batch(task->id);		/* if it is a batch: its instances are final */
 	members = batch_members(task->id);
 	if (members != NIL)
 	{
@@ -718,6 +745,10 @@ drop_step(MachineRun *mr, const char *why)
 
 		if (!taskq_get_bool(0, 2, NULL))
 			return;				/* others are still in the batch */
+		/* closed first: an arrival in flight may still have joined it */
+		close_batch(batch);
+		if (batch_members(batch) != NIL)
+			return;
 		forget_batch(batch);
 		task = batch;
 	}
@@ -844,6 +875,7 @@ static MachineRun *
 held_current_step(const char *task_id, pg_uuid_t *token)
 {
 	TaskqRun   *run = run_of_step(task_id);
+	MachineRun *mr = machine_run(run);
 	char	   *cur;
 	List	   *members = NIL;
 
@@ -853,12 +885,15 @@ held_current_step(const char *task_id, pg_uuid_t *token)
 		if (members == NIL)
 			not_a_step(task_id);
 	}
+	if (members != NIL ||
+		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
+		close_batch(task_id);	/* a batch: closed before it is read (banner) */
 	cur = taskq_lock_held_task(task_id, token);
 	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("step \"%s\" of run \"%s\" is already %s", task_id, run->id, cur)));
-	return machine_run(run);
+	return mr;
 }
 
 static TaskqPlan fork_seq_plan = {
