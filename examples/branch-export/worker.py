@@ -224,6 +224,13 @@ class ExportWorker:
     def success(self, task):
         b = task.body
         marker = b["prefix"] + "_SUCCESS"
+        # A join: its predecessors (the copies and deletes of its prefix, the
+        # _SUCCESS of the prefixes below) as the queue reports them.
+        done, total = task.conn.execute(
+            "SELECT count(*) FILTER (WHERE status_code = 'completed'), count(*)"
+            "  FROM taskq.predecessor_results(%s, %s)", (task.id, task.token)).fetchone()
+        if done != total:
+            raise Abort(f"{total - done} of {total} predecessors did not complete")
 
         def writes(cur):
             cur.execute("INSERT INTO export_demo.s3 (branch, path, etag, export_commit, written_by)"
@@ -231,7 +238,8 @@ class ExportWorker:
                         " ON CONFLICT (branch, path) DO UPDATE SET etag = excluded.etag,"
                         " export_commit = excluded.export_commit, written_by = excluded.written_by",
                         (b["branch"], marker, b["commit"], b["commit"], self.actor))
-        return self.finish(task, writes, path=marker, fence=True)
+        return self.finish(task, writes, path=marker, fence=True,
+                           status=f"done after {total} predecessors")
 
     def manifest(self, task):
         b = task.body
