@@ -10,6 +10,7 @@
 #define TASKQ_API_H
 
 #include "fmgr.h"
+#include "utils/jsonb.h"
 
 #include "queue/queue.h"
 
@@ -25,5 +26,11 @@ extern void taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimReque
 
 /* machines.c: the debug argument of start_machine and start_saga */
 extern void taskq_check_debug_allowed(void);
+
+/* sql_values.c: optional arguments, text results made under SPI */
+extern Jsonb *taskq_jsonb_arg(FunctionCallInfo fcinfo, int argno);
+extern char *taskq_opt_text_arg(FunctionCallInfo fcinfo, int argno);
+extern char *taskq_copy_out(MemoryContext cxt, const char *s);
+extern Datum taskq_text_or_null(FunctionCallInfo fcinfo, const char *s);
 
 #endif							/* TASKQ_API_H */

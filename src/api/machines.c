@@ -35,23 +35,6 @@ PG_FUNCTION_INFO_V1(taskq_migrate_run);
 
 #define MAX_NAME_ARG 63
 
-/* A text result made in SPI's memory, copied out before SPI_finish. */
-static Datum
-text_result(MemoryContext cxt, const char *s)
-{
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	Datum		d = CStringGetTextDatum(s);
-
-	MemoryContextSwitchTo(old);
-	return d;
-}
-
-static Jsonb *
-jsonb_arg(FunctionCallInfo fcinfo, int argno)
-{
-	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_JSONB_P(argno);
-}
-
 /* define_machine(name text, definition jsonb) returns int */
 Datum
 taskq_define_machine_sql(PG_FUNCTION_ARGS)
@@ -90,7 +73,7 @@ taskq_start_machine_sql(PG_FUNCTION_ARGS)
 {
 	char	   *machine = taskq_text_arg(fcinfo, 0, "machine", MAX_NAME_ARG);
 	char	   *id = taskq_text_arg(fcinfo, 1, "id", TASKQ_MAX_ID_LEN);
-	Jsonb	   *debug = jsonb_arg(fcinfo, 3);
+	Jsonb	   *debug = taskq_jsonb_arg(fcinfo, 3);
 
 	taskq_require_arg(fcinfo, 2, "context");
 	if (debug)
@@ -109,23 +92,19 @@ Datum
 taskq_transition(PG_FUNCTION_ARGS)
 {
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
-	char	   *event = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *event = taskq_opt_text_arg(fcinfo, 2);
 	MemoryContext cxt = CurrentMemoryContext;
 	bool		isnull;
 	char	   *next;
-	Datum		result = (Datum) 0;
 
 	taskq_require_arg(fcinfo, 1, "token");
 	taskq_acl_check_return(list_make1(id));	/* limited workers */
 	SPI_connect();
-	next = taskq_machine_transition(id, PG_GETARG_UUID_P(1), event, jsonb_arg(fcinfo, 3),
+	next = taskq_machine_transition(id, PG_GETARG_UUID_P(1), event, taskq_jsonb_arg(fcinfo, 3),
 									&isnull);
-	if (!isnull)
-		result = text_result(cxt, next);
+	next = taskq_copy_out(cxt, isnull ? NULL : next);
 	SPI_finish();
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	return taskq_text_or_null(fcinfo, next);
 }
 
 /* continue_machine(id text, token uuid, cursor text) returns text */
@@ -133,22 +112,18 @@ Datum
 taskq_continue_machine(PG_FUNCTION_ARGS)
 {
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
-	char	   *cursor = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *cursor = taskq_opt_text_arg(fcinfo, 2);
 	MemoryContext cxt = CurrentMemoryContext;
 	bool		isnull;
 	char	   *fork;
-	Datum		result = (Datum) 0;
 
 	taskq_require_arg(fcinfo, 1, "token");
 	taskq_acl_check_return(list_make1(id));
 	SPI_connect();
 	fork = taskq_machine_continue(id, PG_GETARG_UUID_P(1), cursor, &isnull);
-	if (!isnull)
-		result = text_result(cxt, fork);
+	fork = taskq_copy_out(cxt, isnull ? NULL : fork);
 	SPI_finish();
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	return taskq_text_or_null(fcinfo, fork);
 }
 
 /*
@@ -179,16 +154,12 @@ taskq_send_event(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	bool		isnull;
 	char	   *next;
-	Datum		result = (Datum) 0;
 
 	SPI_connect();
-	next = taskq_machine_send_event(run, event, jsonb_arg(fcinfo, 2), &isnull);
-	if (!isnull)
-		result = text_result(cxt, next);
+	next = taskq_machine_send_event(run, event, taskq_jsonb_arg(fcinfo, 2), &isnull);
+	next = taskq_copy_out(cxt, isnull ? NULL : next);
 	SPI_finish();
-	if (isnull)
-		PG_RETURN_NULL();
-	PG_RETURN_DATUM(result);
+	return taskq_text_or_null(fcinfo, next);
 }
 
 /* redrive_run(id text) returns text */
@@ -197,12 +168,12 @@ taskq_redrive_run(PG_FUNCTION_ARGS)
 {
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
 	MemoryContext cxt = CurrentMemoryContext;
-	Datum		result;
+	char	   *state;
 
 	SPI_connect();
-	result = text_result(cxt, taskq_machine_redrive(id));
+	state = taskq_copy_out(cxt, taskq_machine_redrive(id));
 	SPI_finish();
-	PG_RETURN_DATUM(result);
+	return taskq_text_or_null(fcinfo, state);
 }
 
 /* migrate_run(id text, version int, state_map jsonb DEFAULT '{}') returns text */
@@ -211,13 +182,13 @@ taskq_migrate_run(PG_FUNCTION_ARGS)
 {
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
 	MemoryContext cxt = CurrentMemoryContext;
-	Datum		result;
+	char	   *state;
 
 	taskq_require_arg(fcinfo, 1, "version");
 	taskq_require_arg(fcinfo, 2, "state_map");
 	SPI_connect();
-	result = text_result(cxt, taskq_machine_migrate(id, PG_GETARG_INT32(1),
-													PG_GETARG_JSONB_P(2)));
+	state = taskq_copy_out(cxt, taskq_machine_migrate(id, PG_GETARG_INT32(1),
+													  PG_GETARG_JSONB_P(2)));
 	SPI_finish();
-	PG_RETURN_DATUM(result);
+	return taskq_text_or_null(fcinfo, state);
 }

@@ -26,11 +26,6 @@ PG_FUNCTION_INFO_V1(taskq_resume_run);
 
 #define MAX_NAME_ARG 63
 
-static Jsonb *
-jsonb_arg(FunctionCallInfo fcinfo, int argno)
-{
-	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_JSONB_P(argno);
-}
 
 /* define_saga(name text, definition jsonb) returns int */
 Datum
@@ -55,7 +50,7 @@ taskq_start_saga_sql(PG_FUNCTION_ARGS)
 {
 	char	   *saga = taskq_text_arg(fcinfo, 0, "saga", MAX_NAME_ARG);
 	char	   *id = taskq_text_arg(fcinfo, 1, "id", TASKQ_MAX_ID_LEN);
-	Jsonb	   *debug = jsonb_arg(fcinfo, 3);
+	Jsonb	   *debug = taskq_jsonb_arg(fcinfo, 3);
 
 	taskq_require_arg(fcinfo, 2, "inputs");
 	if (debug)
@@ -75,14 +70,14 @@ taskq_return_step(PG_FUNCTION_ARGS)
 {
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
 	char	   *result;
-	char	   *error = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	char	   *error = taskq_opt_text_arg(fcinfo, 4);
 
 	taskq_require_arg(fcinfo, 1, "token");
 	taskq_require_arg(fcinfo, 2, "result");
 	result = text_to_cstring(PG_GETARG_TEXT_PP(2));	/* unknown: 22023 */
 	taskq_acl_check_return(list_make1(id));	/* limited workers */
 	SPI_connect();
-	taskq_saga_return_step(id, PG_GETARG_UUID_P(1), result, jsonb_arg(fcinfo, 3), error);
+	taskq_saga_return_step(id, PG_GETARG_UUID_P(1), result, taskq_jsonb_arg(fcinfo, 3), error);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -94,7 +89,7 @@ taskq_resume_run(PG_FUNCTION_ARGS)
 	char	   *id = taskq_text_arg(fcinfo, 0, "id", TASKQ_MAX_ID_LEN);
 
 	SPI_connect();
-	taskq_saga_resume(id, jsonb_arg(fcinfo, 1));
+	taskq_saga_resume(id, taskq_jsonb_arg(fcinfo, 1));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
