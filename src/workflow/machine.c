@@ -86,91 +86,14 @@ not_a_step(const char *task_id)
 			 errhint("transition, continue_machine and fan_in_contexts take the task a worker owns for a state of a running machine.")));
 }
 
-/* The queue's return of a step, not handed back to the workflow layer. */
-static void
-queue_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
-			 const char *caller)
-{
-	TaskqReturnItem item = {.id = (char *) id, .token = token, .status = (char *) status,
-		.code = code};
 
-	taskq_workflow_direct(true);
-	PG_TRY();
-	{
-		taskq_return(&item, 1, caller);
-	}
-	PG_FINALLY();
-	{
-		taskq_workflow_direct(false);
-	}
-	PG_END_TRY();
-}
-
-static void
-queue_release(const char *id, pg_uuid_t *token)
-{
-	taskq_workflow_direct(true);
-	PG_TRY();
-	{
-		taskq_release(id, token);
-	}
-	PG_FINALLY();
-	{
-		taskq_workflow_direct(false);
-	}
-	PG_END_TRY();
-}
 
 /* ----------
  * JSON building
  * ----------
  */
-static void
-push_key(JsonbParseState **st, const char *key)
-{
-	JsonbValue	k;
 
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-}
 
-static void
-push_text(JsonbParseState **st, const char *key, const char *val)
-{
-	JsonbValue	v;
-
-	push_key(st, key);
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-push_jsonb(JsonbParseState **st, const char *key, Jsonb *j)
-{
-	JsonbValue	v;
-
-	if (key)
-		push_key(st, key);
-	if (j == NULL)
-	{
-		v.type = jbvNull;
-		pushJsonbValue(st, key ? WJB_VALUE : WJB_ELEM, &v);
-		return;
-	}
-	v.type = jbvBinary;
-	v.val.binary.data = &j->root;
-	v.val.binary.len = VARSIZE(j) - VARHDRSZ;
-	pushJsonbValue(st, key ? WJB_VALUE : WJB_ELEM, &v);
-}
 
 /* The body of a step task of state s. */
 static Jsonb *
@@ -180,20 +103,20 @@ step_body(MachineRun *mr, MachineState *s, const char *cursor, bool fan_in)
 	JsonbValue	v;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_text(&st, "run", mr->run->id);
-	push_text(&st, "machine", mr->run->definition);
-	push_key(&st, "version");
+	taskq_json_push_text(&st, "run", mr->run->id);
+	taskq_json_push_text(&st, "machine", mr->run->definition);
+	taskq_json_push_key(&st, "version");
 	v.type = jbvNumeric;
 	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric,
 														Int32GetDatum(mr->run->version)));
 	pushJsonbValue(&st, WJB_VALUE, &v);
-	push_text(&st, "state", s->name);
-	push_jsonb(&st, "context", mr->run->context);
+	taskq_json_push_text(&st, "state", s->name);
+	taskq_json_push_jsonb(&st, "context", mr->run->context);
 	if (s->continuation)
-		push_text(&st, "cursor", cursor);
+		taskq_json_push_text(&st, "cursor", cursor);
 	if (fan_in)
 	{
-		push_key(&st, "fan_in");
+		taskq_json_push_key(&st, "fan_in");
 		v.type = jbvBool;
 		v.val.boolean = true;
 		pushJsonbValue(&st, WJB_VALUE, &v);
@@ -477,7 +400,7 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 	int			si;
 	MachineTransition *t;
 
-	queue_return(task_id, token, event, TASKQ_COMPLETED, "transition");
+	taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, "transition");
 	*isnull = true;
 	taskq_execute(&finished_step_plan, &a, NULL, false, 0);
 	if (SPI_processed == 0)
@@ -593,7 +516,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_WAITING)
 	{
 		/* cancelled while owned (the queue aborts it) or a repeat */
-		queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+		taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
 		return NULL;
 	}
 	s = &mr->m->states[current_state(mr)];
@@ -602,7 +525,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	cur = taskq_lock_held_task(task_id, token);
 	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
 	{
-		queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+		taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
 		return NULL;
 	}
 
@@ -615,7 +538,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		taskq_run_fault_mark(run, "restart", task_id);
 		taskq_run_store(run);
 		close_batch(task_id);
-		queue_release(task_id, token);
+		taskq_step_release(task_id, token);
 		*isnull = (t == NULL);
 		return t ? t->to : NULL;
 	}
@@ -624,12 +547,12 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	{
 		taskq_run_fault_mark(run, "fail_at_steps", s->name);
 		taskq_run_store(run);
-		queue_return(task_id, token, psprintf("%s: injected by fail_at_steps", fault),
-					 strcmp(fault, "fatal") == 0 ? TASKQ_ABORTED : TASKQ_PENDING, caller);
+		taskq_step_return(task_id, token, psprintf("%s: injected by fail_at_steps", fault),
+					 strcmp(fault, "fatal") == 0 ? TASKQ_ABORTED : TASKQ_PENDING, NULL, caller);
 		return NULL;
 	}
 
-	queue_return(task_id, token, event, TASKQ_COMPLETED, caller);
+	taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
 
 	if (members != NIL || s->fan_in > 0)
 	{
@@ -999,8 +922,8 @@ keep_event(TaskqRun *run, const char *event, Jsonb *context)
 
 	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_text(&st, "event", event);
-	push_jsonb(&st, "context", context);
+	taskq_json_push_text(&st, "event", event);
+	taskq_json_push_jsonb(&st, "context", context);
 	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	one = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_ARRAY, NULL));
 	run->events = run->events == NULL ? one :

@@ -4,7 +4,8 @@
  *	  Runs: one execution of a state machine or a saga, a row of
  *	  taskq.runs.  Here: the run's status and its one transition function,
  *	  the run lock, reading and writing the row, the ids of its step tasks,
- *	  the versions of definitions, and the debug settings of a run.
+ *	  the versions of definitions, the debug settings of a run, and what
+ *	  the kinds share: the queue's return of a step, step bodies' JSON.
  *
  * Locking: every workflow call takes its run's lock first — the workflow
  * lock of the run id (queue/graph.c), exclusive, until the transaction
@@ -644,4 +645,91 @@ taskq_refuse_run_tasks(List *ids, const char *fn)
 						 errmsg("task \"%s\" is a step of run \"%s\"", (char *) lfirst(lc), run),
 						 errhint("%s does not change the steps of runs: use cancel_run, redrive_run or migrate_run.", fn)));
 	}
+}
+
+/* ----------
+ * What the kinds share: the queue's return of a step (not handed back to
+ * the seam), and the JSON of step bodies
+ * ----------
+ */
+void
+taskq_step_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
+				  Interval *delay, const char *caller)
+{
+	TaskqReturnItem item = {.id = (char *) id, .token = token, .status = (char *) status,
+		.code = code, .retry_delay = delay};
+
+	taskq_workflow_direct(true);
+	PG_TRY();
+	{
+		taskq_return(&item, 1, caller);
+	}
+	PG_FINALLY();
+	{
+		taskq_workflow_direct(false);
+	}
+	PG_END_TRY();
+}
+
+void
+taskq_step_release(const char *id, pg_uuid_t *token)
+{
+	taskq_workflow_direct(true);
+	PG_TRY();
+	{
+		taskq_release(id, token);
+	}
+	PG_FINALLY();
+	{
+		taskq_workflow_direct(false);
+	}
+	PG_END_TRY();
+}
+
+void
+taskq_json_push_key(JsonbParseState **st, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(st, WJB_KEY, &k);
+}
+
+/* "key": val (a JSON string, or null for NULL) */
+void
+taskq_json_push_text(JsonbParseState **st, const char *key, const char *val)
+{
+	JsonbValue	v;
+
+	taskq_json_push_key(st, key);
+	if (val == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = (char *) val;
+		v.val.string.len = strlen(val);
+	}
+	pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* "key": j (null for NULL); with key NULL, j as an array element */
+void
+taskq_json_push_jsonb(JsonbParseState **st, const char *key, Jsonb *j)
+{
+	JsonbValue	v;
+
+	if (key)
+		taskq_json_push_key(st, key);
+	if (j == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvBinary;
+		v.val.binary.data = &j->root;
+		v.val.binary.len = VARSIZE(j) - VARHDRSZ;
+	}
+	pushJsonbValue(st, key ? WJB_VALUE : WJB_ELEM, &v);
 }

@@ -85,6 +85,16 @@ extern char *taskq_json_text(JsonbValue *v);
 extern Jsonb *taskq_json_value_jsonb(JsonbValue *v);
 extern void taskq_check_json_object(Jsonb *j, const char *argname);
 
+/* The queue's return and release of a step, not handed back to the kind. */
+extern void taskq_step_return(const char *id, pg_uuid_t *token, const char *status,
+							  TaskqStatus code, Interval *delay, const char *caller);
+extern void taskq_step_release(const char *id, pg_uuid_t *token);
+
+/* Building step bodies */
+extern void taskq_json_push_key(JsonbParseState **st, const char *key);
+extern void taskq_json_push_text(JsonbParseState **st, const char *key, const char *val);
+extern void taskq_json_push_jsonb(JsonbParseState **st, const char *key, Jsonb *j);
+
 /* The debug settings of a run (fault injection). */
 extern bool taskq_run_debug_flag(TaskqRun *run, const char *key);
 extern char *taskq_run_debug_fault(TaskqRun *run, const char *key, const char *step);

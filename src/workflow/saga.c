@@ -362,91 +362,11 @@ saga_finish(SagaRun *sr)
 }
 
 /* ----------
- * The queue, not handed back to the seam
- * ----------
- */
-static void
-queue_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
-			 Interval *delay, const char *caller)
-{
-	TaskqReturnItem item = {.id = (char *) id, .token = token, .status = (char *) status,
-		.code = code, .retry_delay = delay};
-
-	taskq_workflow_direct(true);
-	PG_TRY();
-	{
-		taskq_return(&item, 1, caller);
-	}
-	PG_FINALLY();
-	{
-		taskq_workflow_direct(false);
-	}
-	PG_END_TRY();
-}
-
-static void
-queue_release(const char *id, pg_uuid_t *token)
-{
-	taskq_workflow_direct(true);
-	PG_TRY();
-	{
-		taskq_release(id, token);
-	}
-	PG_FINALLY();
-	{
-		taskq_workflow_direct(false);
-	}
-	PG_END_TRY();
-}
-
-/* ----------
  * Step tasks
  * ----------
  */
-static void
-push_key(JsonbParseState **st, const char *key)
-{
-	JsonbValue	k;
 
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-}
 
-static void
-push_text(JsonbParseState **st, const char *key, const char *val)
-{
-	JsonbValue	v;
-
-	push_key(st, key);
-	if (val == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvString;
-		v.val.string.val = (char *) val;
-		v.val.string.len = strlen(val);
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
-
-static void
-push_jsonb(JsonbParseState **st, const char *key, Jsonb *j)
-{
-	JsonbValue	v;
-
-	push_key(st, key);
-	if (j == NULL)
-		v.type = jbvNull;
-	else
-	{
-		v.type = jbvBinary;
-		v.val.binary.data = &j->root;
-		v.val.binary.len = VARSIZE(j) - VARHDRSZ;
-	}
-	pushJsonbValue(st, WJB_VALUE, &v);
-}
 
 /* The body of a do or undo task of step i. */
 static Jsonb *
@@ -457,19 +377,19 @@ step_body(SagaRun *sr, int i, bool undo)
 	TaskqRun   *run = sr->run;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_text(&st, "run", run->id);
-	push_text(&st, "saga", run->definition);
-	push_key(&st, "version");
+	taskq_json_push_text(&st, "run", run->id);
+	taskq_json_push_text(&st, "saga", run->definition);
+	taskq_json_push_key(&st, "version");
 	v.type = jbvNumeric;
 	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric,
 														Int32GetDatum(run->version)));
 	pushJsonbValue(&st, WJB_VALUE, &v);
-	push_text(&st, "step", sr->d->steps[i].name);
-	push_text(&st, "direction", undo ? "undo" : "do");
-	push_jsonb(&st, "inputs", run->inputs);
-	push_jsonb(&st, "working", run->context);
+	taskq_json_push_text(&st, "step", sr->d->steps[i].name);
+	taskq_json_push_text(&st, "direction", undo ? "undo" : "do");
+	taskq_json_push_jsonb(&st, "inputs", run->inputs);
+	taskq_json_push_jsonb(&st, "working", run->context);
 	if (undo)
-		push_text(&st, "error", run->error);
+		taskq_json_push_text(&st, "error", run->error);
 	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 }
 
@@ -793,7 +713,7 @@ repeated_result(SagaRun *sr, const char *task_id, pg_uuid_t *token, SagaResult r
 	char	   *code;
 	char	   *status;
 
-	queue_return(task_id, token, result_names[result], result_code(result), NULL, caller);
+	taskq_step_return(task_id, token, result_names[result], result_code(result), NULL, caller);
 	taskq_execute(&finished_task_plan, &a, NULL, false, 0);
 	if (SPI_processed == 0)
 		return;
@@ -849,7 +769,7 @@ restart_fault(SagaRun *sr, StepReturn *r)
 		taskq_run_fault_done(sr->run, "restart", r->task_id))
 		return false;
 	taskq_run_fault_mark(sr->run, "restart", r->task_id);
-	queue_release(r->task_id, r->token);
+	taskq_step_release(r->task_id, r->token);
 	return true;
 }
 
@@ -886,13 +806,13 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 		{
 			merge_working(run, r->working);
 			s->do_state = DO_SUCCEEDED;
-			queue_return(r->task_id, r->token, r->error ? r->error : result_names[r->result],
+			taskq_step_return(r->task_id, r->token, r->error ? r->error : result_names[r->result],
 						 TASKQ_COMPLETED, NULL, r->caller);
 		}
 		else
 		{
 			s->do_state = DO_FAILED;
-			queue_return(r->task_id, r->token,
+			taskq_step_return(r->task_id, r->token,
 						 r->result == RESULT_RELEASE ? "released after the switch to undo" :
 						 failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 		}
@@ -927,7 +847,7 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 	if (r->result == RESULT_RETRY && exhausted(r))
 	{
 		s->do_state = DO_FAILED;
-		queue_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
+		taskq_step_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 		fail_run(sr, i, failure_text(r));
 		return;
 	}
@@ -938,7 +858,7 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 		case RESULT_WAIT:
 			merge_working(run, r->working);
 			s->do_state = DO_SUCCEEDED;
-			queue_return(r->task_id, r->token, r->error ? r->error : result_names[r->result],
+			taskq_step_return(r->task_id, r->token, r->error ? r->error : result_names[r->result],
 						 TASKQ_COMPLETED, NULL, r->caller);
 			if (r->result == RESULT_WAIT)
 				taskq_run_set_status(run, TASKQ_RUN_WAITING);
@@ -946,17 +866,17 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 			break;
 		case RESULT_RERUN:
 			merge_working(run, r->working);
-			queue_return(r->task_id, r->token, "rerun", TASKQ_COMPLETED, NULL, r->caller);
+			taskq_step_return(r->task_id, r->token, "rerun", TASKQ_COMPLETED, NULL, r->caller);
 			s->do_task = add_step_task(sr, i, false);
 			break;
 		case RESULT_RETRY:
-			queue_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
+			taskq_step_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
 						 r->delay, r->caller);
 			break;
 		case RESULT_FATAL:
 			merge_working(run, r->working);
 			s->do_state = DO_FAILED;
-			queue_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
+			taskq_step_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 			fail_run(sr, i, failure_text(r));
 			break;
 		case RESULT_RELEASE:
@@ -986,13 +906,13 @@ undo_returned(SagaRun *sr, int i, StepReturn *r)
 		{
 			merge_working(run, r->working);
 			s->undo_state = UNDO_SUCCEEDED;
-			queue_return(r->task_id, r->token, r->error ? r->error : "success",
+			taskq_step_return(r->task_id, r->token, r->error ? r->error : "success",
 						 TASKQ_COMPLETED, NULL, r->caller);
 		}
 		else
 		{
 			s->undo_state = UNDO_FAILED;
-			queue_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
+			taskq_step_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 		}
 		return;
 	}
@@ -1006,17 +926,17 @@ undo_returned(SagaRun *sr, int i, StepReturn *r)
 	{
 		merge_working(run, r->working);
 		s->undo_state = UNDO_SUCCEEDED;
-		queue_return(r->task_id, r->token, r->error ? r->error : "success",
+		taskq_step_return(r->task_id, r->token, r->error ? r->error : "success",
 					 TASKQ_COMPLETED, NULL, r->caller);
 		schedule_undo(sr);
 	}
 	else if (r->result == RESULT_RETRY && !exhausted(r))
-		queue_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
+		taskq_step_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
 					 r->delay, r->caller);
 	else
 	{
 		s->undo_state = UNDO_FAILED;
-		queue_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
+		taskq_step_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 		dismal(sr, i, failure_text(r));
 	}
 }
