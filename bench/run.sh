@@ -784,6 +784,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin || want rules; then runs+="; depth, fan-in and rules: median of $LONG_RUNS run(s)"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
+    if want saga; then runs+="; sagas: the runs and steps named in their rows"; fi
     if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"

@@ -16,9 +16,10 @@
  *                  step's return ends the run succeeded).
  *           undo   M runs of a linear saga of K steps whose last step fails:
  *                  first the do steps are drained as in saga, the last one
- *                  returned 'fatal' (timed: do_ms_per_step); then the K
- *                  undo steps of each run are drained, each returned
- *                  'success' (timed: undo_ms_per_step).
+ *                  returned 'fatal' (timed: do_ms_per_step); then, after
+ *                  the same VACUUM ANALYZE and CHECKPOINT as before the do
+ *                  phase, the K undo steps of each run are drained, each
+ *                  returned 'success' (timed: undo_ms_per_step).
  *   Both sides are two statements per step in autocommit, as a worker that
  *   writes nothing else runs them: the claim, then the return.
  *   The connection comes from the usual PG* environment variables.
@@ -298,6 +299,11 @@ main(int argc, char **argv)
 			long		do_empty = atomic_load(&empty_claims);
 
 			atomic_store(&empty_claims, 0);
+			/* the undo phase starts from tables as clean as the do phase's */
+			exec_sql(conn, "VACUUM ANALYZE taskq.tasks");
+			exec_sql(conn, "VACUUM ANALYZE taskq.runs");
+			exec_sql(conn, "VACUUM ANALYZE taskq.saga_steps");
+			exec_sql(conn, "CHECKPOINT");
 			usecs = drain("sundo", total);
 			printf("mode=undo clients=%d chains=%ld steps=%d do_seconds=%.3f undo_seconds=%.3f"
 				   " do_ms_per_step=%.4f undo_ms_per_step=%.4f undo_per_do=%.3f"

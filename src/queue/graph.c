@@ -298,7 +298,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 static TaskqPlan cancelled_workflows_plan = {
 	"SELECT workflow FROM taskq.cancelled_workflows"
 	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID}, NULL, true
 };
 
 
