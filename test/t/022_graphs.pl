@@ -81,7 +81,11 @@ for my $g (@graphs)
 		  || /^  n\d+\["[^"\n]*"\]$/
 		  || /^  n\d+ -->(\|"[^"\n]*"\|)? n\d+$/
 		  || /^  classDef cn\d+ fill:\w+$/ || /^  class n\d+ cn\d+$/
-		  || /^  style n\d+ fill:\w+$/)
+		  || /^  style n\d+ fill:\w+$/
+		  # task_graph: nodes t1, t2, ... with a class per status, edges with the rule
+		  || /^  t\d+\["[^"\n]*"\](:::\w+)?$/
+		  || /^  t\d+ -->(\|[\w"]+\|)? t\d+$/
+		  || /^  classDef \w+ fill:#[0-9a-f]{6}(,stroke:#[0-9a-f]{3,6})?(,color:#[0-9a-f]{3,6})?$/)
 	} (split /\n/, $m)[1 .. scalar(split /\n/, $m) - 1];
 	is_deeply(\@bad, [], "every line of $what in Mermaid is a node, an edge or a style");
 }
