@@ -1,4 +1,4 @@
--- test/pgtap/schema.sql: the objects of the public contract (shared/API.md)
+-- test/pgtap/schema.sql: the objects of the public contract (the README's function reference)
 -- exist with the names, types and signatures clients code against.
 -- taskq.tasks is tested as a relation (table or view): API.md allows the
 -- storage to be split, with taskq.tasks a view.
