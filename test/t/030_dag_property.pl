@@ -114,13 +114,14 @@ DECLARE
 BEGIN
     PERFORM setseed(seed);
     LOOP
-        SELECT o.id, o.token INTO t FROM taskq.own_tasks('w' || w, 1, ARRAY['dag'], interval '1 hour') AS o;
+        -- a waiting claim: it sleeps until a commit makes a task ready
+        SELECT o.id, o.token INTO t
+          FROM taskq.own_tasks('w' || w, 1, ARRAY['dag'], interval '1 hour', interval '20 ms') AS o;
         IF t.id IS NULL THEN
             COMMIT;
             EXIT WHEN NOT EXISTS (SELECT FROM taskq.tasks AS x
                                    WHERE x.action = 'dag' AND x.status_code < 'completed');
             EXIT WHEN clock_timestamp() > deadline;
-            PERFORM pg_sleep(0.002);
             CONTINUE;
         END IF;
         COMMIT;     -- the claim: its row is not held while the return waits

@@ -45,11 +45,12 @@ DECLARE
     res text;
 BEGIN
     FOR i IN 1..p_n LOOP
-        SELECT * INTO t FROM taskq.own_tasks(p_actor, 1, ARRAY['c-do', 'c-undo'], '2 s');
+        -- a waiting claim (when not draining): it sleeps until work is ready
+        SELECT * INTO t FROM taskq.own_tasks(p_actor, 1, ARRAY['c-do', 'c-undo'], '2 s',
+                                             CASE WHEN p_stop_when_idle THEN NULL ELSE interval '20 ms' END);
         IF t.id IS NULL THEN
             EXIT WHEN p_stop_when_idle;
             COMMIT;
-            PERFORM pg_sleep(0.005);
             CONTINUE;
         END IF;
         COMMIT;
@@ -90,7 +91,7 @@ BEGIN
             END IF;
             COMMIT;
         END IF;
-        PERFORM pg_sleep(0.01);
+        PERFORM pg_sleep(0.01);     -- the producer's pace, not a wait for time to pass
     END LOOP;
 END
 $$;
