@@ -44,6 +44,7 @@
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
+#include "workflow/machine_batch.h"
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
 #include "workflow/workflow.h"
@@ -71,9 +72,14 @@ current_state(MachineRun *mr)
 {
 	int			si = mr->run->state ? taskq_machine_state_index(mr->m, mr->run->state) : -1;
 
+	/* only a hand-edited row of taskq.runs or taskq.definitions gets here */
 	if (si < 0)
-		elog(ERROR, "taskq: run \"%s\" is in unknown state \"%s\"", mr->run->id,
-			 mr->run->state ? mr->run->state : "(null)");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run \"%s\" is in state \"%s\", which version %d of state machine \"%s\" does not have",
+						mr->run->id, mr->run->state ? mr->run->state : "(none)",
+						mr->run->version, mr->run->definition),
+				 errhint("Move the run to a state of a version with migrate_run.")));
 	return si;
 }
 
@@ -158,30 +164,9 @@ insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
 	return spec->id;
 }
 
-static TaskqPlan open_batch_plan = {
-	"SELECT batch FROM taskq.fan_in_open"
-	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
-	"   AND state OPERATOR(pg_catalog.=) $3 FOR UPDATE",
-	3, {TEXTOID, INT4OID, TEXTOID}
-};
 
-static TaskqPlan batch_unclaimed_plan = {
-	"SELECT status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"       AND num_tries OPERATOR(pg_catalog.=) 0"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
 
-static TaskqPlan set_open_batch_plan = {
-	"INSERT INTO taskq.fan_in_open (machine, version, state, batch) VALUES ($1, $2, $3, $4)"
-	" ON CONFLICT (machine, version, state) DO UPDATE SET batch = excluded.batch",
-	4, {TEXTOID, INT4OID, TEXTOID, TEXTOID}
-};
 
-static TaskqPlan join_batch_plan = {
-	"INSERT INTO taskq.fan_in_members (batch, run) VALUES ($1, $2)",
-	2, {TEXTOID, TEXTOID}
-};
 
 /*
  * The instance enters fan-in state si: it joins the open batch or opens one.
@@ -190,82 +175,18 @@ static TaskqPlan join_batch_plan = {
 static void
 join_fan_in(MachineRun *mr, int si)
 {
-	Datum		args[4];
-	char	   *batch = NULL;
+	const char *state = mr->m->states[si].name;
+	char	   *batch = taskq_batch_open(mr->run->definition, mr->run->version, state);
 
-	args[0] = CStringGetTextDatum(mr->run->definition);
-	args[1] = Int32GetDatum(mr->run->version);
-	args[2] = CStringGetTextDatum(mr->m->states[si].name);
-	taskq_execute(&open_batch_plan, args, NULL, false, 0);
-	if (SPI_processed == 1)
-	{
-		char	   *candidate = taskq_get_text(0, 1, NULL);
-		Datum		a = CStringGetTextDatum(candidate);
-		bool		isnull;
-
-		taskq_execute(&batch_unclaimed_plan, &a, NULL, false, 0);
-		if (SPI_processed == 1 && taskq_get_bool(0, 1, &isnull) && !isnull)
-			batch = candidate;
-	}
 	if (batch == NULL)
 	{
 		batch = insert_step(mr, si, NULL, true);
-		args[3] = CStringGetTextDatum(batch);
-		taskq_execute(&set_open_batch_plan, args, NULL, false, 0);
+		taskq_batch_set_open(mr->run->definition, mr->run->version, state, batch);
 	}
-	args[0] = CStringGetTextDatum(batch);
-	args[1] = CStringGetTextDatum(mr->run->id);
-	taskq_execute(&join_batch_plan, args, NULL, false, 0);
+	taskq_batch_join(batch, mr->run->id);
 	mr->run->step_task = batch;
 }
 
-/*
- * Of the events kept for the run, take the earliest that waiting state s
- * defines and drop the others it defines.  Returns the event's index in
- * the kept list's JSON (its event and context in *event and *context), or
- * false if there was none.
- */
-static bool
-take_kept_event(MachineRun *mr, MachineState *s, char **event, Jsonb **context)
-{
-	JsonbIterator *it;
-	JsonbValue	elem;
-	JsonbIteratorToken tok;
-	JsonbParseState *st = NULL;
-	bool		found = false;
-	int			kept = 0;
-
-	if (mr->run->events == NULL)
-		return false;
-	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
-	it = JsonbIteratorInit(&mr->run->events->root);
-	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
-	{
-		char	   *e;
-
-		if (tok != WJB_ELEM)
-			continue;
-		e = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
-		if (e && taskq_machine_find_transition(s, e))
-		{
-			if (!found)
-			{
-				JsonbValue *c = taskq_json_container_key(elem.val.binary.data, "context");
-
-				*event = e;
-				*context = (c == NULL || c->type == jbvNull) ? NULL : JsonbValueToJsonb(c);
-				found = true;
-			}
-			continue;			/* taken, or dropped */
-		}
-		pushJsonbValue(&st, WJB_ELEM, &elem);
-		kept++;
-	}
-	if (found)
-		mr->run->events = kept == 0 ? NULL :
-			JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_ARRAY, NULL));
-	return found;
-}
 
 /*
  * The run enters state si: a waiting state takes a kept event or waits; a
@@ -285,7 +206,7 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		char	   *event;
 		Jsonb	   *context;
 
-		if (take_kept_event(mr, s, &event, &context))
+		if (taskq_machine_take_kept_event(mr->run, s, &event, &context))
 		{
 			if (context)
 				run->context = context;
@@ -302,80 +223,13 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		run->step_task = insert_step(mr, si, cursor, false);
 }
 
-static TaskqPlan members_plan = {
-	"SELECT m.run FROM taskq.fan_in_members AS m"
-	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
-	1, {TEXTOID}
-};
 
-static List *
-batch_members(const char *batch)
-{
-	Datum		a = CStringGetTextDatum(batch);
-	List	   *runs = NIL;
 
-	taskq_execute(&members_plan, &a, NULL, false, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		runs = lappend(runs, taskq_get_text(i, 1, NULL));
-	return runs;
-}
 
-static TaskqPlan end_members_plan = {
-	"UPDATE taskq.runs SET status = $2, error = $3, step_task = NULL,"
-	"       finished_at = pg_catalog.now()"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND status OPERATOR(pg_catalog.=) 'running'"
-	" RETURNING id",
-	3, {TEXTARRAYOID, TEXTOID, TEXTOID}
-};
 
-static TaskqPlan close_batch_plan = {
-	"DELETE FROM taskq.fan_in_open WHERE batch OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
 
-/* The batch takes no more arrivals (its task was handed out once). */
-static void
-close_batch(const char *batch)
-{
-	Datum		a = CStringGetTextDatum(batch);
 
-	taskq_execute(&close_batch_plan, &a, NULL, false, 0);
-}
 
-static TaskqPlan forget_batch_plan = {
-	"WITH o AS (DELETE FROM taskq.fan_in_open WHERE batch OPERATOR(pg_catalog.=) $1)"
-	" DELETE FROM taskq.fan_in_members WHERE batch OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-/* End the runs of a batch (but the one going on) as merged or failed. */
-static void
-end_members(List *runs, const char *status, const char *error)
-{
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
-
-	if (runs == NIL)
-		return;
-	args[0] = taskq_text_array_datum(runs);
-	args[1] = CStringGetTextDatum(status);
-	if (error)
-		args[2] = CStringGetTextDatum(error);
-	else
-		nulls[2] = 'n';
-	taskq_execute(&end_members_plan, args, nulls, false, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		taskq_note_finished(taskq_get_text(i, 1, NULL));
-}
-
-static void
-forget_batch(const char *batch)
-{
-	Datum		a = CStringGetTextDatum(batch);
-
-	taskq_execute(&forget_batch_plan, &a, NULL, false, 0);
-}
 
 /* Was the step's task (a finished one) completed with this event? */
 static TaskqPlan finished_step_plan = {
@@ -484,7 +338,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		taskq_check_json_object(context, "context");
 	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
 	{
-		members = batch_members(task_id);
+		members = taskq_batch_members(task_id);
 		if (members == NIL)
 			return repeated_transition(mr, task_id, token, event, isnull);
 		if (strcmp(linitial(members), run->id) != 0)
@@ -501,8 +355,8 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
 	{
 		/* a batch: closed before its instances are read (see the banner) */
-		close_batch(task_id);
-		members = batch_members(task_id);
+		taskq_batch_close(task_id);
+		members = taskq_batch_members(task_id);
 		if (members != NIL && strcmp(linitial(members), run->id) != 0)
 		{
 			/*
@@ -537,7 +391,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 
 		taskq_run_fault_mark(run, "restart", task_id);
 		taskq_run_store(run);
-		close_batch(task_id);
+		taskq_batch_close(task_id);
 		taskq_step_release(task_id, token);
 		*isnull = (t == NULL);
 		return t ? t->to : NULL;
@@ -558,9 +412,9 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	{
 		/* a batch: its first instance goes on, the others are merged */
 		if (members == NIL)
-			members = batch_members(task_id);
-		forget_batch(task_id);
-		end_members(list_delete_first(members), "merged", NULL);
+			members = taskq_batch_members(task_id);
+		taskq_batch_forget(task_id);
+		taskq_batch_end_members(list_delete_first(members), "merged", NULL);
 	}
 	return move_on(mr, event, context, isnull);
 }
@@ -582,7 +436,7 @@ machine_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 
 	if (release)
 	{
-		close_batch(item->id);	/* a released batch stays closed */
+		taskq_batch_close(item->id);	/* a released batch stays closed */
 		return false;
 	}
 	if (item->code != TASKQ_COMPLETED)
@@ -614,12 +468,12 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 	error = SPI_processed ? taskq_get_text(0, 1, NULL) : NULL;
 	if (error == NULL)
 		error = "aborted";
-	close_batch(task->id);		/* if it is a batch: its instances are final */
-	members = batch_members(task->id);
+	taskq_batch_close(task->id);		/* if it is a batch: its instances are final */
+	members = taskq_batch_members(task->id);
 	if (members != NIL)
 	{
-		forget_batch(task->id);
-		end_members(members, "failed", error);
+		taskq_batch_forget(task->id);
+		taskq_batch_end_members(members, "failed", error);
 		return;
 	}
 	if (run->status != TASKQ_RUN_RUNNING || run->step_task == NULL ||
@@ -636,13 +490,6 @@ static TaskqPlan forks_plan = {
 	1, {TEXTOID}
 };
 
-static TaskqPlan leave_batch_plan = {
-	"DELETE FROM taskq.fan_in_members WHERE run OPERATOR(pg_catalog.=) $1"
-	" RETURNING batch, NOT EXISTS (SELECT 1 FROM taskq.fan_in_members AS o"
-	"   WHERE o.batch OPERATOR(pg_catalog.=) fan_in_members.batch"
-	"     AND o.run OPERATOR(pg_catalog.<>) $1)",
-	1, {TEXTOID}
-};
 
 /*
  * Take the run out of its step: leave its fan-in batch (the batch's task
@@ -654,25 +501,23 @@ drop_step(MachineRun *mr, const char *why)
 {
 	TaskqRun   *run = mr->run;
 	char	   *task = run->step_task;
-	Datum		a;
+	char	   *batch;
+	bool		last;
 
 	if (task == NULL)
 		return;
 	run->step_task = NULL;
 	taskq_run_store(run);
-	a = CStringGetTextDatum(run->id);
-	taskq_execute(&leave_batch_plan, &a, NULL, false, 0);
-	if (SPI_processed > 0)
+	batch = taskq_batch_leave(run->id, &last);
+	if (batch)
 	{
-		char	   *batch = taskq_get_text(0, 1, NULL);
-
-		if (!taskq_get_bool(0, 2, NULL))
+		if (!last)
 			return;				/* others are still in the batch */
 		/* closed first: an arrival in flight may still have joined it */
-		close_batch(batch);
-		if (batch_members(batch) != NIL)
+		taskq_batch_close(batch);
+		if (taskq_batch_members(batch) != NIL)
 			return;
-		forget_batch(batch);
+		taskq_batch_forget(batch);
 		task = batch;
 	}
 	(void) taskq_cancel_ids(list_make1(task), (char *) why);
@@ -804,13 +649,13 @@ held_current_step(const char *task_id, pg_uuid_t *token)
 
 	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
 	{
-		members = batch_members(task_id);
+		members = taskq_batch_members(task_id);
 		if (members == NIL)
 			not_a_step(task_id);
 	}
 	if (members != NIL ||
 		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
-		close_batch(task_id);	/* a batch: closed before it is read (banner) */
+		taskq_batch_close(task_id);	/* a batch: closed before it is read (banner) */
 	cur = taskq_lock_held_task(task_id, token);
 	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
 		ereport(ERROR,
@@ -872,12 +717,6 @@ taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor
 	return fork->id;
 }
 
-static TaskqPlan contexts_plan = {
-	"SELECT m.run, r.context FROM taskq.fan_in_members AS m"
-	"  JOIN taskq.runs AS r ON r.id OPERATOR(pg_catalog.=) m.run"
-	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
-	1, {TEXTOID}
-};
 
 /* The instances of a held fan-in batch, in arrival order, into out. */
 void
@@ -886,50 +725,15 @@ taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
 {
 	MachineRun *mr = held_current_step(task_id, token);
 	MachineState *s = &mr->m->states[current_state(mr)];
-	Datum		a = CStringGetTextDatum(task_id);
 
-	if (s->fan_in <= 0 && batch_members(task_id) == NIL)
+	if (s->fan_in <= 0 && taskq_batch_members(task_id) == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("step \"%s\" of run \"%s\" is not a fan-in batch", task_id, mr->run->id)));
-	taskq_execute(&contexts_plan, &a, NULL, false, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		values[2];
-		bool		nulls[2];
-
-		values[0] = taskq_get_datum(i, 1, &nulls[0]);
-		values[1] = taskq_get_datum(i, 2, &nulls[1]);
-		tuplestore_putvalues(out, desc, values, nulls);
-	}
+	taskq_batch_contexts(task_id, out, desc);
 }
 
-/* Does some waiting state of the machine define event? */
-static bool
-waiting_event(MachineDef *m, const char *event)
-{
-	for (int i = 0; i < m->nstates; i++)
-		if (m->states[i].action == NULL && taskq_machine_find_transition(&m->states[i], event))
-			return true;
-	return false;
-}
 
-static void
-keep_event(TaskqRun *run, const char *event, Jsonb *context)
-{
-	JsonbParseState *st = NULL;
-	Jsonb	   *one;
-
-	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	taskq_json_push_text(&st, "event", event);
-	taskq_json_push_jsonb(&st, "context", context);
-	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
-	one = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_ARRAY, NULL));
-	run->events = run->events == NULL ? one :
-		DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(run->events),
-										   JsonbPGetDatum(one)));
-}
 
 char *
 taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool *isnull)
@@ -944,7 +748,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run \"%s\" is already %s", id, taskq_run_status_label(run->status))));
-	if (!waiting_event(mr->m, event))
+	if (!taskq_machine_waiting_event(mr->m, event))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("no waiting state of state machine \"%s\" has a transition on event \"%s\"",
@@ -964,7 +768,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 			return run->state;
 		}
 	}
-	keep_event(run, event, context);
+	taskq_machine_keep_event(run, event, context);
 	taskq_run_store(run);
 	return NULL;
 }

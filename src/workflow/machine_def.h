@@ -57,4 +57,11 @@ extern void taskq_def_check_keys(JsonbContainer *obj, const char *const *known,
 extern void taskq_check_definition_name(const char *name, const char *what,
 										const char *where);
 
+/* machine_events.c: events kept for a run until a waiting state takes them */
+struct TaskqRun;
+extern bool taskq_machine_waiting_event(MachineDef *m, const char *event);
+extern void taskq_machine_keep_event(struct TaskqRun *run, const char *event, Jsonb *context);
+extern bool taskq_machine_take_kept_event(struct TaskqRun *run, MachineState *s,
+										  char **event, Jsonb **context);
+
 #endif							/* TASKQ_MACHINE_DEF_H */
