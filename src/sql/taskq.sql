@@ -813,30 +813,38 @@ COMMENT ON FUNCTION taskq.predecessor_results(text, uuid) IS
 REVOKE ALL ON FUNCTION taskq.predecessor_results(text, uuid) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.predecessor_results(text, uuid) TO taskq_worker, taskq_admin;
 
--- A name quoted for DOT (a double-quoted ID) or Mermaid (a quoted label,
--- entity codes for the characters that mean something there).
-CREATE FUNCTION taskq._graph_quote(name text, format text)
+-- A name as a DOT string (quoted and escaped: any state, step or id renders).
+-- This and _mermaid_text are the one home of graph escaping: task_graph,
+-- definition_graph and run_graph all use them.
+CREATE FUNCTION taskq._dot_quote(s text)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE format
-        WHEN 'dot' THEN '"' OPERATOR(pg_catalog.||)
-            pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
-                pg_catalog.replace(name, E'\\', E'\\\\'), '"', E'\\"'),
-                E'\n', E'\\n'), E'\r', E'\\r'), E'\t', ' ')
-            OPERATOR(pg_catalog.||) '"'
-        ELSE '"' OPERATOR(pg_catalog.||)
-            pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
-                pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
-                    pg_catalog.replace(name, '#', '#35;'), '"', '#quot;'), '<', '#lt;'),
-                    '>', '#gt;'), '`', '#96;'), E'\n', ' '), E'\r', ' '), E'\t', ' ')
-            OPERATOR(pg_catalog.||) '"'
-    END
+    SELECT '"' OPERATOR(pg_catalog.||)
+           pg_catalog.regexp_replace(pg_catalog.replace(pg_catalog.replace(s, E'\\', E'\\\\'), '"', E'\\"'),
+                                     E'[\\n\\r]', E'\\n', 'g')
+           OPERATOR(pg_catalog.||) '"'
 $$;
-COMMENT ON FUNCTION taskq._graph_quote(text, text) IS
-    'internal: a name quoted and escaped for DOT or Mermaid';
-REVOKE ALL ON FUNCTION taskq._graph_quote(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION taskq._dot_quote(text) IS 'internal: a name as a quoted DOT string';
+REVOKE ALL ON FUNCTION taskq._dot_quote(text) FROM PUBLIC;
+
+-- Text for a Mermaid label: characters Mermaid reads as syntax become
+-- entity codes (#quot; ...), control characters spaces.
+CREATE FUNCTION taskq._mermaid_text(s text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.string_agg(
+               CASE WHEN c OPERATOR(pg_catalog.~) E'[[:cntrl:]]' THEN ' '
+                    WHEN c OPERATOR(pg_catalog.=) ANY (ARRAY['"', '#', ':', ';', '<', '>', '{', '}', '[', ']', '(', ')', '|', '`', '&'])
+                    THEN '#' OPERATOR(pg_catalog.||) pg_catalog.ascii(c)::text OPERATOR(pg_catalog.||) ';'
+                    ELSE c END, '' ORDER BY i)
+      FROM pg_catalog.regexp_split_to_table(COALESCE(s, ''), '') WITH ORDINALITY AS x(c, i)
+$$;
+COMMENT ON FUNCTION taskq._mermaid_text(text) IS 'internal: text escaped for a Mermaid label';
+REVOKE ALL ON FUNCTION taskq._mermaid_text(text) FROM PUBLIC;
 
 CREATE FUNCTION taskq.task_graph(workflow text, format text DEFAULT 'dot')
 RETURNS text
@@ -877,10 +885,10 @@ BEGIN
     SELECT (SELECT pg_catalog.string_agg(
                 CASE format
                 WHEN 'dot' THEN
-                    '  ' OPERATOR(pg_catalog.||) taskq._graph_quote(g.id, 'dot')
+                    '  ' OPERATOR(pg_catalog.||) taskq._dot_quote(g.id)
                     OPERATOR(pg_catalog.||) ' [label=' OPERATOR(pg_catalog.||)
-                    taskq._graph_quote(g.id OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.action
-                                       OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.state, 'dot')
+                    taskq._dot_quote(g.id OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.action
+                                       OPERATOR(pg_catalog.||) E'\n' OPERATOR(pg_catalog.||) g.state)
                     OPERATOR(pg_catalog.||) ', fillcolor="' OPERATOR(pg_catalog.||)
                     CASE g.state WHEN 'completed' THEN '#b7e1a1' WHEN 'aborted' THEN '#f4a6a6'
                                  WHEN 'skipped' THEN '#dddddd' WHEN 'in_progress' THEN '#a6c8f4'
@@ -892,15 +900,15 @@ BEGIN
                 ELSE
                     '  t' OPERATOR(pg_catalog.||) g.n::text OPERATOR(pg_catalog.||) '['
                     OPERATOR(pg_catalog.||)
-                    taskq._graph_quote(g.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) g.action
-                                       OPERATOR(pg_catalog.||) ') ' OPERATOR(pg_catalog.||) g.state, 'mermaid')
+                    '"' OPERATOR(pg_catalog.||) taskq._mermaid_text(g.id OPERATOR(pg_catalog.||) ' · ' OPERATOR(pg_catalog.||) g.action
+                                       OPERATOR(pg_catalog.||) ' · ' OPERATOR(pg_catalog.||) g.state) OPERATOR(pg_catalog.||) '"'
                     OPERATOR(pg_catalog.||) ']:::' OPERATOR(pg_catalog.||) g.state OPERATOR(pg_catalog.||) E'\n'
                 END, '' ORDER BY g.n) FROM g),
            (SELECT pg_catalog.string_agg(
                 CASE format
                 WHEN 'dot' THEN
-                    '  ' OPERATOR(pg_catalog.||) taskq._graph_quote(e.src, 'dot')
-                    OPERATOR(pg_catalog.||) ' -> ' OPERATOR(pg_catalog.||) taskq._graph_quote(e.dst, 'dot')
+                    '  ' OPERATOR(pg_catalog.||) taskq._dot_quote(e.src)
+                    OPERATOR(pg_catalog.||) ' -> ' OPERATOR(pg_catalog.||) taskq._dot_quote(e.dst)
                     OPERATOR(pg_catalog.||) ' [label="' OPERATOR(pg_catalog.||) e.rule
                     OPERATOR(pg_catalog.||) E'"];\n'
                 ELSE
@@ -910,7 +918,7 @@ BEGIN
                 END, '' ORDER BY e.src_n, e.ord) FROM e)
       INTO nodes, edges;
     IF format OPERATOR(pg_catalog.=) 'dot' THEN
-        RETURN 'digraph ' OPERATOR(pg_catalog.||) taskq._graph_quote(workflow, 'dot')
+        RETURN 'digraph ' OPERATOR(pg_catalog.||) taskq._dot_quote(workflow)
             OPERATOR(pg_catalog.||) E' {\n  rankdir=LR;\n'
             OPERATOR(pg_catalog.||) E'  node [shape=box, style="rounded,filled", fontname="Helvetica"];\n'
             OPERATOR(pg_catalog.||) E'  edge [fontname="Helvetica", fontsize=10];\n'
@@ -1490,37 +1498,6 @@ GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
 -- ---------------------------------------------------------------------
 -- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.
 -- ---------------------------------------------------------------------
-
--- A name as a DOT string (quoted and escaped: any state, step or id renders).
-CREATE FUNCTION taskq._dot_quote(s text)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT '"' OPERATOR(pg_catalog.||)
-           pg_catalog.regexp_replace(pg_catalog.replace(pg_catalog.replace(s, E'\\', E'\\\\'), '"', E'\\"'),
-                                     E'[\\n\\r]', E'\\n', 'g')
-           OPERATOR(pg_catalog.||) '"'
-$$;
-COMMENT ON FUNCTION taskq._dot_quote(text) IS 'internal: a name as a quoted DOT string';
-REVOKE ALL ON FUNCTION taskq._dot_quote(text) FROM PUBLIC;
-
--- Text for a Mermaid label: characters Mermaid reads as syntax become
--- entity codes (#quot; ...), control characters spaces.
-CREATE FUNCTION taskq._mermaid_text(s text)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT pg_catalog.string_agg(
-               CASE WHEN c OPERATOR(pg_catalog.~) E'[[:cntrl:]]' THEN ' '
-                    WHEN c OPERATOR(pg_catalog.=) ANY (ARRAY['"', '#', ':', ';', '<', '>', '{', '}', '[', ']', '(', ')', '|', '`', '&'])
-                    THEN '#' OPERATOR(pg_catalog.||) pg_catalog.ascii(c)::text OPERATOR(pg_catalog.||) ';'
-                    ELSE c END, '' ORDER BY i)
-      FROM pg_catalog.regexp_split_to_table(COALESCE(s, ''), '') WITH ORDINALITY AS x(c, i)
-$$;
-COMMENT ON FUNCTION taskq._mermaid_text(text) IS 'internal: text escaped for a Mermaid label';
-REVOKE ALL ON FUNCTION taskq._mermaid_text(text) FROM PUBLIC;
 
 -- The statistics of each state of a machine and each step of a saga, per
 -- version: runs in it now, and over the tasks retention keeps, how often it
