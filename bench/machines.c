@@ -21,8 +21,8 @@
  *       (NULL: the instance ends)
  *   machines fanin --clients N --tasks T   T instances run state A
  *       (transition 'go' into the fan-in state F, window run.sh chose) by N
- *       clients, while one more client, on LISTEN taskq, claims each batch
- *       task when it becomes ready, counts its instances with
+ *       clients, while one more client, waiting in own_tasks, claims each
+ *       batch task when it becomes ready, counts its instances with
  *       fan_in_contexts and transitions it: arrivals per second, the
  *       batches, and how long after its window's end each batch task was
  *       claimed (the server's clock_timestamp() at the claim less the
@@ -286,13 +286,12 @@ finisher_thread(void *arg)
 	return NULL;
 }
 
-/* ---- fanin: N arrival clients, one batch client on LISTEN ---- */
+/* ---- fanin: N arrival clients, one batch client waiting in own_tasks ---- */
 
 static atomic_long arrivals;
 static double t_arrivals_done;
 static double lat_ms[100000];
-static long nbatches,
-			by_notify;
+static long nbatches;
 
 static void *
 arrival_thread(void *arg)
@@ -327,10 +326,11 @@ arrival_thread(void *arg)
 }
 
 /*
- * The batch client: on LISTEN taskq, claims each batch task as soon as it
- * is announced (or at least once a second) and hands it to the counting
- * client, so that counting and ending a batch of hundreds of instances
- * never delays the claim of the next one.
+ * The batch client: waits for each batch task inside the database
+ * (own_tasks with a wait: the background worker wakes the claim when the
+ * window's not_before comes) and hands it to the counting client, so that
+ * counting and ending a batch of hundreds of instances never delays the
+ * claim of the next one.
  */
 static atomic_long counted_a;
 
@@ -339,42 +339,22 @@ batch_thread(void *arg)
 {
 	PGconn	   *conn = connect_db();
 	PGresult   *res;
-	int			sock;
 
 	(void) arg;
-	PQclear(PQexec(conn, "LISTEN taskq"));
 	prepare(conn, "own",
 			"SELECT o.id, o.token,"
 			"       extract(epoch FROM clock_timestamp() - t.not_before) * 1000"
-			"  FROM taskq.own_tasks('batcher', 10, '{ff}', '60 s') AS o"
+			"  FROM taskq.own_tasks('batcher', 10, '{ff}', '60 s', wait => '0.2 s') AS o"
 			"  JOIN taskq.tasks AS t ON t.id = o.id");
-	sock = PQsocket(conn);
 	start_together();
 	while (atomic_load(&counted_a) < ntasks)
 	{
-		fd_set		fds;
-		struct timeval tv = {0, 200000};	/* and a claim every 0.2 s anyway */
-		PGnotify   *n;
-		int			notified = 0;
-
-		FD_ZERO(&fds);
-		FD_SET(sock, &fds);
-		if (select(sock + 1, &fds, NULL, NULL, &tv) < 0 && errno != EINTR)
-			die("select", conn, NULL);
-		PQconsumeInput(conn);
-		while ((n = PQnotifies(conn)) != NULL)
-		{
-			if (strcmp(n->extra, "ff") == 0)
-				notified = 1;
-			PQfreemem(n);
-		}
 		res = run(conn, "own", 0, NULL);
 		for (int i = 0; i < PQntuples(res); i++)
 		{
 			if (nbatches < (long) (sizeof(lat_ms) / sizeof(lat_ms[0])))
 				lat_ms[nbatches] = atof(PQgetvalue(res, i, 2));
 			nbatches++;
-			by_notify += notified;
 			hand_off(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
 		}
 		PQclear(res);
@@ -491,9 +471,9 @@ main(int argc, char **argv)
 		n = nbatches < 100000 ? nbatches : 100000;
 		qsort(lat_ms, n, sizeof(double), cmp_double);
 		printf("workload=fanin clients=%d instances=%ld arrivals=%ld seconds=%.3f rate=%.0f batches=%ld counted=%ld"
-			   " by_notify=%ld ready_p50_ms=%.2f ready_p95_ms=%.2f ready_max_ms=%.2f ready_min_ms=%.2f\n",
+			   " ready_p50_ms=%.2f ready_p95_ms=%.2f ready_max_ms=%.2f ready_min_ms=%.2f\n",
 			   nclients, ntasks, atomic_load(&arrivals), secs, atomic_load(&arrivals) / secs, nbatches,
-			   atomic_load(&counted_a), by_notify, n ? lat_ms[n / 2] : NAN, n ? lat_ms[(long) (n * 0.95)] : NAN,
+			   atomic_load(&counted_a), n ? lat_ms[n / 2] : NAN, n ? lat_ms[(long) (n * 0.95)] : NAN,
 			   n ? lat_ms[n - 1] : NAN, n ? lat_ms[0] : NAN);
 		return 0;
 	}

@@ -82,7 +82,7 @@
 #           against a plain drain of as many tasks by as many clients; and
 #           FANIN_INSTANCES (100,000) instances into FANIN_WINDOW (3) second
 #           windows, FANIN_ARRIVERS (16) clients moving them into the fan-in
-#           state and one on LISTEN claiming each batch: every instance
+#           state and one waiting in own_tasks to claim each batch: every instance
 #           counted once, how long after its window's end each batch task
 #           was claimed.  Not in the default WORKLOADS (tens of minutes at
 #           full size on 2 cores)
@@ -579,7 +579,7 @@ if want machines; then
     for ((r = 1; r <= LONG_RUNS; r++)); do
         L[machines.fanin.$r]=$(machine_once fanin "$FANIN_ARRIVERS" "$r")
     done
-    for k in rate batches counted ready_p50_ms ready_p95_ms ready_max_ms by_notify succeeded merged unfinished; do
+    for k in rate batches counted ready_p50_ms ready_p95_ms ready_max_ms succeeded merged unfinished; do
         R[machines.fanin.$k]=$(for ((r = 1; r <= LONG_RUNS; r++)); do field "$k" <<<"${L[machines.fanin.$r]}"; done | median)
     done
     L[machines.fanin.all]=$(for ((r = 1; r <= LONG_RUNS; r++)); do echo "${L[machines.fanin.$r]}"; done | paste -sd';')
@@ -777,7 +777,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         done
         ((CONT_ROWS > 0)) && echo "| continuation over $(fmt "$CONT_ROWS") rows, one instance per row ÷ plain drain of $(fmt "$CONT_ROWS") tasks (own_tasks, then return_task), rows/s | $CONT_CLIENTS | ${R[machines.cont]} | ${R[machines.drain]} | $(ratio "${R[machines.cont]}" "${R[machines.drain]}") | ${L[machines.cont.ratios]} | ≥ 0.8 |"
         echo
-        echo "Fan-in of $(fmt "$FANIN_INSTANCES") instances into $FANIN_WINDOW-second windows, $FANIN_ARRIVERS clients moving them in ($(fmt "${R[machines.fanin.rate]}") arrivals/s), one client on LISTEN claiming the batches (another counts and ends them): ${R[machines.fanin.batches]} batches counted ${R[machines.fanin.counted]} instances (${R[machines.fanin.succeeded]} runs succeeded, one per batch; ${R[machines.fanin.merged]} merged; ${R[machines.fanin.unfinished]} unfinished); each batch task was claimed ${R[machines.fanin.ready_p50_ms]} ms (median; p95 ${R[machines.fanin.ready_p95_ms]} ms, max ${R[machines.fanin.ready_max_ms]} ms) after its window's end (target ≤ 10 ms), ${R[machines.fanin.by_notify]} of them on a NOTIFY. Every run: ${L[machines.fanin.all]}."
+        echo "Fan-in of $(fmt "$FANIN_INSTANCES") instances into $FANIN_WINDOW-second windows, $FANIN_ARRIVERS clients moving them in ($(fmt "${R[machines.fanin.rate]}") arrivals/s), one client claiming the batches with \`own_tasks(…, wait)\` (another counts and ends them): ${R[machines.fanin.batches]} batches counted ${R[machines.fanin.counted]} instances (${R[machines.fanin.succeeded]} runs succeeded, one per batch; ${R[machines.fanin.merged]} merged; ${R[machines.fanin.unfinished]} unfinished); each batch task was claimed ${R[machines.fanin.ready_p50_ms]} ms (median; p95 ${R[machines.fanin.ready_p95_ms]} ms, max ${R[machines.fanin.ready_max_ms]} ms) after its window's end (target ≤ 10 ms). Every run: ${L[machines.fanin.all]}."
         echo
     fi
     runs="Median of $RUNS runs of $TASKS tasks"
