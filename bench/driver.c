@@ -74,6 +74,8 @@
 
 #include <libpq-fe.h>
 
+#include "common.h"
+
 typedef struct Options
 {
 	const char *system;
@@ -119,76 +121,6 @@ static atomic_long nsamples;
 static double *replied_at;
 static double *insert_ms;
 static double *claimed_at;
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* the wall clock, as the server's clock_timestamp() (latency: "sent" in the body) */
-static double
-wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, PGconn *conn, PGresult *res)
-{
-	fprintf(stderr, "driver: %s: %s", what,
-			res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	exit(1);
-}
-
-static PGconn *
-connect_db(void)
-{
-	PGconn	   *conn = PQconnectdb("");
-
-	if (PQstatus(conn) != CONNECTION_OK)
-		die("connect", conn, NULL);
-	return conn;
-}
-
-static void
-prepare(PGconn *conn, const char *name, const char *sql)
-{
-	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		die(name, conn, res);
-	PQclear(res);
-}
-
-static PGresult *
-exec_prepared(PGconn *conn, const char *name, int n, const char *const *params)
-{
-	PGresult   *res = PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
-
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-		die(name, conn, res);
-	return res;
-}
-
-/* A statement without parameters whose result is not needed. */
-static void
-exec_sql(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-	ExecStatusType st = PQresultStatus(res);
-
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-		die(sql, conn, res);
-	PQclear(res);
-}
 
 /*
  * Before a timed part: statistics and visibility map as after a quiet
@@ -1089,28 +1021,6 @@ run_soak(void)
 	free(threads);
 	free(done);
 	PQfinish(conn);
-}
-
-static int
-compare_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-percentile(double *v, long n, double p)
-{
-	long		k;
-
-	if (n == 0)
-		return NAN;
-	k = (long) ceil(p / 100.0 * n) - 1;
-	if (k < 0)
-		k = 0;
-	return v[k];
 }
 
 int

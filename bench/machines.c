@@ -45,6 +45,8 @@
 
 #include <libpq-fe.h>
 
+#include "common.h"
+
 static int	nclients = 1;
 static long ntasks = 1000;
 static const char *mode;
@@ -52,53 +54,6 @@ static atomic_long done;
 static atomic_long empty_claims;
 static pthread_barrier_t start_barrier;
 static double t_start;
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, PGconn *conn, PGresult *res)
-{
-	fprintf(stderr, "machines: %s: %s", what,
-			res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-	exit(1);
-}
-
-static PGconn *
-connect_db(void)
-{
-	PGconn	   *conn = PQconnectdb("");
-
-	if (PQstatus(conn) != CONNECTION_OK)
-		die("connect", conn, NULL);
-	return conn;
-}
-
-static void
-prepare(PGconn *conn, const char *name, const char *sql)
-{
-	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		die(name, conn, res);
-	PQclear(res);
-}
-
-static PGresult *
-run(PGconn *conn, const char *name, int n, const char *const *params)
-{
-	PGresult   *res = PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
-		die(name, conn, res);
-	return res;
-}
 
 static void
 start_together(void)
@@ -131,7 +86,7 @@ loop_thread(void *arg)
 	while (atomic_load(&done) < ntasks)
 	{
 		const char *p[4] = {actor, action};
-		PGresult   *res = run(conn, "own", 2, p);
+		PGresult   *res = exec_prepared(conn, "own", 2, p);
 		char		next[64];
 
 		if (PQntuples(res) == 0)
@@ -146,7 +101,7 @@ loop_thread(void *arg)
 		snprintf(next, sizeof(next), "s%ld-%ld", me, ++k);
 		p[2] = next;
 		p[3] = PQgetvalue(res, 0, 2);
-		PQclear(run(conn, mode, strcmp(mode, "succ") == 0 ? 4 : 2, p));
+		PQclear(exec_prepared(conn, mode, strcmp(mode, "succ") == 0 ? 4 : 2, p));
 		PQclear(res);
 		atomic_fetch_add(&done, 1);
 	}
@@ -194,7 +149,7 @@ forker_thread(void *arg)
 	start_together();
 	for (;;)
 	{
-		res = run(conn, "own", 0, NULL);
+		res = exec_prepared(conn, "own", 0, NULL);
 		if (PQntuples(res) == 1)
 			break;
 		PQclear(res);
@@ -237,7 +192,7 @@ forker_thread(void *arg)
 				PQclear(own);
 			atomic_fetch_add(&empty_claims, 1);
 			usleep(100);
-			own = run(conn, "own", 0, NULL);
+			own = exec_prepared(conn, "own", 0, NULL);
 		}
 		snprintf(id, sizeof(id), "%s", PQgetvalue(own, 0, 0));
 		snprintf(token, sizeof(token), "%s", PQgetvalue(own, 0, 1));
@@ -274,7 +229,7 @@ finisher_thread(void *arg)
 		pthread_mutex_unlock(&handoff_lock);
 		p[0] = s.id;
 		p[1] = s.token;
-		PQclear(run(conn, "end", 2, p));
+		PQclear(exec_prepared(conn, "end", 2, p));
 		if (atomic_fetch_add(&done, 1) + 1 >= ntasks)
 		{
 			pthread_mutex_lock(&handoff_lock);
@@ -307,7 +262,7 @@ arrival_thread(void *arg)
 	for (;;)
 	{
 		const char *p[2] = {actor};
-		PGresult   *res = run(conn, "own", 1, p);
+		PGresult   *res = exec_prepared(conn, "own", 1, p);
 
 		if (PQntuples(res) == 0)
 		{
@@ -316,7 +271,7 @@ arrival_thread(void *arg)
 		}
 		p[0] = PQgetvalue(res, 0, 0);
 		p[1] = PQgetvalue(res, 0, 1);
-		PQclear(run(conn, "go", 2, p));
+		PQclear(exec_prepared(conn, "go", 2, p));
 		PQclear(res);
 		if (atomic_fetch_add(&arrivals, 1) + 1 == ntasks)
 			t_arrivals_done = now_s();
@@ -349,7 +304,7 @@ batch_thread(void *arg)
 	start_together();
 	while (atomic_load(&counted_a) < ntasks)
 	{
-		res = run(conn, "own", 0, NULL);
+		res = exec_prepared(conn, "own", 0, NULL);
 		for (int i = 0; i < PQntuples(res); i++)
 		{
 			if (nbatches < (long) (sizeof(lat_ms) / sizeof(lat_ms[0])))
@@ -393,22 +348,13 @@ count_thread(void *arg)
 		pthread_mutex_unlock(&handoff_lock);
 		p[0] = s.id;
 		p[1] = s.token;
-		c = run(conn, "count", 2, p);
+		c = exec_prepared(conn, "count", 2, p);
 		atomic_fetch_add(&counted_a, atol(PQgetvalue(c, 0, 0)));
 		PQclear(c);
-		PQclear(run(conn, "end", 2, p));
+		PQclear(exec_prepared(conn, "end", 2, p));
 	}
 	PQfinish(conn);
 	return NULL;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x < y ? -1 : x > y;
 }
 
 int
@@ -469,7 +415,7 @@ main(int argc, char **argv)
 		pthread_join(th[nclients], NULL);
 		pthread_join(th[nclients + 1], NULL);
 		n = nbatches < 100000 ? nbatches : 100000;
-		qsort(lat_ms, n, sizeof(double), cmp_double);
+		qsort(lat_ms, n, sizeof(double), compare_double);
 		printf("workload=fanin clients=%d instances=%ld arrivals=%ld seconds=%.3f rate=%.0f batches=%ld counted=%ld"
 			   " ready_p50_ms=%.2f ready_p95_ms=%.2f ready_max_ms=%.2f ready_min_ms=%.2f\n",
 			   nclients, ntasks, atomic_load(&arrivals), secs, atomic_load(&arrivals) / secs, nbatches,

@@ -158,12 +158,12 @@ tq_cluster_start bench
 if [[ ${STOCK:-0} == 1 ]]; then
     tq_psql postgres -q -c "ALTER SYSTEM SET autovacuum_naptime = '1min'" -c "SELECT pg_reload_conf()" >/dev/null
 fi
-gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" \
+gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" "$here/common.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
-gcc -O2 -Wall -o "$TQ_WORK/saga" "$here/saga.c" \
-    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread
-gcc -O2 -Wall -o "$TQ_WORK/machines" "$here/machines.c" \
+gcc -O2 -Wall -o "$TQ_WORK/saga" "$here/saga.c" "$here/common.c" \
+    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
+gcc -O2 -Wall -o "$TQ_WORK/machines" "$here/machines.c" "$here/common.c" \
     -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench

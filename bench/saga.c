@@ -37,6 +37,8 @@
 
 #include <libpq-fe.h>
 
+#include "common.h"
+
 static const char *mode;
 static int	clients = 1;
 static long chains = 1000;
@@ -47,54 +49,6 @@ static atomic_long done_steps;	/* steps returned in this phase */
 static long phase_total;		/* steps the phase drains */
 static const char *phase_action;	/* the action the phase claims */
 static atomic_long empty_claims;
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void
-die(const char *what, PGconn *conn, PGresult *res)
-{
-	fprintf(stderr, "saga: %s: %s", what, conn ? PQerrorMessage(conn) : "");
-	if (res)
-		PQclear(res);
-	exit(1);
-}
-
-static PGconn *
-connect_db(void)
-{
-	PGconn	   *conn = PQconnectdb("");
-
-	if (PQstatus(conn) != CONNECTION_OK)
-		die("connect", conn, NULL);
-	return conn;
-}
-
-static void
-exec_sql(PGconn *conn, const char *sql)
-{
-	PGresult   *res = PQexec(conn, sql);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
-		die(sql, conn, res);
-	PQclear(res);
-}
-
-static void
-prepare(PGconn *conn, const char *name, const char *sql)
-{
-	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
-
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		die(name, conn, res);
-	PQclear(res);
-}
 
 /*
  * A successor's body, about the size of a saga step's body
