@@ -23,7 +23,16 @@ PACKAGES=(
     graphviz                               # test/t/022_graphs.pl (dot -Tsvg renders every graph)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
     graphviz                               # dot -Tsvg renders the task graphs (test/t/030_dag_property.pl)
+    nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
 )
+
+# The Node worker of the README needs the PostgreSQL client `pg`, found
+# through NODE_PATH (lib.sh TQ_NODE_PATH): Debian's node-pg, or, where it
+# cannot be installed (a nodejs from outside Debian, which node-pg's
+# dependencies do not accept), pg 8 from the npm registry into $TQ_NODE_DIR.
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 
 # One dpkg-query for all: "name ii " for each installed package.
 installed=" $(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null |
@@ -32,17 +41,22 @@ missing=()
 for p in "${PACKAGES[@]}"; do
     [[ $installed == *" $p "* ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+need_pg=0
+node_pg || need_pg=1
+[[ ${#missing[@]} -eq 0 && $need_pg == 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
-    echo "deps: missing packages: ${missing[*]}" >&2
-    echo "deps: run as root (or: apt-get install ${missing[*]})" >&2
+    [[ ${#missing[@]} -gt 0 ]] && echo "deps: missing packages: ${missing[*]}" >&2
+    [[ $need_pg == 1 ]] && echo "deps: missing: the Node.js module pg (node-pg, or npm's pg in $TQ_NODE_DIR)" >&2
+    echo "deps: run as root (make deps)" >&2
     exit 1
 fi
 
 log=/var/log/taskq-deps.log
 : >"$log" 2>/dev/null || log=$(mktemp /tmp/taskq-deps.XXXXXX.log)
-echo "deps: installing ${missing[*]} (log: $log)"
+what=${missing[*]}
+[[ $need_pg == 1 ]] && what="$what${what:+ }node-pg (or npm's pg)"
+echo "deps: installing $what (log: $log)"
 
 export DEBIAN_FRONTEND=noninteractive
 apt_get() { apt-get -o Dpkg::Use-Pty=0 -o APT::Color=0 "$@" >>"$log" 2>&1; }
@@ -57,7 +71,19 @@ if [[ $need_update == 1 ]] && ! apt_get update; then
     echo "deps: apt-get update failed" >&2
     exit 1
 fi
-if ! apt_get install -y --no-install-recommends "${missing[@]}"; then
+install_pg() {
+    node_pg && return 0
+    apt_get install -y --no-install-recommends node-pg && node_pg && return 0
+    echo "deps: node-pg does not install here; pg 8 from the npm registry into $TQ_NODE_DIR" >>"$log"
+    command -v npm >/dev/null 2>&1 || apt_get install -y --no-install-recommends npm || return 1
+    mkdir -p "$TQ_NODE_DIR" &&
+        npm install --prefix "$TQ_NODE_DIR" --no-audit --no-fund --loglevel=error 'pg@8' >>"$log" 2>&1 &&
+        node_pg
+}
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    :
+elif ! apt_get install -y --no-install-recommends "${missing[@]}"; then
     if [[ $need_update == 0 ]] && apt_get update &&
         apt_get install -y --no-install-recommends "${missing[@]}"; then
         :
@@ -66,5 +92,10 @@ if ! apt_get install -y --no-install-recommends "${missing[@]}"; then
         echo "deps: apt-get install failed" >&2
         exit 1
     fi
+fi
+if [[ $need_pg == 1 ]] && ! install_pg; then
+    cat "$log" >&2
+    echo "deps: cannot install the Node.js module pg" >&2
+    exit 1
 fi
 echo "deps: done"

@@ -22,7 +22,11 @@ Conventions in the markdown:
                     run to run (no tokens, timestamps or PIDs).
   ```sql-nocheck    SQL that is not run (rarely: a statement that needs a
                     server restart, a second session, a password ...)
-  ```ini, ```sh     configuration and shell: not run
+  ```ini, ```sh     configuration and shell: not run here
+  ```LANG worker    a complete worker program, and ```LANG file=PATH a file
+                    it needs: not run here, but by test/bin/doc_workers.py
+The info string may have words after the language: only the language
+decides what this script does with a block.
 
 Roles the file created (they are cluster-wide) are dropped after its
 database, except the extension's own taskq_* roles.  Prints one line per block; the last line is
@@ -34,13 +38,17 @@ import re
 import subprocess
 import sys
 
-FENCE = re.compile(r'^(```+)\s*([A-Za-z0-9_-]*)\s*$')
+# A fence's info string: a language, then optional words ("python worker",
+# "sh file=bin/copy": test/bin/doc_workers.py); GitHub highlights by the first.
+FENCE = re.compile(r'^(```+)\s*([A-Za-z0-9_-]*)((?:\s+\S+)*)\s*$')
 MARK = '@@doc-sql block %d@@'
 PREFIX = re.compile(r'^psql:<stdin>:\d+: ')
 
 
 def blocks(path):
-    """[(info, first line number, text)] of the fenced blocks of a file."""
+    """([(language, first line number, text, closing line number, words)],
+    lines) of the fenced blocks of a file; words: the info string's words
+    after the language."""
     out = []
     with open(path, encoding='utf-8') as f:
         lines = f.read().split('\n')
@@ -50,7 +58,7 @@ def blocks(path):
         if not m:
             i += 1
             continue
-        fence, info, start = m.group(1), m.group(2), i + 1
+        fence, info, words, start = m.group(1), m.group(2), m.group(3).split(), i + 1
         body = []
         i += 1
         while i < len(lines) and lines[i].strip() != fence:
@@ -58,7 +66,7 @@ def blocks(path):
             i += 1
         if i >= len(lines):
             sys.exit('%s:%d: fenced block not closed' % (path, start))
-        out.append((info, start, '\n'.join(body), i + 1))
+        out.append((info, start, '\n'.join(body), i + 1, words))
         i += 1
     return out, lines
 
@@ -67,7 +75,7 @@ def checks(path):
     """[(line, sql, expected output or None)]"""
     found, lines = blocks(path)
     res = []
-    for n, (info, start, text, end) in enumerate(found):
+    for n, (info, start, text, end, _) in enumerate(found):
         if info != 'sql':
             continue
         expected = None

@@ -13,6 +13,10 @@ TQ_USER=taskq
 TQ_DBUSER=postgres
 TQ_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TQ_SYS_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Where Node.js finds the module pg (deps.sh): Debian's node-pg is in
+# /usr/share/nodejs; where it cannot be installed, npm's pg in TQ_NODE_DIR.
+TQ_NODE_DIR=/usr/local/lib/taskq-node
+TQ_NODE_PATH=$TQ_NODE_DIR/node_modules:/usr/share/nodejs
 
 TQ_WORK=""      # temp dir: src/ (tree copy), data/ (cluster), log/, tmp/
 TQ_PGDATA=""

@@ -7,7 +7,8 @@
 # assertion, one per Perl TAP assertion, one per test/static/*.sh, one per
 # example, one per pytest test of clients/python/tests (suite python, from
 # its junit xml), one per ```sql block of README.md and docs/*.md (suite docs,
-# test/bin/doc_sql.py: a block after a failed one counts failed, not run);
+# test/bin/doc_sql.py: a block after a failed one counts failed, not run) and
+# one per complete worker they show (```LANG worker, test/bin/doc_workers.py);
 # a suite or file that fails without a failed test of its own counts one
 # failure.
 # The last line printed is always "N passed, N failed"; exit 0 only if N failed is 0.
@@ -421,31 +422,43 @@ show_tail() {
 
 # Every ```sql block of README.md and docs/*.md runs, in order, one fresh
 # database per file (test/bin/doc_sql.py); one test per block, and a block
-# followed by an ```output block must print exactly that.
+# followed by an ```output block must print exactly that.  Then every
+# complete worker they show (```LANG worker blocks: sh, bash, python, js)
+# runs against tasks it must complete and stops on SIGTERM
+# (test/bin/doc_workers.py); one test per worker.
 suite_docs() {
-    local out rc=0 ok bad t0
+    local out rc ok bad t0 oks=0 bads=0 script
     local -a files=(README.md)
     local f
     for f in docs/*.md; do [[ -f $f ]] && files+=("$f"); done
     t0=$(tq_now)
-    out=$TQ_WORK/log/docs.out
-    tq_run_as_user "$out" env PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" \
-        timeout -k 10 "$FILE_TIMEOUT" python3 test/bin/doc_sql.py "${files[@]}" || rc=$?
-    ok=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out" | tail -n 1)
-    bad=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out" | tail -n 1)
-    ok=${ok:-0}
-    bad=${bad:-0}
-    if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
-    add "$ok" "$bad"
-    SQL_FAILED=$((SQL_FAILED + bad))
-    if [[ $bad -gt 0 ]]; then
-        grep -v '^[0-9]* passed, ' "$out" >"$out.short" || true
-        show "$out.short" 200
-    else
-        grep -E '^   .* ok' "$out" | awk '{print $1}' | sed -E 's/:[0-9]+$//' | sort | uniq -c |
-            awk '{printf "   %-40s %s ok\n", $2, $1}'
-    fi
-    line docs "$ok ok, $bad failed ($(elapsed "$t0"))"
+    for script in doc_sql doc_workers; do
+        out=$TQ_WORK/log/$script.out
+        rc=0
+        tq_run_as_user "$out" env PGHOST="$TQ_SOCK" PGPORT="$TQ_PORT" \
+            PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$SRC/clients/python" NODE_PATH="$TQ_NODE_PATH" \
+            timeout -k 10 "$FILE_TIMEOUT" python3 "test/bin/$script.py" "${files[@]}" || rc=$?
+        ok=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$out" | tail -n 1)
+        bad=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$out" | tail -n 1)
+        ok=${ok:-0}
+        bad=${bad:-0}
+        if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
+        oks=$((oks + ok))
+        bads=$((bads + bad))
+        if [[ $bad -gt 0 ]]; then
+            echo "--- $script.py (exit $rc):"
+            grep -v '^[0-9]* passed, ' "$out" >"$out.short" || true
+            show "$out.short" 200
+        elif [[ $script == doc_sql ]]; then
+            grep -E '^   .* ok' "$out" | awk '{print $1}' | sed -E 's/:[0-9]+$//' | sort | uniq -c |
+                awk '{printf "   %-40s %s ok\n", $2, $1}'
+        else
+            grep -E '^   .* ok' "$out" || true
+        fi
+    done
+    add "$oks" "$bads"
+    SQL_FAILED=$((SQL_FAILED + bads))
+    line docs "$oks ok, $bads failed ($(elapsed "$t0"))"
 }
 
 # run SUITE: unless TASKQ_SUITES names others only
