@@ -270,7 +270,19 @@ fi
 # clients: random text ids (gen_random_uuid()::text), ~100-byte bodies, 1
 # per transaction and 1,000 per call (bench/pgbench/*.sql), taskq against
 # the hand-written queue; PGENQ_TASKS (TASKS) tasks per run, the systems
-# taking turns; with the database's CPU per task (cluster_ticks)
+# taking turns; with the database's CPU per task (cluster_ticks).  taskq
+# in three forms: insert_tasks' JSON, and the typed enqueue / enqueue_many
+# with ids made by taskq or given by the caller
+pgenq_form() {   # SYSTEM BATCH: the statement's form, for the table
+    case $1.$2 in
+    taskq.1) echo "insert_tasks (JSON), caller's random id" ;;
+    taskq.*) echo "insert_tasks (JSON), caller's random ids" ;;
+    enqueue.1) echo "enqueue, id made by taskq" ;;
+    enqueue.*) echo "enqueue_many, ids made by taskq" ;;
+    enqueue-ids.1) echo "enqueue, caller's random id" ;;
+    enqueue-ids.*) echo "enqueue_many, caller's random ids" ;;
+    esac
+}
 pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
     local system=$1 batch=$2 r=$3 per_client out tps t0 t1 cpu
     reset_tables
@@ -285,17 +297,21 @@ pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
     echo "  pgenqueue $system $batch run $r: tps=$tps tasks/s=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }') cpu_us_per_task=$cpu" >&2
     awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f\n", t * b }'
 }
+# PGENQ_SYSTEMS: taskq (insert_tasks, JSON), enqueue (enqueue / enqueue_many,
+# ids made by taskq), enqueue-ids (the same with the caller's random text
+# ids), baseline; they take turns, each round beginning with the next one
+PGENQ_SYSTEMS=${PGENQ_SYSTEMS:-taskq enqueue enqueue-ids baseline}
 if want pgenqueue; then
+    read -ra psystems <<<"$PGENQ_SYSTEMS"
     for batch in 1 1000; do
         declare -A prates=()
         for ((r = 1; r <= RUNS; r++)); do
-            order=(taskq baseline)
-            ((r % 2 == 0)) && order=(baseline taskq)
-            for s in "${order[@]}"; do
+            for ((i = 0; i < ${#psystems[@]}; i++)); do
+                s=${psystems[(i + r - 1) % ${#psystems[@]}]}
                 prates[$s]+="$(pgbench_rate "$s" "$batch" "$r") "
             done
         done
-        for s in taskq baseline; do
+        for s in "${psystems[@]}"; do
             R[pgenq$batch.$s]=$(printf '%s\n' ${prates[$s]} | median)
         done
         unset prates
@@ -670,10 +686,13 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         fi
     fi
     if want pgenqueue; then
-        echo "| pgbench -M prepared, 4 clients, random text ids, ~100-byte body; tasks/s | taskq | hand-written queue | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
+        echo "| pgbench -M prepared, 4 clients, ~100-byte body; tasks/s | taskq | hand-written queue (bigserial) | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
         echo "|---|---:|---:|---:|---:|---:|"
         for batch in 1 1000; do
-            echo "| enqueue, $batch per call | ${R[pgenq$batch.taskq]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.taskq]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.taskq") | $(cpu_median "pgenq$batch.baseline") |"
+            for s in "${psystems[@]}"; do
+                [[ $s == baseline ]] && continue
+                echo "| enqueue, $batch per call, $(pgenq_form "$s" "$batch") | ${R[pgenq$batch.$s]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.$s]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.$s") | $(cpu_median "pgenq$batch.baseline") |"
+            done
         done
         echo
     fi

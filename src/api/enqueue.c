@@ -202,9 +202,9 @@ taskq_enqueue_many(PG_FUNCTION_ARGS)
 						  TYPALIGN_INT, &ids, &id_nulls, &nids);
 		if (nids != n)
 			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"ids\" must have as many elements as \"bodies\""),
-					 errdetail("\"ids\" has %d elements and \"bodies\" %d.", nids, n)));
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("arrays \"bodies\" and \"ids\" must have the same length"),
+					 errdetail("\"bodies\" has %d elements and \"ids\" %d.", n, nids)));
 	}
 	if (n == 0)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
