@@ -16,8 +16,10 @@
 # The tables go to OUT (bench/results.md): point it elsewhere for a subset.
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
-# 1,000), pgenqueue (the same through pgbench -M prepared with random text
-# ids: bench/pgbench/; not in the default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
+# 1,000), pgenqueue (the same through pgbench -M prepared: insert_tasks with
+# random text ids, enqueue / enqueue_many with ids made by taskq and with
+# random ones, against the hand-written INSERT: bench/pgbench/; not in the
+# default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
 # producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
 # waiting inside own_tasks with wait => 1 s; each also with a producer
 # that commits with synchronous_commit = off), lag (LAG_TASKS
@@ -802,6 +804,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     runs="Median of $RUNS runs of $TASKS tasks"
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin || want rules; then runs+="; depth, fan-in and rules: median of $LONG_RUNS run(s)"; fi
+    if want pgenqueue; then runs+="; pgenqueue: ${PGENQ_TASKS:-$TASKS} tasks per run"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
     if want saga; then runs+="; sagas: the runs and steps named in their rows"; fi
     if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
