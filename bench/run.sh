@@ -16,8 +16,10 @@
 # The tables go to OUT (bench/results.md): point it elsewhere for a subset.
 #
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
-# 1,000), pgenqueue (the same through pgbench -M prepared with random text
-# ids: bench/pgbench/; not in the default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
+# 1,000), pgenqueue (the same through pgbench -M prepared: insert_tasks with
+# random text ids, enqueue / enqueue_many with ids made by taskq and with
+# random ones, against the hand-written INSERT: bench/pgbench/; not in the
+# default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
 # producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
 # waiting inside own_tasks with wait => 1 s; each also with a producer
 # that commits with synchronous_commit = off), lag (LAG_TASKS
@@ -270,7 +272,19 @@ fi
 # clients: random text ids (gen_random_uuid()::text), ~100-byte bodies, 1
 # per transaction and 1,000 per call (bench/pgbench/*.sql), taskq against
 # the hand-written queue; PGENQ_TASKS (TASKS) tasks per run, the systems
-# taking turns; with the database's CPU per task (cluster_ticks)
+# taking turns; with the database's CPU per task (cluster_ticks).  taskq
+# in three forms: insert_tasks' JSON, and the typed enqueue / enqueue_many
+# with ids made by taskq or given by the caller
+pgenq_form() {   # SYSTEM BATCH: the statement's form, for the table
+    case $1.$2 in
+    taskq.1) echo "insert_tasks (JSON), caller's random id" ;;
+    taskq.*) echo "insert_tasks (JSON), caller's random ids" ;;
+    enqueue.1) echo "enqueue, id made by taskq" ;;
+    enqueue.*) echo "enqueue_many, ids made by taskq" ;;
+    enqueue-ids.1) echo "enqueue, caller's random id" ;;
+    enqueue-ids.*) echo "enqueue_many, caller's random ids" ;;
+    esac
+}
 pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
     local system=$1 batch=$2 r=$3 per_client out tps t0 t1 cpu
     reset_tables
@@ -285,17 +299,21 @@ pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
     echo "  pgenqueue $system $batch run $r: tps=$tps tasks/s=$(awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f", t * b }') cpu_us_per_task=$cpu" >&2
     awk -v t="$tps" -v b="$batch" 'BEGIN { printf "%.0f\n", t * b }'
 }
+# PGENQ_SYSTEMS: taskq (insert_tasks, JSON), enqueue (enqueue / enqueue_many,
+# ids made by taskq), enqueue-ids (the same with the caller's random text
+# ids), baseline; they take turns, each round beginning with the next one
+PGENQ_SYSTEMS=${PGENQ_SYSTEMS:-taskq enqueue enqueue-ids baseline}
 if want pgenqueue; then
+    read -ra psystems <<<"$PGENQ_SYSTEMS"
     for batch in 1 1000; do
         declare -A prates=()
         for ((r = 1; r <= RUNS; r++)); do
-            order=(taskq baseline)
-            ((r % 2 == 0)) && order=(baseline taskq)
-            for s in "${order[@]}"; do
+            for ((i = 0; i < ${#psystems[@]}; i++)); do
+                s=${psystems[(i + r - 1) % ${#psystems[@]}]}
                 prates[$s]+="$(pgbench_rate "$s" "$batch" "$r") "
             done
         done
-        for s in taskq baseline; do
+        for s in "${psystems[@]}"; do
             R[pgenq$batch.$s]=$(printf '%s\n' ${prates[$s]} | median)
         done
         unset prates
@@ -670,10 +688,13 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         fi
     fi
     if want pgenqueue; then
-        echo "| pgbench -M prepared, 4 clients, random text ids, ~100-byte body; tasks/s | taskq | hand-written queue | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
+        echo "| pgbench -M prepared, 4 clients, ~100-byte body; tasks/s | taskq | hand-written queue (bigserial) | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
         echo "|---|---:|---:|---:|---:|---:|"
         for batch in 1 1000; do
-            echo "| enqueue, $batch per call | ${R[pgenq$batch.taskq]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.taskq]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.taskq") | $(cpu_median "pgenq$batch.baseline") |"
+            for s in "${psystems[@]}"; do
+                [[ $s == baseline ]] && continue
+                echo "| enqueue, $batch per call, $(pgenq_form "$s" "$batch") | ${R[pgenq$batch.$s]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.$s]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.$s") | $(cpu_median "pgenq$batch.baseline") |"
+            done
         done
         echo
     fi
@@ -783,6 +804,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     runs="Median of $RUNS runs of $TASKS tasks"
     if want drain && [[ " $DRAIN_PER_CLAIM " != " 1 " ]]; then runs+=" ($BATCH_RUNS for drains of more than 1 per claim)"; fi
     if want depth || want fanin || want rules; then runs+="; depth, fan-in and rules: median of $LONG_RUNS run(s)"; fi
+    if want pgenqueue; then runs+="; pgenqueue: ${PGENQ_TASKS:-$TASKS} tasks per run"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
     if want saga; then runs+="; sagas: the runs and steps named in their rows"; fi
     if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi

@@ -79,6 +79,9 @@ INSERT INTO m_valid VALUES
   ('chord', ARRAY[$$'[{"id": "m-h1", "action": "m"}]'$$, $$'{"id": "m-j", "action": "m"}'$$, $$'{m-ready}'$$]),
   ('purge_finished', ARRAY[$$'1 day'$$]),
   ('insert_tasks_if_absent', ARRAY[$$'[{"id": "m-new", "action": "m"}, {"id": "m-ready", "action": "m"}]'$$]),
+  ('enqueue', ARRAY[$$'m'$$, $$'{"k": 1}'$$, $$'m-e1'$$, '1', $$'2030-01-01 00:00+00'$$, '3', $$'m-flow'$$]),
+  ('enqueue_many', ARRAY[$$'m'$$, $$ARRAY['{"k": 1}'::jsonb]$$, $$ARRAY['m-e1']$$, '1',
+       $$'2030-01-01 00:00+00'$$, '3', $$'m-flow'$$]),
   ('cancel_tasks', ARRAY[$$'{m-ready}'$$]),
   ('cancel_workflow', ARRAY[$$'m-flow'$$]),
   ('redrive_tasks', ARRAY[$$'{m-dead}'$$]),
@@ -114,7 +117,7 @@ INSERT INTO m_bad (type, kind, expr)
 SELECT t.type, v.kind, v.expr
   FROM (VALUES ('text'), ('jsonb'), ('text[]'), ('uuid'), ('uuid[]'), ('integer'),
                ('bigint'), ('interval'), ('taskq.status'), ('taskq.status[]'),
-               ('jsonb[]')) AS t(type),
+               ('jsonb[]'), ('timestamp with time zone')) AS t(type),
        LATERAL (VALUES
     -- every type
     ('NULL', 'NULL'),
@@ -184,7 +187,11 @@ INSERT INTO m_bad (type, kind, expr) VALUES
     ('jsonb[]', 'empty array', $$'{}'$$),
     ('jsonb[]', 'NULL element', $$'{NULL}'$$),
     ('jsonb[]', 'two elements', $$ARRAY['1', '2']::jsonb[]$$),
-    ('jsonb[]', 'element over 1 MiB', $$ARRAY[jsonb_build_object('b', repeat('b', 1100000))]$$);
+    ('jsonb[]', 'element over 1 MiB', $$ARRAY[jsonb_build_object('b', repeat('b', 1100000))]$$),
+    ('timestamp with time zone', 'infinity', $$'infinity'$$),
+    ('timestamp with time zone', '-infinity', $$'-infinity'$$),
+    ('timestamp with time zone', 'year 294277', $$'294277-01-01'$$),
+    ('timestamp with time zone', 'no time zone', $$'2030-01-01'$$);
 UPDATE m_bad SET ord = o.n
   FROM (SELECT ctid, row_number() OVER (PARTITION BY type ORDER BY
             CASE kind WHEN 'NULL' THEN 0 WHEN 'empty' THEN 1 WHEN 'malformed' THEN 2 ELSE 3 END,

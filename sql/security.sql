@@ -186,6 +186,8 @@ SELECT taskq.insert_tasks('[{"id": "p1", "action": "copy", "to_signal_after": ["
 SELECT taskq.chain('[{"id": "c1", "action": "copy"}, {"id": "c2", "action": "mail"}]') AS chained;
 SELECT taskq.add_dependencies('{c2}', '{p3}') AS added;
 SELECT taskq.replace_tasks('[{"id": "p2", "action": "mail", "priority": 5}]') AS replaced;
+SELECT taskq.enqueue('mail', '{}', 'p4') AS enqueued;
+SELECT cardinality(taskq.enqueue_many('mail', ARRAY['{}', '{}']::jsonb[])) AS enqueued_many;
 SELECT taskq.wait_for_task('p1', '0 s') IS NULL AS p1_not_finished;
 RESET SESSION AUTHORIZATION;
 

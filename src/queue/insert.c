@@ -143,8 +143,8 @@ index_batch(List *specs)
 		if (e->spec != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("task \"%s\" appears more than once in argument \"tasks\"",
-							spec->id),
+					 errmsg("task \"%s\" appears more than once in argument \"%s\"",
+							spec->id, spec->argname ? spec->argname : "tasks"),
 					 errdetail("Tasks %d and %d have the same id.",
 							   e->spec->index, spec->index)));
 		e->spec = spec;

@@ -49,6 +49,7 @@ typedef struct TaskSpec
 	char	   *workflow;		/* workflow key or NULL */
 	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
+	const char *argname;		/* the argument errors name (NULL: "tasks") */
 } TaskSpec;
 
 typedef enum TaskqInsertMode
@@ -225,5 +226,9 @@ extern bool taskq_rules_installed(void);
 
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);
+
+/* Task ids taskq makes: version-7 UUIDs as text (task_id.c) */
+#define TASKQ_TASK_ID_LEN 36
+extern void taskq_new_task_id(char *buf);
 
 #endif							/* TASKQ_QUEUE_H */

@@ -702,6 +702,33 @@ COMMENT ON FUNCTION taskq.insert_tasks_if_absent(jsonb) IS
 REVOKE ALL ON FUNCTION taskq.insert_tasks_if_absent(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.insert_tasks_if_absent(jsonb) TO taskq_producer, taskq_admin;
 
+-- enqueue, enqueue_many: tasks of one action with the same options, from
+-- typed arguments rather than a JSON document; taskq makes the ids the
+-- caller leaves out (version-7 UUIDs, in time order).
+CREATE FUNCTION taskq.enqueue(action text, body jsonb DEFAULT NULL, id text DEFAULT NULL,
+    priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
+    max_tries integer DEFAULT NULL, workflow text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_enqueue'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
+    'add one task of an action and return its id (made by taskq if not given)';
+REVOKE ALL ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.enqueue_many(action text, bodies jsonb[], ids text[] DEFAULT NULL,
+    priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
+    max_tries integer DEFAULT NULL, workflow text DEFAULT NULL)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'taskq_enqueue_many'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text) IS
+    'atomically add one task of an action per body and return their ids (made by taskq where not given)';
+REVOKE ALL ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text) TO taskq_producer, taskq_admin;
+
 CREATE FUNCTION taskq.add_dependencies(after_ids text[], run_ids text[])
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'taskq_add_dependencies'
