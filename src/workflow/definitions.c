@@ -9,10 +9,10 @@
  * afterwards; an admin may still update, delete or truncate the table by
  * hand.  So the parsed form of (name, version) is kept together with the
  * xmin of the row it was parsed from, and a run reads that xmin with its
- * row (run.c, saga.c): a row changed or made again has another xmin, and
- * the definition is parsed anew.  Rows written by the current transaction
- * are not kept (it may change them again under the same xmin).  A step then
- * reads neither the definition's JSON nor parses it.
+ * row (run.c, saga_store.c): a row changed or made again has another xmin,
+ * and the definition is parsed anew.  Rows written by the current
+ * transaction are not kept (it may change them again under the same xmin).
+ * A step then reads neither the definition's JSON nor parses it.
  *
  * Locking: storing a version takes the workflow lock of the definition's
  * name (queue/graph.c), which serializes versions of one name.  The cache

@@ -163,11 +163,11 @@ taskq_run_lock(const char *id)
 static TaskqPlan fetch_plan = {
 	"SELECT r.kind, r.definition, r.version, r.status, r.state, r.context,"
 	"       r.inputs, r.parent, r.error, r.debug, r.step_task, r.visits,"
-	"       r.fork, r.events, r.faults, d.xmin"
+	"       r.fork, r.events, r.faults,"
+	"       (SELECT d.xmin FROM taskq.definitions AS d"
+	"         WHERE d.name OPERATOR(pg_catalog.=) r.definition"
+	"           AND d.version OPERATOR(pg_catalog.=) r.version)"
 	"  FROM taskq.runs AS r"
-	"  JOIN taskq.definitions AS d"
-	"    ON d.name OPERATOR(pg_catalog.=) r.definition"
-	"   AND d.version OPERATOR(pg_catalog.=) r.version"
 	" WHERE r.id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID},
 	.by_key = true

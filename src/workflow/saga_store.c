@@ -41,17 +41,18 @@ static TaskqPlan steps_plan = {
 };
 
 /*
- * return_step's one read: the run, its definition and its steps (as
- * arrays, in the order of the primary key), in one statement.
+ * return_step's one read: the run, the xmin of its definition's row (for
+ * the parsed definitions kept by definitions.c) and its steps (as arrays,
+ * in the order of the primary key), in one statement.
  */
 static TaskqPlan fetch_plan = {
 	"SELECT r.kind, r.definition, r.version, r.status, r.context, r.inputs, r.error,"
-	"       r.debug, r.visits, r.faults, d.xmin,"
+	"       r.debug, r.visits, r.faults,"
+	"       (SELECT d.xmin FROM taskq.definitions AS d"
+	"         WHERE d.name OPERATOR(pg_catalog.=) r.definition"
+	"           AND d.version OPERATOR(pg_catalog.=) r.version),"
 	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states"
 	"  FROM taskq.runs AS r"
-	"  JOIN taskq.definitions AS d"
-	"    ON d.name OPERATOR(pg_catalog.=) r.definition"
-	"   AND d.version OPERATOR(pg_catalog.=) r.version"
 	"  CROSS JOIN LATERAL"
 	"       (SELECT pg_catalog.array_agg(step) AS steps, pg_catalog.array_agg(do_task) AS do_tasks,"
 	"               pg_catalog.array_agg(do_state) AS do_states,"
