@@ -71,14 +71,17 @@
 #           chains of plain tasks drained by claim + a return that inserts
 #           the next hop (bench/saga.c), steps/s; and as many runs of a
 #           6-step saga whose last step fails: ms per undo step against ms
-#           per do step
+#           per do step; with each step rate, the database's CPU per step
+#           (all the cluster's processes, which other load on the machine
+#           does not move as it moves the rates)
 #   machines state machines against plain tasks (bench/machines.c), the
 #           systems taking turns run by run: a machine step (own_tasks, then
 #           transition creating the next visit of a looping state) against a
 #           plain task's own_tasks, then return_task + insert_tasks of one
 #           successor, MACHINE_STEPS (20,000) of each at each of
 #           MACHINE_CLIENTS (1 16) workers over MACHINE_RUNS (256) runs (or
-#           as many plain tasks) in flight; a continuation over CONT_ROWS
+#           as many plain tasks) in flight, with the database's CPU per
+#           step of each; a continuation over CONT_ROWS
 #           (100,000) rows, one instance per row, CONT_CLIENTS (16) clients
 #           (one forks and claims the next instance, the others transition),
 #           against a plain drain of as many tasks by as many clients; and
@@ -492,10 +495,15 @@ saga_reset() {
 }
 saga_chains() { echo $(( SAGA_CHAINS * ($1 >= 8 ? $1 / 4 : 1) )); }
 saga_once() {   # SYSTEM WORKERS ROUND [MODE STEPS]: prints the driver's line
-    local sys=$1 w=$2 r=$3 mode=${4:-} steps=${5:-$SAGA_STEPS} line
+    local sys=$1 w=$2 r=$3 mode=${4:-} steps=${5:-$SAGA_STEPS} line t0 t1
     [[ -n $mode ]] || mode=$sys
     saga_reset
+    t0=$(cluster_ticks)
     line=$("$TQ_WORK/saga" "$mode" --clients "$w" --chains "$(saga_chains "$w")" --steps "$steps" --prefix "$sys$w.$r.")
+    sleep 0.3   # the run's backends exit and are reaped
+    t1=$(cluster_ticks)
+    # the database's CPU per step (µs), starting the runs or chains included
+    line+=" cpu_us_per_step=$(( (t1 - t0) * TICK_US / ($(saga_chains "$w") * steps) ))"
     echo "  saga $sys w=$w run $r: $line" >&2
     echo "$line"
 }
@@ -503,19 +511,24 @@ if want saga; then
     saga_systems=(plain saga)
     for w in $SAGA_WORKERS; do
         n=${#saga_systems[@]}
-        declare -A sr=()
+        declare -A sr=() sc=()
         for ((r = 1; r <= RUNS; r++)); do
             for ((i = 0; i < n; i++)); do
                 s=${saga_systems[(i + r - 1) % n]}
-                sr[$s]+="$(saga_once "$s" "$w" "$r" | field rate) "
+                line=$(saga_once "$s" "$w" "$r")
+                sr[$s]+="$(field rate <<<"$line") "
+                sc[$s]+="$(field cpu_us_per_step <<<"$line") "
             done
         done
         for s in "${saga_systems[@]}"; do
             R[saga.$w.$s]=$(printf '%s\n' ${sr[$s]} | median)
+            R[saga.$w.$s.cpu]=$(printf '%s\n' ${sc[$s]} | median)
         done
         read -ra a <<<"${sr[saga]}"; read -ra b <<<"${sr[plain]}"
         L[saga.$w.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
-        unset sr
+        read -ra a <<<"${sc[plain]}"; read -ra b <<<"${sc[saga]}"
+        L[saga.$w.cpu_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        unset sr sc
         do_ms=() undo_ms=() per=()
         for ((r = 1; r <= RUNS; r++)); do
             line=$(saga_once undo "$w" "$r" undo 6)
@@ -550,7 +563,7 @@ start_runs() {
            COMMIT; END LOOP; END \$\$"
 }
 machine_once() {
-    local sys=$1 c=$2 r=$3 line n=$MACHINE_STEPS
+    local sys=$1 c=$2 r=$3 line n=$MACHINE_STEPS t0 t1
     local body='{"run": "x", "machine": "bench_step", "version": 1, "state": "A", "context": {}}'
     machine_reset
     case $sys in
@@ -561,7 +574,11 @@ machine_once() {
     fanin) n=$FANIN_INSTANCES; start_runs bench_fanin "f$r-" "$FANIN_INSTANCES" ;;
     esac
     sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs" "CHECKPOINT"
+    t0=$(cluster_ticks)
     line=$("$TQ_WORK/machines" "$sys" --clients "$c" --tasks "$n")
+    sleep 0.3   # the run's backends exit and are reaped
+    t1=$(cluster_ticks)
+    line+=" cpu_us_per_step=$(( (t1 - t0) * TICK_US / (n > 0 ? n : 1) ))"
     if [[ $sys == fanin ]]; then
         # every instance in exactly one batch: one succeeded per batch, the rest merged
         line+=" $(sql "SELECT 'succeeded=' || count(*) FILTER (WHERE status = 'succeeded') || ' merged=' || count(*) FILTER (WHERE status = 'merged') || ' unfinished=' || count(*) FILTER (WHERE finished_at IS NULL) FROM taskq.runs")"
@@ -571,16 +588,23 @@ machine_once() {
 }
 if want machines; then
     for mc in $MACHINE_CLIENTS; do
-        declare -A mr=()
+        declare -A mr=() mcpu=()
         for ((r = 1; r <= RUNS; r++)); do
             for s in $( ((r % 2)) && echo step succ || echo succ step); do
-                mr[$s]+="$(machine_once "$s" "$mc" "$r" | field rate) "
+                line=$(machine_once "$s" "$mc" "$r")
+                mr[$s]+="$(field rate <<<"$line") "
+                mcpu[$s]+="$(field cpu_us_per_step <<<"$line") "
             done
         done
-        for s in step succ; do R[machines.$mc.$s]=$(printf '%s\n' ${mr[$s]} | median); done
+        for s in step succ; do
+            R[machines.$mc.$s]=$(printf '%s\n' ${mr[$s]} | median)
+            R[machines.$mc.$s.cpu]=$(printf '%s\n' ${mcpu[$s]} | median)
+        done
         read -ra a <<<"${mr[step]}"; read -ra b <<<"${mr[succ]}"
         L[machines.$mc.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
-        unset mr
+        read -ra a <<<"${mcpu[succ]}"; read -ra b <<<"${mcpu[step]}"
+        L[machines.$mc.cpu_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        unset mr mcpu
     done
     if ((CONT_ROWS > 0)); then
         declare -A mr=()
@@ -786,6 +810,9 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
             echo "| saga step: claim + return_step, $(saga_chains "$w") runs of $SAGA_STEPS steps (steps/s) | $w | ${R[saga.$w.saga]} | plain: claim + return_task inserting the next hop, $(saga_chains "$w") chains of $SAGA_STEPS | ${R[saga.$w.plain]} | $(ratio "${R[saga.$w.saga]}" "${R[saga.$w.plain]}") | ${L[saga.$w.ratios]} | ≥ 0.8 |"
         done
         for w in $SAGA_WORKERS; do
+            echo "| database CPU per step (µs, the cluster's processes, the runs' start included): plain ÷ saga | $w | ${R[saga.$w.saga.cpu]} | plain | ${R[saga.$w.plain.cpu]} | $(ratio "${R[saga.$w.plain.cpu]}" "${R[saga.$w.saga.cpu]}") | ${L[saga.$w.cpu_ratios]} | ≥ 0.8 |"
+        done
+        for w in $SAGA_WORKERS; do
             echo "| undo path of a 6-step saga whose last step fails, $(saga_chains "$w") runs: ms per undo step | $w | ${R[saga.$w.undo_ms]} | ms per do step | ${R[saga.$w.do_ms]} | $(ratio "${R[saga.$w.undo_ms]}" "${R[saga.$w.do_ms]}") | ${L[saga.$w.undo_ratios]} | ≤ 1.0 |"
         done
         echo
@@ -795,6 +822,9 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "|---|---:|---:|---:|---:|---|---|"
         for mc in $MACHINE_CLIENTS; do
             echo "| machine step (own_tasks, then transition creating the next visit) ÷ plain task (own_tasks, then return_task + insert_tasks of one successor), $(fmt "$MACHINE_STEPS") of each, steps/s | $mc | ${R[machines.$mc.step]} | ${R[machines.$mc.succ]} | $(ratio "${R[machines.$mc.step]}" "${R[machines.$mc.succ]}") | ${L[machines.$mc.ratios]} | ≥ 0.8 |"
+        done
+        for mc in $MACHINE_CLIENTS; do
+            echo "| database CPU per step (µs, the cluster's processes): plain ÷ machine | $mc | ${R[machines.$mc.step.cpu]} | ${R[machines.$mc.succ.cpu]} | $(ratio "${R[machines.$mc.succ.cpu]}" "${R[machines.$mc.step.cpu]}") | ${L[machines.$mc.cpu_ratios]} | ≥ 0.8 |"
         done
         ((CONT_ROWS > 0)) && echo "| continuation over $(fmt "$CONT_ROWS") rows, one instance per row ÷ plain drain of $(fmt "$CONT_ROWS") tasks (own_tasks, then return_task), rows/s | $CONT_CLIENTS | ${R[machines.cont]} | ${R[machines.drain]} | $(ratio "${R[machines.cont]}" "${R[machines.drain]}") | ${L[machines.cont.ratios]} | ≥ 0.8 |"
         echo

@@ -7,6 +7,15 @@
  * backend and kept with SPI_keepplan, so repeated calls never re-parse or
  * re-plan (the plan cache still re-plans after DDL on taskq.tasks).
  *
+ * A statement marked by_key finds rows by a key of a table that starts
+ * empty and grows with every step of a workflow (taskq.runs,
+ * taskq.saga_steps, the fan-in tables).  The plan cache keeps the plan it
+ * made in the first seconds, when such a table held a page or two and a
+ * sequential scan was the cheapest, until the next ANALYZE; by then every
+ * lookup scans the table whole.  Such statements are planned (whenever the
+ * plan cache plans them) with enable_seqscan off, set for the statement
+ * alone, so that their plans use the key's index at any size.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -15,6 +24,7 @@
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "common/plan.h"
@@ -52,7 +62,18 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 		plan->plan = p;
 	}
 
-	rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
+	if (plan->by_key)
+	{
+		/* undone at the end of the statement, or by the (sub)transaction's abort */
+		int			nest = NewGUCNestLevel();
+
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
+		AtEOXact_GUC(true, nest);
+	}
+	else
+		rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
 	if (rc < 0)
 		elog(ERROR, "taskq: statement failed: %s", SPI_result_code_string(rc));
 	return rc;

@@ -24,6 +24,7 @@ typedef struct TaskqPlan
 	Oid			argtypes[TASKQ_PLAN_MAX_ARGS];
 	SPIPlanPtr	plan;			/* NULL until first use */
 	bool		generic;		/* always the generic plan (see taskq_execute) */
+	bool		by_key;			/* planned without sequential scans (ditto) */
 } TaskqPlan;
 
 extern int	taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,

@@ -309,6 +309,9 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 	uint32		h = hash_bytes((const unsigned char *) workflow, strlen(workflow));
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TASKQ_LOCK_CLASS, h, 2);
+	/* a run's own calls insert its steps under its exclusive lock: it covers them */
+	if (!exclusive && LockHeldByMe(&tag, ExclusiveLock))
+		return;
 	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }
 

@@ -57,13 +57,19 @@ typedef struct MachineRun
 
 static void enter_state(MachineRun *mr, int si, const char *cursor);
 
+static void *
+parse_machine(Jsonb *def)
+{
+	return taskq_machine_parse(def, false);
+}
+
 static MachineRun *
 machine_run(TaskqRun *run)
 {
 	MachineRun *mr = palloc(sizeof(MachineRun));
 
 	mr->run = run;
-	mr->m = taskq_machine_parse(run->def, false);
+	mr->m = taskq_definition_parsed(run, parse_machine);
 	return mr;
 }
 
@@ -376,11 +382,21 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	s = &mr->m->states[current_state(mr)];
 	check_event(mr, s, event, task_id);
 
-	cur = taskq_lock_held_task(task_id, token);
-	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+	/*
+	 * The current step of a running run is unfinished: its completion (the
+	 * queue's, below) checks the token, and a stale one fails the call
+	 * before it commits anything.  The task is locked and checked first only
+	 * where work done before the completion depends on the task: a batch,
+	 * and fault injection.
+	 */
+	if (members != NIL || s->fan_in > 0 || run->debug != NULL)
 	{
-		taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
-		return NULL;
+		cur = taskq_lock_held_task(task_id, token);
+		if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		{
+			taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
+			return NULL;
+		}
 	}
 
 	/* fault injection: the first successful finish is discarded or failed */
@@ -487,7 +503,8 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 static TaskqPlan forks_plan = {
 	"SELECT id FROM taskq.runs WHERE parent OPERATOR(pg_catalog.=) $1"
 	"   AND finished_at IS NULL ORDER BY id",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.by_key = true
 };
 
 
@@ -617,7 +634,7 @@ taskq_start_machine(const char *machine, const char *id, Jsonb *context, Jsonb *
 	run->id = pstrdup(id);
 	run->kind = "machine";
 	run->definition = pstrdup(machine);
-	run->def = taskq_definition_latest(machine, "machine", &run->version);
+	run->def = taskq_definition_latest(machine, "machine", &run->version, &run->def_xmin);
 	run->status = TASKQ_RUN_RUNNING;
 	run->context = context;
 	run->debug = debug;
@@ -700,6 +717,7 @@ taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor
 	fork->definition = run->definition;
 	fork->version = run->version;
 	fork->def = run->def;
+	fork->def_xmin = run->def_xmin;
 	fork->status = TASKQ_RUN_RUNNING;
 	fork->state = s->name;
 	fork->context = run->context;
@@ -812,7 +830,8 @@ taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 				 errmsg("run \"%s\" is %s: only a running or waiting run can be migrated",
 						id, taskq_run_status_label(run->status))));
 	taskq_check_json_object(state_map, "state_map");
-	run->def = taskq_definition_version(run->definition, "machine", version);
+	run->def = taskq_definition_version(run->definition, "machine", version, &run->def_xmin);
+	run->version = version;		/* the definition the run now names (written below) */
 	mapped = taskq_json_key(state_map, run->state);
 	target = mapped ? taskq_json_text(mapped) : run->state;
 	if (target == NULL)
@@ -839,7 +858,6 @@ taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 					 errhint("Migrate the run when its step is not in progress.")));
 	}
 	drop_step(mr, psprintf("migrated to version %d", version));
-	run->version = version;
 	enter_state(mr, si, NULL);
 	taskq_run_store(run);
 	return run->state;

@@ -4,7 +4,7 @@
  *	  Runs: one execution of a state machine or a saga, a row of
  *	  taskq.runs.  Here: the run's status and its one transition function,
  *	  the run lock, reading and writing the row, the ids of its step tasks,
- *	  the versions of definitions, the debug settings of a run, and what
+ *	  the debug settings of a run, and what
  *	  the kinds share: the queue's return of a step, step bodies' JSON.
  *
  * Locking: every workflow call takes its run's lock first — the workflow
@@ -163,13 +163,14 @@ taskq_run_lock(const char *id)
 static TaskqPlan fetch_plan = {
 	"SELECT r.kind, r.definition, r.version, r.status, r.state, r.context,"
 	"       r.inputs, r.parent, r.error, r.debug, r.step_task, r.visits,"
-	"       r.fork, r.events, r.faults, d.definition"
+	"       r.fork, r.events, r.faults,"
+	"       (SELECT d.xmin FROM taskq.definitions AS d"
+	"         WHERE d.name OPERATOR(pg_catalog.=) r.definition"
+	"           AND d.version OPERATOR(pg_catalog.=) r.version)"
 	"  FROM taskq.runs AS r"
-	"  JOIN taskq.definitions AS d"
-	"    ON d.name OPERATOR(pg_catalog.=) r.definition"
-	"   AND d.version OPERATOR(pg_catalog.=) r.version"
 	" WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.by_key = true
 };
 
 static Jsonb *
@@ -208,7 +209,7 @@ taskq_run_fetch(const char *id)
 	run->fork = taskq_get_text(0, 13, NULL);
 	run->events = get_jsonb(14);
 	run->faults = get_jsonb(15);
-	run->def = get_jsonb(16);
+	run->def_xmin = DatumGetTransactionId(taskq_get_datum(0, 16, NULL));
 	return run;
 }
 
@@ -230,7 +231,8 @@ taskq_run_get(const char *id)
 static TaskqPlan clash_plan = {
 	"SELECT 1 FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) $1"
 	" UNION ALL SELECT 1 FROM taskq.jobs WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.by_key = true
 };
 
 static TaskqPlan insert_plan = {
@@ -293,7 +295,8 @@ static TaskqPlan store_plan = {
 	"                          THEN NULL ELSE finished_at END"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	12, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID,
-	TEXTOID, JSONBOID, JSONBOID, INT4OID, BOOLOID}
+	TEXTOID, JSONBOID, JSONBOID, INT4OID, BOOLOID},
+	.by_key = true
 };
 
 /* Write back what a step changed of the run (its lock held). */
@@ -318,112 +321,6 @@ taskq_run_store(TaskqRun *run)
 	values[11] = BoolGetDatum(run->finish_now);
 	taskq_execute(&store_plan, values, nulls, false, 0);
 	run->finish_now = false;
-}
-
-/* ----------
- * Definitions
- * ----------
- */
-static TaskqPlan latest_plan = {
-	"SELECT version, kind, definition FROM taskq.definitions"
-	" WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY version DESC LIMIT 1",
-	1, {TEXTOID}
-};
-
-static TaskqPlan version_plan = {
-	"SELECT version, kind, definition FROM taskq.definitions"
-	" WHERE name OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, INT4OID}
-};
-
-static TaskqPlan store_definition_plan = {
-	"INSERT INTO taskq.definitions (name, version, kind, definition)"
-	" VALUES ($1, $2, $3, $4)",
-	4, {TEXTOID, INT4OID, TEXTOID, JSONBOID}
-};
-
-static const char *
-kind_noun(const char *kind)
-{
-	return strcmp(kind, "machine") == 0 ? "state machine" : "saga";
-}
-
-/* The row found by latest_plan or version_plan is of kind (42809 if not). */
-static void
-check_kind(const char *name, const char *kind)
-{
-	char	   *found = taskq_get_text(0, 2, NULL);
-
-	if (strcmp(found, kind) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a %s, not a %s", name, kind_noun(found), kind_noun(kind)),
-				 errdetail("State machines and sagas share one namespace of names.")));
-}
-
-/*
- * Store def (validated) as the next version of name; 42809 if name is a
- * definition of the other kind.  Definitions of one name are serialized
- * by a lock on the name.
- */
-int32
-taskq_definition_store(const char *name, const char *kind, Jsonb *def)
-{
-	Datum		values[4];
-	int32		version = 1;
-
-	taskq_lock_workflow(psprintf("taskq definition %s", name), true);
-	values[0] = CStringGetTextDatum(name);
-	taskq_execute(&latest_plan, values, NULL, false, 0);
-	if (SPI_processed > 0)
-	{
-		check_kind(name, kind);
-		version = taskq_get_int32(0, 1, NULL) + 1;
-	}
-	values[1] = Int32GetDatum(version);
-	values[2] = CStringGetTextDatum(kind);
-	values[3] = JsonbPGetDatum(def);
-	taskq_execute(&store_definition_plan, values, NULL, false, 0);
-	return version;
-}
-
-static void
-unknown_definition(const char *name, const char *kind)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("%s \"%s\" does not exist", kind_noun(kind), name)));
-}
-
-/* The latest version of definition name of kind: 42704, 42809. */
-Jsonb *
-taskq_definition_latest(const char *name, const char *kind, int32 *version)
-{
-	Datum		arg = CStringGetTextDatum(name);
-
-	taskq_execute(&latest_plan, &arg, NULL, false, 0);
-	if (SPI_processed == 0)
-		unknown_definition(name, kind);
-	check_kind(name, kind);
-	*version = taskq_get_int32(0, 1, NULL);
-	return get_jsonb(3);
-}
-
-/* Version version of definition name of kind: 42704, 42809. */
-Jsonb *
-taskq_definition_version(const char *name, const char *kind, int32 version)
-{
-	Datum		args[2];
-
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int32GetDatum(version);
-	taskq_execute(&version_plan, args, NULL, false, 0);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("%s \"%s\" has no version %d", kind_noun(kind), name, version)));
-	check_kind(name, kind);
-	return get_jsonb(3);
 }
 
 /* ----------
@@ -598,7 +495,7 @@ taskq_check_debug(Jsonb *debug, const char *kind)
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown debug setting \"%s\" for a %s", key, kind_noun(kind)),
+					 errmsg("unknown debug setting \"%s\" for a %s", key, taskq_kind_noun(kind)),
 					 errhint(saga ?
 							 "A saga knows restart_each_step, fail_at_steps, undo_fail_at_steps and last_step_failure." :
 							 "A state machine knows restart_each_step and fail_at_steps.")));
@@ -607,7 +504,8 @@ taskq_check_debug(Jsonb *debug, const char *kind)
 
 static TaskqPlan runs_of_plan = {
 	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id LIMIT 1",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID},
+	.by_key = true
 };
 
 /*

@@ -3,8 +3,9 @@
  * run.h
  *	  Runs, the layer state machines and sagas share (run.c): the run row,
  *	  its status and their one transition function, its lock, its step
- *	  tasks' ids, definitions and their versions, and the kinds that the
- *	  seam (seam.c) hands returned and finished steps to.
+ *	  tasks' ids, and the kinds that the seam (seam.c) hands returned and
+ *	  finished steps to; definitions, their versions and their parsed form
+ *	  (definitions.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -54,7 +55,8 @@ typedef struct TaskqRun
 	char	   *fork;			/* machine: run the current visit forked */
 	Jsonb	   *events;			/* machine: kept events (array) or NULL */
 	Jsonb	   *faults;			/* debug faults already injected or NULL */
-	Jsonb	   *def;			/* the definition (version's JSON) */
+	Jsonb	   *def;			/* the definition (version's JSON), or NULL: not read */
+	TransactionId def_xmin;		/* xmin of the definition's row (definitions.c) */
 	bool		finish_now;		/* set by taskq_run_set_status: finished_at */
 } TaskqRun;
 
@@ -71,12 +73,17 @@ extern void taskq_run_set_status(TaskqRun *run, TaskqRunStatus to);
 extern char *taskq_run_next_task_id(TaskqRun *run);
 extern char *taskq_run_root(const char *id);
 
-/* Definitions: a new version of name, or the one a run names. */
+/* Definitions: a new version of name, or the one a run names (definitions.c). */
 extern int32 taskq_definition_store(const char *name, const char *kind, Jsonb *def);
 extern Jsonb *taskq_definition_latest(const char *name, const char *kind,
-									  int32 *version);
+									  int32 *version, TransactionId *xmin);
 extern Jsonb *taskq_definition_version(const char *name, const char *kind,
-									   int32 version);
+									   int32 version, TransactionId *xmin);
+extern const char *taskq_kind_noun(const char *kind);
+
+/* A kind's parser of its definitions; its result is kept per backend. */
+typedef void *(*TaskqDefParser) (Jsonb *def);
+extern void *taskq_definition_parsed(TaskqRun *run, TaskqDefParser parse);
 
 /* JSON of definitions and contexts */
 extern JsonbValue *taskq_json_key(Jsonb *obj, const char *key);

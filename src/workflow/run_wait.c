@@ -22,7 +22,8 @@
 static TaskqPlan look_plan = {
 	"SELECT r, r.status OPERATOR(pg_catalog.<>) ALL (ARRAY['running', 'undoing'])"
 	"  FROM taskq.runs AS r WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.by_key = true
 };
 
 /*

@@ -21,6 +21,12 @@
  * already recorded (the hook leaves them alone); a later dispatch of them
  * finds them no longer current in saga_steps.
  *
+ * Here: the returns of steps (return_step, the seam's plain returns and
+ * finished tasks), doing (which steps become ready), fault injection, the
+ * busy sections and the SQL functions' work.  The run as stored and the
+ * step tasks are saga_store.c's; the switch to undoing, the undo schedule
+ * and dismal failure are saga_undo.c's (saga_run.h is what they share).
+ *
  * Step states (saga_steps.do_state): ready (its task exists, unfinished),
  * succeeded, failed (its do may have half-run: it is undone), skipped
  * (aborted at the switch before anybody claimed it: nothing to undo).
@@ -32,8 +38,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "commands/async.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
@@ -43,45 +47,8 @@
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
 #include "workflow/saga_def.h"
+#include "workflow/saga_run.h"
 #include "workflow/workflow.h"
-
-typedef enum DoState
-{
-	DO_NONE,					/* not started: no row */
-	DO_READY,
-	DO_SUCCEEDED,
-	DO_FAILED,
-	DO_SKIPPED
-} DoState;
-
-typedef enum UndoState
-{
-	UNDO_NOT_YET,
-	UNDO_READY,
-	UNDO_SUCCEEDED,
-	UNDO_FAILED,
-	UNDO_NOTHING				/* undo: null, counted as undone */
-} UndoState;
-
-static const char *const do_labels[] = {NULL, "ready", "succeeded", "failed", "skipped"};
-static const char *const undo_labels[] = {NULL, "ready", "succeeded", "failed", "none"};
-
-typedef struct StepState
-{
-	DoState		do_state;
-	UndoState	undo_state;
-	char	   *do_task;
-	char	   *undo_task;
-	bool		dirty;
-} StepState;
-
-typedef struct SagaRun
-{
-	TaskqRun   *run;
-	SagaDef    *d;
-	StepState  *st;
-	List	   *specs;			/* tasks to insert when the work is done */
-} SagaRun;
 
 /* What a step's worker (or the queue on its behalf) says. */
 typedef enum SagaResult
@@ -100,330 +67,6 @@ static const char *const result_names[] = {
 
 /* The run a section of this file is working on (see the banner). */
 static const char *busy_run = NULL;
-
-static void switch_to_undo(SagaRun *sr);
-static void schedule_undo(SagaRun *sr);
-
-/* ----------
- * Loading and storing
- * ----------
- */
-static TaskqPlan steps_plan = {
-	"SELECT step, do_task, do_state, undo_task, undo_state FROM taskq.saga_steps"
-	" WHERE run OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-/*
- * return_step's one read: the run, its definition and its steps (as
- * arrays, in the order of the primary key), in one statement.
- */
-static TaskqPlan fetch_plan = {
-	"SELECT r.kind, r.definition, r.version, r.status, r.context, r.inputs, r.error,"
-	"       r.debug, r.visits, r.faults, d.definition,"
-	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states"
-	"  FROM taskq.runs AS r"
-	"  JOIN taskq.definitions AS d"
-	"    ON d.name OPERATOR(pg_catalog.=) r.definition"
-	"   AND d.version OPERATOR(pg_catalog.=) r.version"
-	"  CROSS JOIN LATERAL"
-	"       (SELECT pg_catalog.array_agg(step) AS steps, pg_catalog.array_agg(do_task) AS do_tasks,"
-	"               pg_catalog.array_agg(do_state) AS do_states,"
-	"               pg_catalog.array_agg(undo_task) AS undo_tasks,"
-	"               pg_catalog.array_agg(undo_state) AS undo_states"
-	"          FROM taskq.saga_steps"
-	"         WHERE run OPERATOR(pg_catalog.=) r.id) AS s"
-	" WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-static int
-label_index(const char *const *labels, int n, const char *label)
-{
-	if (label == NULL)
-		return 0;
-	for (int i = 1; i < n; i++)
-		if (strcmp(labels[i], label) == 0)
-			return i;
-	elog(ERROR, "taskq: unknown saga step state \"%s\"", label);
-	return 0;					/* keep compiler quiet */
-}
-
-static SagaRun *
-saga_new(TaskqRun *run)
-{
-	SagaRun    *sr = palloc0(sizeof(SagaRun));
-
-	sr->run = run;
-	sr->d = taskq_saga_parse(run->def, false);
-	sr->st = palloc0(sizeof(StepState) * sr->d->nsteps);
-	return sr;
-}
-
-/* Record one row of taskq.saga_steps in sr. */
-static void
-saga_load_step(SagaRun *sr, const char *step, char *do_task, const char *do_state,
-			   char *undo_task, const char *undo_state)
-{
-	int			i = taskq_saga_step_index(sr->d, step);
-	StepState  *s;
-
-	if (i < 0)
-		return;
-	s = &sr->st[i];
-	s->do_task = do_task;
-	s->do_state = label_index(do_labels, lengthof(do_labels), do_state);
-	s->undo_task = undo_task;
-	s->undo_state = label_index(undo_labels, lengthof(undo_labels), undo_state);
-}
-
-/* The steps of a run fetched by the seam (run.c). */
-static SagaRun *
-saga_load(TaskqRun *run)
-{
-	SagaRun    *sr = saga_new(run);
-	Datum		a = CStringGetTextDatum(run->id);
-
-	taskq_execute(&steps_plan, &a, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
-		saga_load_step(sr, taskq_get_text(r, 1, NULL), taskq_get_text(r, 2, NULL),
-					   taskq_get_text(r, 3, NULL), taskq_get_text(r, 4, NULL),
-					   taskq_get_text(r, 5, NULL));
-	return sr;
-}
-
-static Jsonb *
-get_jsonb(int col)
-{
-	bool		isnull;
-	Datum		d = taskq_get_datum(0, col, &isnull);
-
-	return isnull ? NULL : DatumGetJsonbPCopy(d);
-}
-
-/* The elements of a text[] column of row 0 (NULLs as NULL); their count. */
-static int
-get_texts(int col, char ***out)
-{
-	bool		isnull;
-	Datum		d = taskq_get_datum(0, col, &isnull);
-	Datum	   *elems;
-	bool	   *elnulls;
-	int			n;
-
-	*out = NULL;
-	if (isnull)
-		return 0;
-	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
-					  &elems, &elnulls, &n);
-	*out = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		(*out)[i] = elnulls[i] ? NULL : TextDatumGetCString(elems[i]);
-	return n;
-}
-
-/*
- * The saga run id with its steps (its lock held), or NULL if there is no
- * such run or it is not a saga.  Only the columns a saga uses are read:
- * saga_finish writes no others.
- */
-static SagaRun *
-saga_fetch(const char *id)
-{
-	Datum		arg = CStringGetTextDatum(id);
-	TaskqRun   *run;
-	SagaRun    *sr;
-	char	  **cols[5];
-	int			n;
-
-	taskq_execute(&fetch_plan, &arg, NULL, false, 0);
-	if (SPI_processed == 0 || strcmp(taskq_get_text(0, 1, NULL), "saga") != 0)
-		return NULL;
-	run = palloc0(sizeof(TaskqRun));
-	run->id = pstrdup(id);
-	run->kind = "saga";
-	run->definition = taskq_get_text(0, 2, NULL);
-	run->version = taskq_get_int32(0, 3, NULL);
-	run->status = taskq_run_status_from_label(taskq_get_text(0, 4, NULL));
-	run->context = get_jsonb(5);
-	run->inputs = get_jsonb(6);
-	run->error = taskq_get_text(0, 7, NULL);
-	run->debug = get_jsonb(8);
-	run->visits = taskq_get_int32(0, 9, NULL);
-	run->faults = get_jsonb(10);
-	run->def = get_jsonb(11);
-	n = get_texts(12, &cols[0]);
-	for (int c = 1; c < 5; c++)
-		(void) get_texts(13 + c - 1, &cols[c]);
-	sr = saga_new(run);
-	for (int i = 0; i < n; i++)
-		saga_load_step(sr, cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i]);
-	return sr;
-}
-
-/*
- * The steps that changed and the run, in one statement.  A saga changes
- * only these columns of its run (state, step_task, fork and events are a
- * machine's), so they are all it writes.
- */
-static TaskqPlan save_plan = {
-	"WITH steps AS ("
-	" INSERT INTO taskq.saga_steps AS s (run, step, do_task, do_state, undo_task, undo_state)"
-	" SELECT $1, u.step, u.do_task, u.do_state, u.undo_task, u.undo_state"
-	"   FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
-	"                   pg_catalog.unnest($3::pg_catalog.text[]),"
-	"                   pg_catalog.unnest($4::pg_catalog.text[]),"
-	"                   pg_catalog.unnest($5::pg_catalog.text[]),"
-	"                   pg_catalog.unnest($6::pg_catalog.text[]))"
-	"        AS u(step, do_task, do_state, undo_task, undo_state)"
-	" ON CONFLICT (run, step) DO UPDATE"
-	"   SET do_task = excluded.do_task, do_state = excluded.do_state,"
-	"       undo_task = excluded.undo_task, undo_state = excluded.undo_state)"
-	" UPDATE taskq.runs"
-	"    SET status = $7, context = $8, error = $9, visits = $10, faults = $11,"
-	"        finished_at = CASE WHEN $12 THEN pg_catalog.now()"
-	"                           WHEN $7 OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'waiting', 'undoing'])"
-	"                           THEN NULL ELSE finished_at END"
-	"  WHERE id OPERATOR(pg_catalog.=) $1",
-	12, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	TEXTOID, JSONBOID, TEXTOID, INT4OID, JSONBOID, BOOLOID}
-};
-
-static Datum
-text_array(const char **vals, int n)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-
-	for (int i = 0; i < n; i++)
-	{
-		nulls[i] = vals[i] == NULL;
-		elems[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(vals[i]);
-	}
-	return PointerGetDatum(construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1,
-											  false, TYPALIGN_INT));
-}
-
-/*
- * The work on the run is done: insert the tasks it made ready, write the
- * steps that changed and the run (one statement).
- */
-static void
-saga_finish(SagaRun *sr)
-{
-	TaskqRun   *run = sr->run;
-	int			n = sr->d->nsteps;
-	const char **cols[5];
-	int			m = 0;
-	Datum		values[12];
-	char		nulls[12];
-
-	if (sr->specs != NIL)
-	{
-		(void) taskq_insert(sr->specs, TASKQ_INSERT_PLAIN, NIL, NIL, NULL);
-		sr->specs = NIL;
-	}
-	for (int c = 0; c < 5; c++)
-		cols[c] = palloc(sizeof(char *) * n);
-	for (int i = 0; i < n; i++)
-	{
-		StepState  *s = &sr->st[i];
-
-		if (!s->dirty)
-			continue;
-		cols[0][m] = sr->d->steps[i].name;
-		cols[1][m] = s->do_task;
-		cols[2][m] = do_labels[s->do_state];
-		cols[3][m] = s->undo_task;
-		cols[4][m] = undo_labels[s->undo_state];
-		s->dirty = false;
-		m++;
-	}
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(run->id);
-	for (int c = 0; c < 5; c++)
-		values[c + 1] = text_array(cols[c], m);
-	values[6] = CStringGetTextDatum(taskq_run_status_label(run->status));
-	values[7] = JsonbPGetDatum(run->context);
-	if (run->error)
-		values[8] = CStringGetTextDatum(run->error);
-	else
-		nulls[8] = 'n';
-	values[9] = Int32GetDatum(run->visits);
-	if (run->faults)
-		values[10] = JsonbPGetDatum(run->faults);
-	else
-		nulls[10] = 'n';
-	values[11] = BoolGetDatum(run->finish_now);
-	taskq_execute(&save_plan, values, nulls, false, 0);
-	run->finish_now = false;
-}
-
-/* ----------
- * Step tasks
- * ----------
- */
-
-
-
-/* The body of a do or undo task of step i. */
-static Jsonb *
-step_body(SagaRun *sr, int i, bool undo)
-{
-	JsonbParseState *st = NULL;
-	JsonbValue	v;
-	TaskqRun   *run = sr->run;
-
-	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	taskq_json_push_text(&st, "run", run->id);
-	taskq_json_push_text(&st, "saga", run->definition);
-	taskq_json_push_key(&st, "version");
-	v.type = jbvNumeric;
-	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric,
-														Int32GetDatum(run->version)));
-	pushJsonbValue(&st, WJB_VALUE, &v);
-	taskq_json_push_text(&st, "step", sr->d->steps[i].name);
-	taskq_json_push_text(&st, "direction", undo ? "undo" : "do");
-	taskq_json_push_jsonb(&st, "inputs", run->inputs);
-	taskq_json_push_jsonb(&st, "working", run->context);
-	if (undo)
-		taskq_json_push_text(&st, "error", run->error);
-	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-}
-
-/* A task for the do (or undo) of step i, inserted by saga_finish; its id. */
-static char *
-add_step_task(SagaRun *sr, int i, bool undo)
-{
-	SagaDef    *d = sr->d;
-	SagaStep   *s = &d->steps[i];
-	TaskSpec   *spec = palloc0(sizeof(TaskSpec));
-
-	spec->index = list_length(sr->specs) + 1;
-	spec->id = taskq_run_next_task_id(sr->run);
-	spec->action = undo ? s->undo_action : s->do_action;
-	spec->body = step_body(sr, i, undo);
-	if (!undo && (s->has_max_tries || d->has_max_tries))
-	{
-		spec->has_max_tries = true;
-		spec->max_tries = s->has_max_tries ? s->max_tries : d->max_tries;
-	}
-	if (undo && (s->has_undo_max_tries || d->has_undo_max_tries))
-	{
-		spec->has_max_tries = true;
-		spec->max_tries = s->has_undo_max_tries ? s->undo_max_tries : d->undo_max_tries;
-	}
-	if (undo)
-		spec->retry = s->undo_retry ? s->undo_retry : d->undo_retry;
-	else
-		spec->retry = s->retry ? s->retry : d->retry;
-	spec->workflow = sr->run->id;
-	spec->post_result = true;	/* kept with retention 0 while the run lives */
-	sr->specs = lappend(sr->specs, spec);
-	return spec->id;
-}
 
 /* ----------
  * Doing
@@ -470,7 +113,7 @@ make_ready(SagaRun *sr)
 			done += sr->st[s->after[a]].do_state == DO_SUCCEEDED;
 		if (s->one_success ? (s->nafter > 0 && done == 0) : done < s->nafter)
 			continue;
-		sr->st[i].do_task = add_step_task(sr, i, false);
+		sr->st[i].do_task = taskq_saga_add_step_task(sr, i, false);
 		sr->st[i].do_state = DO_READY;
 		sr->st[i].dirty = true;
 	}
@@ -483,172 +126,7 @@ static void
 fail_run(SagaRun *sr, int i, const char *error)
 {
 	sr->run->error = psprintf("step \"%s\": %s", sr->d->steps[i].name, error);
-	switch_to_undo(sr);
-}
-
-/* ----------
- * Undoing
- * ----------
- */
-static TaskqPlan in_flight_plan = {
-	"SELECT id, status_code::text, num_tries FROM taskq.tasks"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR UPDATE",
-	1, {TEXTARRAYOID}
-};
-
-static TaskqPlan last_try_plan = {
-	"UPDATE taskq.tasks SET max_tries = num_tries"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status",
-	1, {TEXTARRAYOID}
-};
-
-/*
- * The switch from doing to undoing (run->error set): the working map is
- * stored with the run by saga_finish; a ready do that nobody claimed is
- * aborted (skipped; if it was tried before, or its first finish discarded
- * by restart_each_step, it counts as started); one in progress finishes,
- * on its last try (a retry, a release or an expired lease ends it).
- */
-static void
-switch_to_undo(SagaRun *sr)
-{
-	TaskqRun   *run = sr->run;
-	List	   *ready = NIL;
-	List	   *rows_id = NIL;
-	List	   *rows_status = NIL;
-	List	   *rows_tries = NIL;
-	ListCell   *l1,
-			   *l2,
-			   *l3;
-	Datum		arg;
-
-	taskq_run_set_status(run, TASKQ_RUN_UNDOING);
-	for (int i = 0; i < sr->d->nsteps; i++)
-		if (sr->st[i].do_state == DO_READY)
-			ready = lappend(ready, sr->st[i].do_task);
-	if (ready != NIL)
-	{
-		arg = taskq_text_array_datum(ready);
-		taskq_execute(&in_flight_plan, &arg, NULL, false, 0);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			rows_id = lappend(rows_id, taskq_get_text(r, 1, NULL));
-			rows_status = lappend(rows_status, taskq_get_text(r, 2, NULL));
-			rows_tries = lappend_int(rows_tries, taskq_get_int32(r, 3, NULL));
-		}
-		forthree(l1, rows_id, l2, rows_status, l3, rows_tries)
-		{
-			char	   *id = lfirst(l1);
-			char	   *status = lfirst(l2);
-			int			i;
-
-			for (i = 0; i < sr->d->nsteps; i++)
-				if (sr->st[i].do_state == DO_READY && strcmp(sr->st[i].do_task, id) == 0)
-					break;
-			if (i == sr->d->nsteps)
-				continue;
-			if (strcmp(status, "pending") == 0)
-			{
-				bool		tried = lfirst_int(l3) > 0 ||
-					taskq_run_fault_done(run, "restart", id);
-
-				taskq_abort_task(id, "skipped");
-				sr->st[i].do_state = tried ? DO_FAILED : DO_SKIPPED;
-				sr->st[i].dirty = true;
-			}
-			else if (strcmp(status, "completed") == 0 || strcmp(status, "aborted") == 0)
-			{
-				sr->st[i].do_state = status[0] == 'c' ? DO_SUCCEEDED : DO_FAILED;
-				sr->st[i].dirty = true;
-			}
-		}
-		taskq_execute(&last_try_plan, &arg, NULL, false, 0);
-	}
-	schedule_undo(sr);
-}
-
-static bool
-undone(StepState *s)
-{
-	return s->undo_state == UNDO_SUCCEEDED || s->undo_state == UNDO_NOTHING;
-}
-
-static bool
-started(StepState *s)
-{
-	return s->do_state == DO_READY || s->do_state == DO_SUCCEEDED || s->do_state == DO_FAILED;
-}
-
-/*
- * An undoing saga: the undo of each finished started step becomes ready
- * once every started step that comes after it is undone (a step without
- * undo is undone at once).  Nothing left to undo: failed (or cancelled).
- */
-static void
-schedule_undo(SagaRun *sr)
-{
-	SagaDef    *d = sr->d;
-	int			n = d->nsteps;
-	bool		changed = true;
-
-	if (sr->run->status != TASKQ_RUN_UNDOING)
-		return;
-	while (changed)
-	{
-		changed = false;
-		for (int i = 0; i < n; i++)
-		{
-			StepState  *s = &sr->st[i];
-			bool		eligible = true;
-
-			if (s->undo_state != UNDO_NOT_YET ||
-				(s->do_state != DO_SUCCEEDED && s->do_state != DO_FAILED))
-				continue;
-			for (int j = 0; j < n && eligible; j++)
-				if (d->reach[i * n + j] && started(&sr->st[j]) && !undone(&sr->st[j]))
-					eligible = false;
-			if (!eligible)
-				continue;
-			s->dirty = true;
-			if (d->steps[i].undo_action == NULL)
-			{
-				s->undo_state = UNDO_NOTHING;
-				changed = true;
-			}
-			else
-			{
-				s->undo_task = add_step_task(sr, i, true);
-				s->undo_state = UNDO_READY;
-			}
-		}
-	}
-	for (int i = 0; i < n; i++)
-		if (started(&sr->st[i]) && !undone(&sr->st[i]))
-			return;
-	taskq_run_set_status(sr->run, strcmp(sr->run->error, "cancelled") == 0 ?
-						 TASKQ_RUN_CANCELLED : TASKQ_RUN_FAILED);
-}
-
-/*
- * The undo of step i gave up: dismal failure.  No further undo starts; the
- * server log says so, and the run id is notified on taskq_dismal.
- */
-static void
-dismal(SagaRun *sr, int i, const char *error)
-{
-	TaskqRun   *run = sr->run;
-	const char *step = sr->d->steps[i].name;
-
-	run->error = psprintf("%s; undo of step \"%s\": %s", run->error ? run->error : "failed",
-						  step, error);
-	taskq_run_set_status(run, TASKQ_RUN_DISMAL);
-	ereport(WARNING,
-			(errmsg("DISMAL FAILURE %s: the undo of step \"%s\" of saga \"%s\" gave up: %s",
-					run->id, step, run->definition, error),
-			 errdetail("Saga run \"%s\" is left partly undone; it needs repair by hand.",
-					   run->id)));
-	Async_Notify("taskq_dismal", run->id);
+	taskq_saga_switch_to_undo(sr);
 }
 
 /* ----------
@@ -816,7 +294,7 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 						 r->result == RESULT_RELEASE ? "released after the switch to undo" :
 						 failure_text(r), TASKQ_ABORTED, NULL, r->caller);
 		}
-		schedule_undo(sr);
+		taskq_saga_schedule_undo(sr);
 		return;
 	}
 
@@ -867,7 +345,7 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 		case RESULT_RERUN:
 			merge_working(run, r->working);
 			taskq_step_return(r->task_id, r->token, "rerun", TASKQ_COMPLETED, NULL, r->caller);
-			s->do_task = add_step_task(sr, i, false);
+			s->do_task = taskq_saga_add_step_task(sr, i, false);
 			break;
 		case RESULT_RETRY:
 			taskq_step_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
@@ -928,7 +406,7 @@ undo_returned(SagaRun *sr, int i, StepReturn *r)
 		s->undo_state = UNDO_SUCCEEDED;
 		taskq_step_return(r->task_id, r->token, r->error ? r->error : "success",
 					 TASKQ_COMPLETED, NULL, r->caller);
-		schedule_undo(sr);
+		taskq_saga_schedule_undo(sr);
 	}
 	else if (r->result == RESULT_RETRY && !exhausted(r))
 		taskq_step_return(r->task_id, r->token, r->error ? r->error : "retry", TASKQ_PENDING,
@@ -937,7 +415,7 @@ undo_returned(SagaRun *sr, int i, StepReturn *r)
 	{
 		s->undo_state = UNDO_FAILED;
 		taskq_step_return(r->task_id, r->token, failure_text(r), TASKQ_ABORTED, NULL, r->caller);
-		dismal(sr, i, failure_text(r));
+		taskq_saga_dismal(sr, i, failure_text(r));
 	}
 }
 
@@ -959,20 +437,29 @@ step_returned(SagaRun *sr, StepReturn *r)
 		repeated_result(sr, r->task_id, r->token, r->result, r->caller);
 		return;
 	}
-	cur = taskq_lock_held_task(r->task_id, r->token);
-	r->num_tries = taskq_get_int32(0, 4, NULL);
-	r->max_tries = taskq_get_int32(0, 5, &isnull);
-	r->has_max_tries = !isnull;
-	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+	/*
+	 * A current do or undo is unfinished, and a success without fault
+	 * injection needs nothing of its task's row: its completion checks the
+	 * token (a stale one fails the call before it commits anything).  The
+	 * other results lock the task first and read its tries.
+	 */
+	if (r->result != RESULT_SUCCESS || sr->run->debug != NULL)
 	{
-		repeated_result(sr, r->task_id, r->token, r->result, r->caller);
-		return;
+		cur = taskq_lock_held_task(r->task_id, r->token);
+		r->num_tries = taskq_get_int32(0, 4, NULL);
+		r->max_tries = taskq_get_int32(0, 5, &isnull);
+		r->has_max_tries = !isnull;
+		if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		{
+			repeated_result(sr, r->task_id, r->token, r->result, r->caller);
+			return;
+		}
 	}
 	if (undo)
 		undo_returned(sr, i, r);
 	else
 		do_returned(sr, i, r);
-	saga_finish(sr);
+	taskq_saga_finish(sr);
 }
 
 /* ----------
@@ -1026,7 +513,7 @@ return_work(void *arg)
 static bool
 saga_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 {
-	SagaRun    *sr = saga_load(run);
+	SagaRun    *sr = taskq_saga_load(run);
 	bool		undo;
 	int			i = find_task(sr, item->id, &undo);
 	StepReturn	r = {0};
@@ -1103,9 +590,9 @@ finished_work(void *arg)
 		if (run->status == TASKQ_RUN_UNDOING)
 		{
 			if (ok)
-				schedule_undo(sr);
+				taskq_saga_schedule_undo(sr);
 			else
-				dismal(sr, i, error);
+				taskq_saga_dismal(sr, i, error);
 		}
 	}
 	else
@@ -1119,9 +606,9 @@ finished_work(void *arg)
 				fail_run(sr, i, error);
 		}
 		else
-			schedule_undo(sr);
+			taskq_saga_schedule_undo(sr);
 	}
-	saga_finish(sr);
+	taskq_saga_finish(sr);
 }
 
 /*
@@ -1136,7 +623,7 @@ saga_step_finished(TaskqRun *run, const TaskqFinished *task)
 
 	if (busy_run != NULL && strcmp(busy_run, run->id) == 0)
 		return;
-	c.sr = saga_load(run);
+	c.sr = taskq_saga_load(run);
 	c.task = task;
 	busy_call(run->id, finished_work, &c);
 }
@@ -1147,8 +634,8 @@ cancel_work(void *arg)
 	SagaRun    *sr = arg;
 
 	sr->run->error = "cancelled";
-	switch_to_undo(sr);
-	saga_finish(sr);
+	taskq_saga_switch_to_undo(sr);
+	taskq_saga_finish(sr);
 }
 
 /* cancel_run of a saga: it compensates, and ends cancelled when undone. */
@@ -1162,7 +649,7 @@ saga_cancel(TaskqRun *run)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run \"%s\" is already %s", run->id,
 						taskq_run_status_label(run->status))));
-	sr = saga_load(run);
+	sr = taskq_saga_load(run);
 	busy_call(run->id, cancel_work, sr);
 	return taskq_run_status_label(run->status);
 }
@@ -1221,7 +708,8 @@ check_debug_steps(Jsonb *debug, SagaDef *d, const char *key)
  */
 static TaskqPlan stale_steps_plan = {
 	"DELETE FROM taskq.saga_steps WHERE run OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.by_key = true
 };
 
 static void
@@ -1234,14 +722,14 @@ start_work(void *arg)
 	a = CStringGetTextDatum(sr->run->id);
 	taskq_execute(&stale_steps_plan, &a, NULL, false, 0);
 	make_ready(sr);
-	saga_finish(sr);
+	taskq_saga_finish(sr);
 }
 
 char *
 taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
-	SagaRun    *sr = palloc0(sizeof(SagaRun));
+	SagaRun    *sr;
 
 	taskq_check_run_id(id, "id");
 	taskq_check_json_object(inputs, "inputs");
@@ -1250,14 +738,12 @@ taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
 	run->id = pstrdup(id);
 	run->kind = "saga";
 	run->definition = pstrdup(saga);
-	run->def = taskq_definition_latest(saga, "saga", &run->version);
+	run->def = taskq_definition_latest(saga, "saga", &run->version, &run->def_xmin);
 	run->status = TASKQ_RUN_RUNNING;
 	run->context = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 	run->inputs = inputs;
 	run->debug = debug;
-	sr->run = run;
-	sr->d = taskq_saga_parse(run->def, false);
-	sr->st = palloc0(sizeof(StepState) * sr->d->nsteps);
+	sr = taskq_saga_new(run);
 	if (debug)
 	{
 		check_debug_steps(debug, sr->d, "fail_at_steps");
@@ -1305,7 +791,7 @@ taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result
 	if (id == NULL)
 		not_a_step(task_id);
 	taskq_run_lock(id);
-	c.sr = saga_fetch(id);
+	c.sr = taskq_saga_fetch(id);
 	if (c.sr == NULL)
 		not_a_step(task_id);
 	r.task_id = task_id;
@@ -1331,7 +817,7 @@ resume_work(void *arg)
 	merge_working(c->sr->run, c->working);
 	taskq_run_set_status(c->sr->run, TASKQ_RUN_RUNNING);
 	make_ready(c->sr);
-	saga_finish(c->sr);
+	taskq_saga_finish(c->sr);
 }
 
 void
@@ -1352,7 +838,7 @@ taskq_saga_resume(const char *id, Jsonb *working)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run \"%s\" is %s, not waiting", id, taskq_run_status_label(run->status))));
-	c.sr = saga_load(run);
+	c.sr = taskq_saga_load(run);
 	c.working = working;
 	busy_call(id, resume_work, &c);
 }

@@ -62,7 +62,8 @@ taskq_workflow_kind(const char *name)
 
 static TaskqPlan runs_plan = {
 	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID},
+	.by_key = true
 };
 
 /*

@@ -1,0 +1,192 @@
+/*-------------------------------------------------------------------------
+ *
+ * saga_undo.c
+ *	  Undoing a saga: the switch from doing to undoing, the undo schedule
+ *	  (reverse topological order over the saga's DAG, independent branches
+ *	  in parallel) and the dismal failure that ends it when an undo gives
+ *	  up.
+ *
+ * At the switch no new do starts: a ready do that nobody claimed is
+ * aborted (skipped), one in progress finishes on its last try.  Then the
+ * undo of each finished started step becomes ready once every started
+ * step that comes after it (the definition's reachability, saga_def.c) is
+ * undone; a step without undo is undone at once.  When nothing is left to
+ * undo the run ends failed (cancelled, for cancel_run).
+ *
+ * Locking: the caller holds the run's lock (run.c), taken before any task
+ * row; the switch then locks the run's ready do tasks in id order (FOR
+ * UPDATE), as every path that locks several task rows does.  The undo
+ * tasks are made by taskq_saga_add_step_task and inserted with the run's
+ * other changes by taskq_saga_finish (saga_store.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+
+#include "common/plan.h"
+#include "queue/queue.h"
+#include "workflow/saga_run.h"
+
+static TaskqPlan in_flight_plan = {
+	"SELECT id, status_code::text, num_tries FROM taskq.tasks"
+	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR UPDATE",
+	1, {TEXTARRAYOID}
+};
+
+static TaskqPlan last_try_plan = {
+	"UPDATE taskq.tasks SET max_tries = num_tries"
+	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status",
+	1, {TEXTARRAYOID}
+};
+
+/*
+ * The switch from doing to undoing (run->error set): the working map is
+ * stored with the run by saga_finish; a ready do that nobody claimed is
+ * aborted (skipped; if it was tried before, or its first finish discarded
+ * by restart_each_step, it counts as started); one in progress finishes,
+ * on its last try (a retry, a release or an expired lease ends it).
+ */
+void
+taskq_saga_switch_to_undo(SagaRun *sr)
+{
+	TaskqRun   *run = sr->run;
+	List	   *ready = NIL;
+	List	   *rows_id = NIL;
+	List	   *rows_status = NIL;
+	List	   *rows_tries = NIL;
+	ListCell   *l1,
+			   *l2,
+			   *l3;
+	Datum		arg;
+
+	taskq_run_set_status(run, TASKQ_RUN_UNDOING);
+	for (int i = 0; i < sr->d->nsteps; i++)
+		if (sr->st[i].do_state == DO_READY)
+			ready = lappend(ready, sr->st[i].do_task);
+	if (ready != NIL)
+	{
+		arg = taskq_text_array_datum(ready);
+		taskq_execute(&in_flight_plan, &arg, NULL, false, 0);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			rows_id = lappend(rows_id, taskq_get_text(r, 1, NULL));
+			rows_status = lappend(rows_status, taskq_get_text(r, 2, NULL));
+			rows_tries = lappend_int(rows_tries, taskq_get_int32(r, 3, NULL));
+		}
+		forthree(l1, rows_id, l2, rows_status, l3, rows_tries)
+		{
+			char	   *id = lfirst(l1);
+			char	   *status = lfirst(l2);
+			int			i;
+
+			for (i = 0; i < sr->d->nsteps; i++)
+				if (sr->st[i].do_state == DO_READY && strcmp(sr->st[i].do_task, id) == 0)
+					break;
+			if (i == sr->d->nsteps)
+				continue;
+			if (strcmp(status, "pending") == 0)
+			{
+				bool		tried = lfirst_int(l3) > 0 ||
+					taskq_run_fault_done(run, "restart", id);
+
+				taskq_abort_task(id, "skipped");
+				sr->st[i].do_state = tried ? DO_FAILED : DO_SKIPPED;
+				sr->st[i].dirty = true;
+			}
+			else if (strcmp(status, "completed") == 0 || strcmp(status, "aborted") == 0)
+			{
+				sr->st[i].do_state = status[0] == 'c' ? DO_SUCCEEDED : DO_FAILED;
+				sr->st[i].dirty = true;
+			}
+		}
+		taskq_execute(&last_try_plan, &arg, NULL, false, 0);
+	}
+	taskq_saga_schedule_undo(sr);
+}
+
+static bool
+undone(StepState *s)
+{
+	return s->undo_state == UNDO_SUCCEEDED || s->undo_state == UNDO_NOTHING;
+}
+
+static bool
+started(StepState *s)
+{
+	return s->do_state == DO_READY || s->do_state == DO_SUCCEEDED || s->do_state == DO_FAILED;
+}
+
+/*
+ * An undoing saga: the undo of each finished started step becomes ready
+ * once every started step that comes after it is undone (a step without
+ * undo is undone at once).  Nothing left to undo: failed (or cancelled).
+ */
+void
+taskq_saga_schedule_undo(SagaRun *sr)
+{
+	SagaDef    *d = sr->d;
+	int			n = d->nsteps;
+	bool		changed = true;
+
+	if (sr->run->status != TASKQ_RUN_UNDOING)
+		return;
+	while (changed)
+	{
+		changed = false;
+		for (int i = 0; i < n; i++)
+		{
+			StepState  *s = &sr->st[i];
+			bool		eligible = true;
+
+			if (s->undo_state != UNDO_NOT_YET ||
+				(s->do_state != DO_SUCCEEDED && s->do_state != DO_FAILED))
+				continue;
+			for (int j = 0; j < n && eligible; j++)
+				if (d->reach[i * n + j] && started(&sr->st[j]) && !undone(&sr->st[j]))
+					eligible = false;
+			if (!eligible)
+				continue;
+			s->dirty = true;
+			if (d->steps[i].undo_action == NULL)
+			{
+				s->undo_state = UNDO_NOTHING;
+				changed = true;
+			}
+			else
+			{
+				s->undo_task = taskq_saga_add_step_task(sr, i, true);
+				s->undo_state = UNDO_READY;
+			}
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (started(&sr->st[i]) && !undone(&sr->st[i]))
+			return;
+	taskq_run_set_status(sr->run, strcmp(sr->run->error, "cancelled") == 0 ?
+						 TASKQ_RUN_CANCELLED : TASKQ_RUN_FAILED);
+}
+
+/*
+ * The undo of step i gave up: dismal failure.  No further undo starts; the
+ * server log says so, and the run id is notified on taskq_dismal.
+ */
+void
+taskq_saga_dismal(SagaRun *sr, int i, const char *error)
+{
+	TaskqRun   *run = sr->run;
+	const char *step = sr->d->steps[i].name;
+
+	run->error = psprintf("%s; undo of step \"%s\": %s", run->error ? run->error : "failed",
+						  step, error);
+	taskq_run_set_status(run, TASKQ_RUN_DISMAL);
+	ereport(WARNING,
+			(errmsg("DISMAL FAILURE %s: the undo of step \"%s\" of saga \"%s\" gave up: %s",
+					run->id, step, run->definition, error),
+			 errdetail("Saga run \"%s\" is left partly undone; it needs repair by hand.",
+					   run->id)));
+	Async_Notify("taskq_dismal", run->id);
+}
