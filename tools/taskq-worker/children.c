@@ -4,7 +4,8 @@
  *	  The children: one process per claimed task, started with
  *	  /bin/sh -c COMMAND, the task's body on standard input and the task in
  *	  the environment (TASKQ_ID, TASKQ_ACTION, TASKQ_TRY, TASKQ_TOKEN,
- *	  TASKQ_DEADLINE; TASKQ_RUN is reserved and removed).
+ *	  TASKQ_DEADLINE; for a workflow step also TASKQ_RUN and TASKQ_STATE,
+ *	  TASKQ_CURSOR or TASKQ_STEP, TASKQ_DIRECTION: removed otherwise).
  *
  * Each child leads a process group of its own, so that stopping it reaches
  * whatever its shell started, and a Ctrl-C at a terminal reaches only the
@@ -12,6 +13,9 @@
  * temporary file, not a pipe: a child that never reads its input cannot
  * block the worker.  The child's stderr comes back through a pipe: each line
  * is logged, and the last non-empty one becomes the task's status text.
+ * A plain task's stdout is the worker's; a workflow step's comes back
+ * through a pipe too (read in the same loop, kept up to TQW_MAX_STDOUT,
+ * the rest drained) and is what steps.c reads when the child ends.
  * Stopping is SIGTERM to the group, then SIGKILL --kill-after later
  * (main.c's loop escalates).  The shell may not exec the command, so the
  * process the worker started can end on SIGTERM while the command in its
@@ -44,7 +48,10 @@ children_init(void)
 		exit(1);
 	}
 	for (int i = 0; i < opts.concurrency; i++)
+	{
 		children[i].err_fd = -1;
+		children[i].out_fd = -1;
+	}
 }
 
 int
@@ -96,14 +103,15 @@ body_file(const char *body)
 }
 
 Child *
-child_start(const RunSpec *run, const char *id, const char *token,
-			const char *action, int try, const char *deadline, const char *body)
+child_start(const RunSpec *run, const Claimed *t)
 {
 	Child	   *c = NULL;
 	int			in_fd;
 	int			err[2];
+	int			out[2] = {-1, -1};
 	char		trybuf[16];
 	pid_t		pid;
+	const StepInfo *step = &t->step;
 
 	for (int i = 0; i < opts.concurrency; i++)
 		if (!children[i].used)
@@ -114,27 +122,35 @@ child_start(const RunSpec *run, const char *id, const char *token,
 	if (c == NULL)
 		return NULL;
 
-	in_fd = body_file(body);
+	in_fd = body_file(t->body);
 	if (in_fd < 0)
 	{
-		log_msg("task %s: cannot write its body to a temporary file: %s", id, strerror(errno));
+		log_msg("task %s: cannot write its body to a temporary file: %s", t->id, strerror(errno));
 		return NULL;
 	}
-	if (pipe2(err, O_CLOEXEC) != 0)
+	if (pipe2(err, O_CLOEXEC) != 0 ||
+		(step->kind != STEP_PLAIN && pipe2(out, O_CLOEXEC) != 0))
 	{
-		log_msg("task %s: pipe: %s", id, strerror(errno));
+		log_msg("task %s: pipe: %s", t->id, strerror(errno));
 		close(in_fd);
+		close(err[0]);
+		close(err[1]);
 		return NULL;
 	}
-	snprintf(trybuf, sizeof(trybuf), "%d", try);
+	snprintf(trybuf, sizeof(trybuf), "%d", t->try);
 
 	pid = fork();
 	if (pid < 0)
 	{
-		log_msg("task %s: fork: %s", id, strerror(errno));
+		log_msg("task %s: fork: %s", t->id, strerror(errno));
 		close(in_fd);
 		close(err[0]);
 		close(err[1]);
+		if (out[0] >= 0)
+		{
+			close(out[0]);
+			close(out[1]);
+		}
 		return NULL;
 	}
 	if (pid == 0)
@@ -149,14 +165,33 @@ child_start(const RunSpec *run, const char *id, const char *token,
 		signal(SIGHUP, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
+		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0 ||
+			(out[1] >= 0 && dup2(out[1], STDOUT_FILENO) < 0))
 			_exit(127);
-		setenv("TASKQ_ID", id, 1);
-		setenv("TASKQ_ACTION", action, 1);
+		setenv("TASKQ_ID", t->id, 1);
+		setenv("TASKQ_ACTION", t->action, 1);
 		setenv("TASKQ_TRY", trybuf, 1);
-		setenv("TASKQ_TOKEN", token, 1);
-		setenv("TASKQ_DEADLINE", deadline, 1);
-		unsetenv("TASKQ_RUN");	/* reserved for workflow steps */
+		setenv("TASKQ_TOKEN", t->token, 1);
+		setenv("TASKQ_DEADLINE", t->deadline, 1);
+		unsetenv("TASKQ_RUN");
+		unsetenv("TASKQ_STATE");
+		unsetenv("TASKQ_STEP");
+		unsetenv("TASKQ_DIRECTION");
+		unsetenv("TASKQ_CURSOR");
+		if (step->kind != STEP_PLAIN)
+			setenv("TASKQ_RUN", step->run, 1);
+		if (step->kind == STEP_MACHINE)
+		{
+			setenv("TASKQ_STATE", step->name, 1);
+			if (step->cursor != NULL)
+				setenv("TASKQ_CURSOR", step->cursor, 1);
+		}
+		if (step->kind == STEP_SAGA)
+		{
+			setenv("TASKQ_STEP", step->name, 1);
+			if (step->direction != NULL)
+				setenv("TASKQ_DIRECTION", step->direction, 1);
+		}
 		execl("/bin/sh", "sh", "-c", run->command, (char *) NULL);
 		_exit(127);
 	}
@@ -164,19 +199,26 @@ child_start(const RunSpec *run, const char *id, const char *token,
 	close(in_fd);
 	close(err[1]);
 	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+	if (out[1] >= 0)
+	{
+		close(out[1]);
+		fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+	}
 
 	memset(c, 0, sizeof(*c));
 	c->used = true;
 	c->pid = pid;
 	c->pgid = pid;
-	c->id = strdup(id);
-	c->token = strdup(token);
-	c->action = strdup(action);
-	c->try = try;
+	c->id = strdup(t->id);
+	c->token = strdup(t->token);
+	c->action = strdup(t->action);
+	c->try = t->try;
 	c->started_ms = now_ms();
 	c->extended_ms = c->started_ms;
 	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
 	c->err_fd = err[0];
+	c->out_fd = out[0];
+	step_info_copy(&c->step, step);
 	return c;
 }
 
@@ -287,6 +329,70 @@ child_read_stderr(Child *c, bool at_exit)
 	}
 }
 
+/*
+ * Read what a step's child printed on stdout, without blocking: up to
+ * TQW_MAX_STDOUT bytes are kept; the rest is read and dropped (the child
+ * must not block on a full pipe), and out_over makes its try fail.
+ */
+void
+child_read_stdout(Child *c)
+{
+	while (c->out_fd >= 0)
+	{
+		char		drop[8192];
+		char	   *dst;
+		size_t		room;
+		ssize_t		n;
+
+		if (!c->out_over && c->out_len == c->out_cap && c->out_cap < TQW_MAX_STDOUT + 1)
+		{
+			size_t		cap = c->out_cap ? c->out_cap * 4 : 4096;
+			char	   *bigger;
+
+			if (cap > TQW_MAX_STDOUT + 1)
+				cap = TQW_MAX_STDOUT + 1;
+			bigger = realloc(c->out_buf, cap);
+			if (bigger == NULL)
+			{
+				log_msg("out of memory");
+				exit(1);
+			}
+			c->out_buf = bigger;
+			c->out_cap = cap;
+		}
+		if (c->out_over || c->out_len == c->out_cap)
+		{
+			dst = drop;
+			room = sizeof(drop);
+		}
+		else
+		{
+			dst = c->out_buf + c->out_len;
+			room = c->out_cap - c->out_len;
+		}
+		n = read(c->out_fd, dst, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			{
+				close(c->out_fd);
+				c->out_fd = -1;
+			}
+			break;
+		}
+		if (dst == drop)
+			c->out_over = true;
+		else
+		{
+			c->out_len += n;
+			if (c->out_len > TQW_MAX_STDOUT)
+				c->out_over = true;
+		}
+	}
+}
+
 /* Collect the children that ended; true if any did. */
 bool
 children_reap(void)
@@ -318,9 +424,14 @@ child_free(Child *c)
 {
 	if (c->err_fd >= 0)
 		close(c->err_fd);
+	if (c->out_fd >= 0)
+		close(c->out_fd);
 	free(c->id);
 	free(c->token);
 	free(c->action);
+	free(c->out_buf);
+	step_info_free(&c->step);
 	memset(c, 0, sizeof(*c));
 	c->err_fd = -1;
+	c->out_fd = -1;
 }

@@ -31,6 +31,28 @@
 static PGconn *conn;
 static bool have_release_task;
 
+/*
+ * The columns of a claim (own_tasks and friends, as t): the task, and
+ * whether it is a workflow step (its body: a string "run" prefixing the id
+ * as "<run>/", and "machine" + "state" or "saga" + "step"), with the step's
+ * run, state or step, direction, cursor, whether it is a continuation
+ * state (the body has "cursor") and a fan-in batch.  Read in fill_claimed().
+ */
+#define CLAIM_COLUMNS \
+	"t.id, t.token, t.action, coalesce(t.body::text, ''), t.num_tries, " \
+	"coalesce(to_char(t.action_deadline AT TIME ZONE 'UTC', " \
+	"'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), " \
+	"CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'run') = 'string' " \
+	" AND pg_catalog.starts_with(t.id, (t.body ->> 'run') || '/') THEN " \
+	" CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'machine') = 'string' " \
+	"  AND pg_catalog.jsonb_typeof(t.body -> 'state') = 'string' THEN 'machine' " \
+	" WHEN pg_catalog.jsonb_typeof(t.body -> 'saga') = 'string' " \
+	"  AND pg_catalog.jsonb_typeof(t.body -> 'step') = 'string' THEN 'saga' END END, " \
+	"t.body ->> 'run', coalesce(t.body ->> 'state', t.body ->> 'step'), " \
+	"t.body ->> 'direction', t.body ->> 'cursor', " \
+	"coalesce(t.body ? 'cursor', false), " \
+	"coalesce(t.body -> 'fan_in' = 'true'::jsonb, false)"
+
 bool
 db_connected(void)
 {
@@ -146,10 +168,8 @@ db_connect(void)
 	PQclear(res);
 
 	if (!prepare("own",
-				 "SELECT id, token, action, coalesce(body::text, ''), num_tries, "
-				 "coalesce(to_char(action_deadline AT TIME ZONE 'UTC', "
-				 "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
-				 "FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval)") ||
+				 "SELECT " CLAIM_COLUMNS
+				 " FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t") ||
 		!prepare("extend",
 				 "SELECT id, owned FROM taskq.extend_ownership($1, $2::text[], $3::uuid[], $4::interval)") ||
 		!prepare("return",
@@ -259,6 +279,37 @@ xstrdup(const char *s)
 	return r;
 }
 
+static char *
+value_or_null(PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col) ? NULL : xstrdup(PQgetvalue(res, row, col));
+}
+
+/* One row of CLAIM_COLUMNS. */
+static void
+fill_claimed(Claimed *c, PGresult *res, int i)
+{
+	const char *kind = PQgetvalue(res, i, 6);
+
+	c->id = xstrdup(PQgetvalue(res, i, 0));
+	c->token = xstrdup(PQgetvalue(res, i, 1));
+	c->action = xstrdup(PQgetvalue(res, i, 2));
+	c->body = xstrdup(PQgetvalue(res, i, 3));
+	c->try = atoi(PQgetvalue(res, i, 4));
+	c->deadline = xstrdup(PQgetvalue(res, i, 5));
+	memset(&c->step, 0, sizeof(c->step));
+	c->step.kind = strcmp(kind, "machine") == 0 ? STEP_MACHINE :
+		strcmp(kind, "saga") == 0 ? STEP_SAGA : STEP_PLAIN;
+	if (c->step.kind == STEP_PLAIN)
+		return;
+	c->step.run = value_or_null(res, i, 7);
+	c->step.name = value_or_null(res, i, 8);
+	c->step.direction = value_or_null(res, i, 9);
+	c->step.cursor = value_or_null(res, i, 10);
+	c->step.continuation = strcmp(PQgetvalue(res, i, 11), "t") == 0;
+	c->step.fan_in = strcmp(PQgetvalue(res, i, 12), "t") == 0;
+}
+
 /*
  * Claim up to max tasks of our actions with our lease.  Returns how many
  * (in *out), or -1 on error (the connection may be lost).
@@ -303,14 +354,7 @@ db_claim(int max, Claimed **out)
 		}
 	}
 	for (int i = 0; i < n; i++)
-	{
-		(*out)[i].id = xstrdup(PQgetvalue(res, i, 0));
-		(*out)[i].token = xstrdup(PQgetvalue(res, i, 1));
-		(*out)[i].action = xstrdup(PQgetvalue(res, i, 2));
-		(*out)[i].body = xstrdup(PQgetvalue(res, i, 3));
-		(*out)[i].try = atoi(PQgetvalue(res, i, 4));
-		(*out)[i].deadline = xstrdup(PQgetvalue(res, i, 5));
-	}
+		fill_claimed(&(*out)[i], res, i);
 	PQclear(res);
 	return n;
 }
@@ -325,6 +369,7 @@ claimed_free(Claimed *c, int n)
 		free(c[i].action);
 		free(c[i].body);
 		free(c[i].deadline);
+		step_info_free(&c[i].step);
 	}
 	free(c);
 }
@@ -426,4 +471,100 @@ db_release(const char *id, const char *token, char *err, size_t errlen)
 	if (have_release_task)
 		return exec_void("release", 2, params, err, errlen);
 	return db_return(id, token, "released", "pending", err, errlen);
+}
+
+/*
+ * A statement of a workflow call, not prepared: the worker also runs
+ * against versions of the extension without these functions, and steps
+ * are rarer than plain returns.  The first column of the first row, if
+ * any, in *value (malloc'd; NULL for SQL NULL); also the second in
+ * *value2.  False with the error in err.
+ */
+static bool
+exec_params(const char *sql, int nparams, const char *const *params,
+			char **value, char **value2, char *err, size_t errlen)
+{
+	PGresult   *res;
+	bool		ok;
+
+	if (value != NULL)
+		*value = NULL;
+	if (value2 != NULL)
+		*value2 = NULL;
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		failed(res, "workflow call", err, errlen);
+	else if (PQntuples(res) > 0)
+	{
+		if (value != NULL && PQnfields(res) > 0)
+			*value = value_or_null(res, 0, 0);
+		if (value2 != NULL && PQnfields(res) > 1)
+			*value2 = value_or_null(res, 0, 1);
+	}
+	PQclear(res);
+	return ok;
+}
+
+/*
+ * A fan-in batch's body with the batch's instances added, in arrival order:
+ * "fan_in_contexts": [{"run": ..., "context": ...}, ...] (fan_in_contexts).
+ */
+bool
+db_fan_in_body(const char *id, const char *token, const char *body,
+			   char **new_body, char *err, size_t errlen)
+{
+	const char *params[3] = {id, token, body};
+
+	if (!exec_params("SELECT ($3::jsonb || pg_catalog.jsonb_build_object('fan_in_contexts', "
+					 "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+					 "'run', f.run, 'context', f.context) ORDER BY f.n) "
+					 "FROM taskq.fan_in_contexts($1, $2::uuid) WITH ORDINALITY AS f(run, context, n)), "
+					 "'[]'::jsonb)))::text",
+					 3, params, new_body, NULL, err, errlen))
+		return false;
+	if (*new_body == NULL)
+	{
+		snprintf(err, errlen, "fan_in_contexts answered nothing");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * transition(id, token, event, context); with fork, continue_machine(id,
+ * token, cursor) first, in the same statement (so in one transaction: a
+ * failed transition forks nothing).  *next_state: the state the run went
+ * to (NULL: the run ended); *fork_run: the run forked, if any.
+ */
+bool
+db_transition(const char *id, const char *token, const char *event,
+			  const char *context, bool fork, const char *cursor,
+			  char **next_state, char **fork_run, char *err, size_t errlen)
+{
+	const char *params[5] = {id, token, event, context, cursor};
+
+	if (!fork)
+		return exec_params("SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb)",
+						   4, params, next_state, NULL, err, errlen);
+	return exec_params("WITH c AS MATERIALIZED "
+					   "(SELECT taskq.continue_machine($1, $2::uuid, $5) AS fork) "
+					   "SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb), c.fork FROM c",
+					   5, params, next_state, fork_run, err, errlen);
+}
+
+/* return_step(id, token, result, working, error). */
+bool
+db_return_step(const char *id, const char *token, const char *result,
+			   const char *working, const char *error, char *err, size_t errlen)
+{
+	const char *params[5] = {id, token, result, working, error};
+
+	return exec_params("SELECT taskq.return_step($1, $2::uuid, $3, $4::jsonb, $5)",
+					   5, params, NULL, NULL, err, errlen);
 }

@@ -157,6 +157,15 @@ finish_child(Child *c)
 			break;
 		case STOP_NONE:
 		default:
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && c->step.kind != STEP_PLAIN &&
+				!step_output_blank(c))
+			{
+				StepOutcome so;
+
+				step_finish(c, &so);
+				log_task(c->id, c->action, c->try, so.outcome, exit_buf, secs, so.detail);
+				return;
+			}
 			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			{
 				snprintf(status, sizeof(status), "%s",
@@ -196,6 +205,32 @@ give_back(const Claimed *t)
 			 ok ? "could not start its child" : err);
 }
 
+/*
+ * A fan-in batch's task: its body gets the batch's instances
+ * (fan_in_contexts).  If that fails the try fails: returned pending.
+ */
+static bool
+add_fan_in(Claimed *t)
+{
+	char		err[1024];
+	char		why[1100];
+	char	   *body;
+
+	if (db_fan_in_body(t->id, t->token, t->body, &body, err, sizeof(err)))
+	{
+		free(t->body);
+		t->body = body;
+		return true;
+	}
+	snprintf(why, sizeof(why), "fan_in_contexts failed: %s", err);
+	log_msg("task %s: %s", t->id, why);
+	if (db_return(t->id, t->token, why, "pending", err, sizeof(err)))
+		log_task(t->id, t->action, t->try, "pending", "-", 0.0, why);
+	else
+		log_task(t->id, t->action, t->try, "not-returned", "-", 0.0, err);
+	return false;
+}
+
 static void
 claim(int free_slots, bool *more)
 {
@@ -207,9 +242,9 @@ claim(int free_slots, bool *more)
 	{
 		const RunSpec *run = find_run(tasks[i].action);
 
-		if (run == NULL ||
-			child_start(run, tasks[i].id, tasks[i].token, tasks[i].action,
-						tasks[i].try, tasks[i].deadline, tasks[i].body) == NULL)
+		if (run != NULL && tasks[i].step.fan_in && !add_fan_in(&tasks[i]))
+			continue;
+		if (run == NULL || child_start(run, &tasks[i]) == NULL)
 			give_back(&tasks[i]);
 	}
 	if (n > 0)
@@ -287,8 +322,8 @@ main(int argc, char **argv)
 		int64_t		now = now_ms();
 		int64_t		wake = 0;
 		int			free_slots;
-		struct pollfd pfd[1002];
-		Child	   *pchild[1002];
+		struct pollfd pfd[2002];
+		Child	   *pchild[2002];
 		int			npfd = 0;
 		int			timeout;
 
@@ -358,6 +393,7 @@ main(int argc, char **argv)
 					continue;
 				}
 				child_read_stderr(c, true);
+				child_read_stdout(c);
 				finish_child(c);
 				child_free(c);
 				want_claim = want_claim || !stopping;
@@ -462,6 +498,12 @@ main(int argc, char **argv)
 				pfd[npfd].events = POLLIN;
 				pchild[npfd++] = c;
 			}
+			if (c->out_fd >= 0)
+			{
+				pfd[npfd].fd = c->out_fd;
+				pfd[npfd].events = POLLIN;
+				pchild[npfd++] = c;
+			}
 		}
 		if (stopping && !grace_over)
 			wake = earliest(wake, stop_deadline);
@@ -491,7 +533,9 @@ main(int argc, char **argv)
 		{
 			if (pfd[i].revents == 0)
 				continue;
-			if (pchild[i] != NULL)
+			if (pchild[i] != NULL && pfd[i].fd == pchild[i]->out_fd)
+				child_read_stdout(pchild[i]);
+			else if (pchild[i] != NULL)
 				child_read_stderr(pchild[i], false);
 			else if (pfd[i].fd == sig_pipe[0])
 			{
