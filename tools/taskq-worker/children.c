@@ -9,9 +9,9 @@
  *
  * Each child leads a process group of its own, so that stopping it reaches
  * whatever its shell started, and a Ctrl-C at a terminal reaches only the
- * worker, which then decides (main.c).  The body goes through an unlinked
- * temporary file, not a pipe: a child that never reads its input cannot
- * block the worker.  The child's stderr comes back through a pipe: each line
+ * worker, which then decides (main.c).  The body goes through an anonymous
+ * file (memfd, else an unlinked temporary file), not a pipe: a child that
+ * never reads its input cannot block the worker.  The child's stderr comes back through a pipe: each line
  * is logged, and the last non-empty one becomes the task's status text.
  * A plain task's stdout is the worker's; a workflow step's comes back
  * through a pipe too (read in the same loop, kept up to TQW_MAX_STDOUT,
@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,21 +66,31 @@ children_running(void)
 	return n;
 }
 
-/* An unlinked temporary file holding body, positioned at its start; -1 on error. */
+/*
+ * An anonymous file holding body, positioned at its start; -1 on error.
+ * memfd_create (Linux) costs no file system work; elsewhere, or if it
+ * fails, an unlinked temporary file in $TMPDIR (else /tmp).
+ */
 static int
 body_file(const char *body)
 {
 	const char *dir = getenv("TMPDIR");
 	char		path[4096];
-	int			fd;
+	int			fd = -1;
 	size_t		left = strlen(body);
 
-	snprintf(path, sizeof(path), "%s/taskq-worker-body.XXXXXX",
-			 dir != NULL && *dir != '\0' ? dir : "/tmp");
-	fd = mkostemp(path, O_CLOEXEC);
+#ifdef MFD_CLOEXEC
+	fd = memfd_create("taskq-worker-body", MFD_CLOEXEC);
+#endif
 	if (fd < 0)
-		return -1;
-	unlink(path);
+	{
+		snprintf(path, sizeof(path), "%s/taskq-worker-body.XXXXXX",
+				 dir != NULL && *dir != '\0' ? dir : "/tmp");
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		unlink(path);
+	}
 	while (left > 0)
 	{
 		ssize_t		n = write(fd, body, left);
@@ -214,7 +225,8 @@ child_start(const RunSpec *run, const Claimed *t)
 	c->action = strdup(t->action);
 	c->try = t->try;
 	c->started_ms = now_ms();
-	c->extended_ms = c->started_ms;
+	/* the lease counts from the claim (a task claimed ahead waited) */
+	c->extended_ms = t->claimed_ms > 0 ? t->claimed_ms : c->started_ms;
 	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
 	c->err_fd = err[0];
 	c->out_fd = out[0];

@@ -2,21 +2,23 @@
  *
  * db.c
  *	  taskq-worker's one database connection: connect, LISTEN taskq, claim
- *	  (own_tasks), heartbeats (extend_ownership), returns (return_task) and
- *	  releases (release_task).
+ *	  (own_tasks), returns with the next claim (return_and_own), heartbeats
+ *	  (extend_ownership), single returns (return_task), releases
+ *	  (release_task), and the workflow calls (transition, continue_machine,
+ *	  fan_in_contexts, return_step).
  *
- * Every call is a short blocking libpq call with a prepared statement.  A
- * call that finds the connection broken marks it lost (db_connected()
- * turns false) and main.c reconnects with backoff; any other error is
- * logged and the call reports failure.
+ * Every call is a short blocking libpq call; the frequent ones are prepared
+ * statements, the workflow calls are not (the worker also runs against
+ * versions of the extension without them).  A call that finds the
+ * connection broken marks it lost (db_connected() turns false) and main.c
+ * reconnects with backoff; any other error is logged and the call reports
+ * failure.
  *
- * Returns go one task at a time with return_task, not in a batch or with
- * return_and_own: children end one by one, each with its own status, and
- * a return that is refused (TQ001: the lease was lost and the task claimed
- * by someone else) must refuse only that task.  return_tasks and
- * return_and_own are all or none, so one stale token would fail the other
- * returns and the claim with it.  The claim that follows a return is a
- * separate own_tasks call for all free slots at once.
+ * return_and_own is all or none: cycle.c falls back to return_task one by
+ * one (so that a return refused with TQ001 refuses only its task) and
+ * own_tasks when it fails.  A claim's rows also say whether each task is a
+ * workflow step, read from its body by the query (CLAIM_COLUMNS), so that
+ * the worker needs no JSON parser for bodies.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +32,7 @@
 
 static PGconn *conn;
 static bool have_release_task;
+static bool have_return_and_own;
 
 /*
  * The columns of a claim (own_tasks and friends, as t): the task, and
@@ -167,6 +170,12 @@ db_connect(void)
 		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 
+	/* return_and_own (0.3) returns and claims in one call */
+	res = PQexec(conn, "SELECT pg_catalog.to_regproc('taskq.return_and_own') IS NOT NULL");
+	have_return_and_own = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+
 	if (!prepare("own",
 				 "SELECT " CLAIM_COLUMNS
 				 " FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t") ||
@@ -175,7 +184,12 @@ db_connect(void)
 		!prepare("return",
 				 "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status)") ||
 		(have_release_task &&
-		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")))
+		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")) ||
+		(have_return_and_own &&
+		 !prepare("return_and_own",
+				  "SELECT " CLAIM_COLUMNS
+				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
+				  " $5, $6::integer, $7::text[], $8::interval) AS t")))
 	{
 		db_disconnect();
 		return false;
@@ -260,6 +274,24 @@ array_literal(const char *const *items, int n)
 	return s;
 }
 
+/* Our actions as an array literal (malloc'd). */
+static char *
+actions_literal(void)
+{
+	const char *actions[1000];
+	char	   *arr;
+
+	for (int i = 0; i < opts.nruns && i < 1000; i++)
+		actions[i] = opts.runs[i].action;
+	arr = array_literal(actions, opts.nruns < 1000 ? opts.nruns : 1000);
+	if (arr == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	return arr;
+}
+
 static void
 lease_interval(char *buf, size_t len)
 {
@@ -314,32 +346,17 @@ fill_claimed(Claimed *c, PGresult *res, int i)
  * Claim up to max tasks of our actions with our lease.  Returns how many
  * (in *out), or -1 on error (the connection may be lost).
  */
-int
-db_claim(int max, Claimed **out)
+/* The rows of a claim (CLAIM_COLUMNS) into *out; their count, or -1. */
+static int
+claimed_rows(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
+			 char *err, size_t errlen)
 {
-	const char *actions[1000];
-	char	   *arr;
-	char		maxbuf[16];
-	char		lease[64];
-	const char *params[4];
-	PGresult   *res;
 	int			n;
 
 	*out = NULL;
-	for (int i = 0; i < opts.nruns && i < 1000; i++)
-		actions[i] = opts.runs[i].action;
-	arr = array_literal(actions, opts.nruns < 1000 ? opts.nruns : 1000);
-	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
-	lease_interval(lease, sizeof(lease));
-	params[0] = opts.actor;
-	params[1] = maxbuf;
-	params[2] = arr;
-	params[3] = lease;
-	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
-	free(arr);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		failed(res, "own_tasks", NULL, 0);
+		failed(res, what, err, errlen);
 		PQclear(res);
 		return -1;
 	}
@@ -354,23 +371,102 @@ db_claim(int max, Claimed **out)
 		}
 	}
 	for (int i = 0; i < n; i++)
+	{
 		fill_claimed(&(*out)[i], res, i);
+		(*out)[i].claimed_ms = sent_ms;
+	}
 	PQclear(res);
 	return n;
+}
+
+/*
+ * Claim up to max tasks of our actions with our lease.  Returns how many
+ * (in *out), or -1 on error (the connection may be lost).
+ */
+int
+db_claim(int max, Claimed **out)
+{
+	char	   *arr = actions_literal();
+	char		maxbuf[16];
+	char		lease[64];
+	const char *params[4];
+	int64_t		sent = now_ms();
+	PGresult   *res;
+
+	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
+	lease_interval(lease, sizeof(lease));
+	params[0] = opts.actor;
+	params[1] = maxbuf;
+	params[2] = arr;
+	params[3] = lease;
+	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
+	free(arr);
+	return claimed_rows(res, "own_tasks", sent, out, NULL, 0);
+}
+
+bool
+db_has_return_and_own(void)
+{
+	return conn != NULL && have_return_and_own;
+}
+
+/*
+ * return_and_own: nret returns and a claim of up to max tasks, in one call
+ * (all or none).  Returns how many were claimed (in *out), or -1 with the
+ * error in err (nothing returned, nothing claimed; the connection may be
+ * lost).
+ */
+int
+db_return_and_own(const char *const *ids, const char *const *tokens,
+				  const char *const *statuses, const char *const *codes, int nret,
+				  int max, Claimed **out, char *err, size_t errlen)
+{
+	char	   *arrs[5];
+	char		maxbuf[16];
+	char		lease[64];
+	const char *params[8];
+	int64_t		sent = now_ms();
+	PGresult   *res;
+
+	arrs[0] = array_literal(ids, nret);
+	arrs[1] = array_literal(tokens, nret);
+	arrs[2] = array_literal(statuses, nret);
+	arrs[3] = array_literal(codes, nret);
+	arrs[4] = actions_literal();
+	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
+	lease_interval(lease, sizeof(lease));
+	params[0] = arrs[0];
+	params[1] = arrs[1];
+	params[2] = arrs[2];
+	params[3] = arrs[3];
+	params[4] = opts.actor;
+	params[5] = maxbuf;
+	params[6] = arrs[4];
+	params[7] = lease;
+	res = PQexecPrepared(conn, "return_and_own", 8, params, NULL, NULL, 0);
+	for (int i = 0; i < 5; i++)
+		free(arrs[i]);
+	return claimed_rows(res, "return_and_own", sent, out, err, errlen);
+}
+
+/* The strings of one claimed task (not the task itself). */
+void
+claimed_free_one(Claimed *c)
+{
+	free(c->id);
+	free(c->token);
+	free(c->action);
+	free(c->body);
+	free(c->deadline);
+	step_info_free(&c->step);
+	memset(c, 0, sizeof(*c));
 }
 
 void
 claimed_free(Claimed *c, int n)
 {
 	for (int i = 0; i < n; i++)
-	{
-		free(c[i].id);
-		free(c[i].token);
-		free(c[i].action);
-		free(c[i].body);
-		free(c[i].deadline);
-		step_info_free(&c[i].step);
-	}
+		claimed_free_one(&c[i]);
 	free(c);
 }
 

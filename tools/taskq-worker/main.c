@@ -5,7 +5,8 @@
  *	  timeouts, and the return of each task when its child ends.
  *
  * One iteration: note signals; escalate stops (SIGKILL --kill-after after
- * SIGTERM); reap ended children and return their tasks; reconnect if the
+ * SIGTERM); reap ended children, start children from tasks claimed ahead,
+ * and return the ended children's tasks; reconnect if the
  * connection is gone; send heartbeats that are due; stop children past
  * their --timeout; claim for the free slots; then poll() for the next
  * event: a signal (self-pipe), a notification, a child's stderr, or the
@@ -14,7 +15,9 @@
  * Claims.  The worker claims when a slot is free and (a) a notification
  * named one of its actions, (b) the last claim filled every free slot (more
  * may be ready), or (c) --poll passed since the last claim.  One own_tasks
- * call claims for all free slots at once.
+ * call claims for all free slots at once.  When children end, the next
+ * ones start from tasks claimed ahead first, then the ended children's
+ * returns go with the next claim in one return_and_own (cycle.c).
  *
  * Heartbeats.  A task's lease is extended by --lease when half of it has
  * passed since the claim or the last extension, in one extend_ownership
@@ -189,66 +192,8 @@ finish_child(Child *c)
 			outcome = code;
 			break;
 	}
-	ok = db_return(c->id, c->token, status, code, err, sizeof(err));
-	log_task(c->id, c->action, c->try, ok ? outcome : "not-returned", exit_buf, secs,
-			 ok ? NULL : err);
-}
-
-/* Give back a task that got no child (fork or temporary file failed). */
-static void
-give_back(const Claimed *t)
-{
-	char		err[1024];
-	bool		ok = db_release(t->id, t->token, err, sizeof(err));
-
-	log_task(t->id, t->action, t->try, ok ? "released" : "not-returned", "-", 0.0,
-			 ok ? "could not start its child" : err);
-}
-
-/*
- * A fan-in batch's task: its body gets the batch's instances
- * (fan_in_contexts).  If that fails the try fails: returned pending.
- */
-static bool
-add_fan_in(Claimed *t)
-{
-	char		err[1024];
-	char		why[1100];
-	char	   *body;
-
-	if (db_fan_in_body(t->id, t->token, t->body, &body, err, sizeof(err)))
-	{
-		free(t->body);
-		t->body = body;
-		return true;
-	}
-	snprintf(why, sizeof(why), "fan_in_contexts failed: %s", err);
-	log_msg("task %s: %s", t->id, why);
-	if (db_return(t->id, t->token, why, "pending", err, sizeof(err)))
-		log_task(t->id, t->action, t->try, "pending", "-", 0.0, why);
-	else
-		log_task(t->id, t->action, t->try, "not-returned", "-", 0.0, err);
-	return false;
-}
-
-static void
-claim(int free_slots, bool *more)
-{
-	Claimed    *tasks;
-	int			n = db_claim(free_slots, &tasks);
-
-	*more = n == free_slots;
-	for (int i = 0; i < n; i++)
-	{
-		const RunSpec *run = find_run(tasks[i].action);
-
-		if (run != NULL && tasks[i].step.fan_in && !add_fan_in(&tasks[i]))
-			continue;
-		if (run == NULL || child_start(run, &tasks[i]) == NULL)
-			give_back(&tasks[i]);
-	}
-	if (n > 0)
-		claimed_free(tasks, n);
+	/* sent with the next claim (cycle.c) */
+	cycle_queue_return(c, status, code, outcome, exit_buf, secs);
 }
 
 static void
@@ -314,6 +259,7 @@ main(int argc, char **argv)
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
 	children_init();
+	cycle_init();
 	log_msg("taskq-worker %s: %d action(s), concurrency %d, lease %.1fs",
 			TASKQ_WORKER_VERSION, opts.nruns, opts.concurrency, opts.lease_ms / 1000.0);
 
@@ -334,6 +280,9 @@ main(int argc, char **argv)
 			stop_deadline = now + opts.grace_ms;
 			log_msg("stopping: no more claims; %d running task(s) get %.1fs to finish",
 					children_running(), opts.grace_ms / 1000.0);
+			/* tasks claimed ahead go back at once */
+			if (db_connected())
+				cycle_expire_ahead(now, true, &wake);
 		}
 		if (stop_signals >= 2 && !hard_stop)
 		{
@@ -375,6 +324,7 @@ main(int argc, char **argv)
 			for (int i = 0; i < opts.concurrency; i++)
 				if (children[i].used && children[i].pid > 0)
 					child_stop(&children[i], STOP_CONNECTION_LOST);
+			cycle_drop_ahead();
 			next_connect = now + backoff;
 		}
 
@@ -394,15 +344,30 @@ main(int argc, char **argv)
 				}
 				child_read_stderr(c, true);
 				child_read_stdout(c);
+				cycle_child_ran(now - c->started_ms, c->stop != STOP_NONE);
 				finish_child(c);
 				child_free(c);
 				want_claim = want_claim || !stopping;
 			}
 		}
+		/* the next children start before the returns' round trip */
+		cycle_start_ahead();
+		if (cycle_queued() > 0)
+		{
+			bool		more;
+
+			if (cycle_flush(!stopping, &more))
+			{
+				want_claim = more;
+				next_poll = now_ms() + opts.poll_ms;
+			}
+		}
 		if (was_connected && !db_connected())
 			continue;			/* a return lost the connection */
+		if (db_connected() && cycle_ahead() > 0)
+			cycle_expire_ahead(now_ms(), stopping, &wake);
 
-		if (stopping && children_running() == 0)
+		if (stopping && children_running() == 0 && cycle_ahead() == 0)
 		{
 			log_msg("stopped");
 			db_disconnect();
@@ -461,7 +426,7 @@ main(int argc, char **argv)
 		{
 			if (want_claim || now >= next_poll)
 			{
-				claim(free_slots, &want_claim);
+				cycle_flush(true, &want_claim);
 				next_poll = now_ms() + opts.poll_ms;
 				continue;
 			}

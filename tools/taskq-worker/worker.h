@@ -13,6 +13,7 @@
  *	  options.c   command line, durations, --help
  *	  log.c       one line per task on stderr (text or JSON), messages
  *	  children.c  starting, watching and stopping the children
+ *	  cycle.c     returns sent with the next claim; tasks claimed ahead
  *	  steps.c     workflow steps: what the child printed -> transition or
  *	              return_step
  *	  json.c      reading that JSON (the child's standard output)
@@ -198,6 +199,7 @@ struct Claimed
 	char	   *body;
 	int			try;
 	char	   *deadline;
+	int64_t		claimed_ms;		/* now_ms() when the claim was sent */
 	StepInfo	step;
 };
 
@@ -209,6 +211,11 @@ extern bool db_consume(bool *wakeup);
 extern void db_notifications(bool *wakeup);
 extern int	db_claim(int max, Claimed **out);
 extern void claimed_free(Claimed *c, int n);
+extern void claimed_free_one(Claimed *c);
+extern bool db_has_return_and_own(void);
+extern int	db_return_and_own(const char *const *ids, const char *const *tokens,
+							  const char *const *statuses, const char *const *codes, int nret,
+							  int max, Claimed **out, char *err, size_t errlen);
 extern bool db_extend(Child **due, int n, bool *owned);
 extern bool db_return(const char *id, const char *token, const char *status,
 					  const char *code, char *err, size_t errlen);
@@ -220,6 +227,19 @@ extern bool db_transition(const char *id, const char *token, const char *event,
 						  char **next_state, char **fork_run, char *err, size_t errlen);
 extern bool db_return_step(const char *id, const char *token, const char *result,
 						   const char *working, const char *error, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ cycle */
+
+extern void cycle_init(void);
+extern void cycle_child_ran(int64_t ms, bool stopped);
+extern void cycle_queue_return(const Child *c, const char *status, const char *code,
+							   const char *outcome, const char *exit_buf, double seconds);
+extern int	cycle_queued(void);
+extern int	cycle_ahead(void);
+extern void cycle_start_ahead(void);
+extern bool cycle_flush(bool claim, bool *more);
+extern void cycle_expire_ahead(int64_t now, bool all, int64_t *wake);
+extern void cycle_drop_ahead(void);
 
 /* ------------------------------------------------------------ steps (2) */
 
