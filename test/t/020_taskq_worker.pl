@@ -257,10 +257,10 @@ ok(wait_until(sub { slurp("$dir/events") =~ /^start steal-1 /m }), 'the worker s
 my $thief = '';
 for (1 .. 20)
 {
-	$node->safe_psql('postgres',
-		"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'steal-1'");
+	# one session, so that a slow psql start leaves no room for a heartbeat
 	$thief = $node->safe_psql('postgres',
-		"SELECT id || ':' || num_tries FROM taskq.own_tasks('thief', 1, '{steal}', interval '1 hour')");
+		"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'steal-1' AND status_code = 'in_progress'; "
+		  . "SELECT id || ':' || num_tries FROM taskq.own_tasks('thief', 1, '{steal}', interval '1 hour')");
 	last if $thief ne '';
 	usleep(100_000);
 }

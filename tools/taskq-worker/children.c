@@ -7,6 +7,9 @@
  *	  TASKQ_DEADLINE; for a workflow step also TASKQ_RUN and TASKQ_STATE,
  *	  TASKQ_CURSOR or TASKQ_STEP, TASKQ_DIRECTION: removed otherwise).
  *
+ * Children are started with posix_spawn (a vfork-like clone in glibc: the
+ * worker's memory is not copied for each child), their environment built
+ * here rather than by setenv in a forked copy.
  * Each child leads a process group of its own, so that stopping it reaches
  * whatever its shell started, and a Ctrl-C at a terminal reaches only the
  * worker, which then decides (main.c).  The body goes through an anonymous
@@ -30,12 +33,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 Child	   *children;
 
@@ -113,6 +119,86 @@ body_file(const char *body)
 	return fd;
 }
 
+static const char *const taskq_vars[] = {
+	"TASKQ_ID", "TASKQ_ACTION", "TASKQ_TRY", "TASKQ_TOKEN", "TASKQ_DEADLINE",
+	"TASKQ_RUN", "TASKQ_STATE", "TASKQ_CURSOR", "TASKQ_STEP", "TASKQ_DIRECTION", NULL
+};
+
+/*
+ * The child's environment: the worker's without the TASKQ_ variables
+ * above, then the task's.  One malloc'd array; the entries of the worker's
+ * environment are shared, the task's are in the array's own block (freed
+ * with it).
+ */
+static char **
+child_environment(const Claimed *t, const char *trybuf)
+{
+	const StepInfo *step = &t->step;
+	const char *names[10];
+	const char *values[10];
+	int			nvars = 0;
+	int			nenv = 0;
+	size_t		strings = 0;
+	char	  **envp;
+	char	   *p;
+	int			k = 0;
+
+#define ADD_VAR(n_, v_) do { names[nvars] = (n_); values[nvars] = (v_); nvars++; } while (0)
+	ADD_VAR("TASKQ_ID", t->id);
+	ADD_VAR("TASKQ_ACTION", t->action);
+	ADD_VAR("TASKQ_TRY", trybuf);
+	ADD_VAR("TASKQ_TOKEN", t->token);
+	ADD_VAR("TASKQ_DEADLINE", t->deadline);
+	if (step->kind != STEP_PLAIN && step->run != NULL)
+		ADD_VAR("TASKQ_RUN", step->run);
+	if (step->kind == STEP_MACHINE && step->name != NULL)
+		ADD_VAR("TASKQ_STATE", step->name);
+	if (step->kind == STEP_MACHINE && step->cursor != NULL)
+		ADD_VAR("TASKQ_CURSOR", step->cursor);
+	if (step->kind == STEP_SAGA && step->name != NULL)
+		ADD_VAR("TASKQ_STEP", step->name);
+	if (step->kind == STEP_SAGA && step->direction != NULL)
+		ADD_VAR("TASKQ_DIRECTION", step->direction);
+#undef ADD_VAR
+
+	for (char **e = environ; *e != NULL; e++)
+		nenv++;
+	for (int i = 0; i < nvars; i++)
+		strings += strlen(names[i]) + strlen(values[i]) + 2;
+	envp = malloc((nenv + nvars + 1) * sizeof(char *) + strings);
+	if (envp == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	for (char **e = environ; *e != NULL; e++)
+	{
+		bool		ours = false;
+
+		if (strncmp(*e, "TASKQ_", 6) == 0)
+			for (int i = 0; taskq_vars[i] != NULL; i++)
+			{
+				size_t		n = strlen(taskq_vars[i]);
+
+				if (strncmp(*e, taskq_vars[i], n) == 0 && (*e)[n] == '=')
+				{
+					ours = true;
+					break;
+				}
+			}
+		if (!ours)
+			envp[k++] = *e;
+	}
+	p = (char *) (envp + nenv + nvars + 1);
+	for (int i = 0; i < nvars; i++)
+	{
+		envp[k++] = p;
+		p += sprintf(p, "%s=%s", names[i], values[i]) + 1;
+	}
+	envp[k] = NULL;
+	return envp;
+}
+
 Child *
 child_start(const RunSpec *run, const Claimed *t)
 {
@@ -123,6 +209,11 @@ child_start(const RunSpec *run, const Claimed *t)
 	char		trybuf[16];
 	pid_t		pid;
 	const StepInfo *step = &t->step;
+	char	  **envp;
+	char	   *argv[4] = {"sh", "-c", run->command, NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int			rc;
 
 	for (int i = 0; i < opts.concurrency; i++)
 		if (!children[i].used)
@@ -150,10 +241,41 @@ child_start(const RunSpec *run, const Claimed *t)
 	}
 	snprintf(trybuf, sizeof(trybuf), "%d", t->try);
 
-	pid = fork();
-	if (pid < 0)
+	envp = child_environment(t, trybuf);
+	rc = posix_spawn_file_actions_init(&fa);
+	if (rc == 0)
 	{
-		log_msg("task %s: fork: %s", t->id, strerror(errno));
+		posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
+		posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
+		if (out[1] >= 0)
+			posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+		rc = posix_spawnattr_init(&attr);
+		if (rc == 0)
+		{
+			sigset_t	none;
+			sigset_t	dfl;
+
+			sigemptyset(&none);
+			sigemptyset(&dfl);
+			sigaddset(&dfl, SIGTERM);
+			sigaddset(&dfl, SIGINT);
+			sigaddset(&dfl, SIGCHLD);
+			sigaddset(&dfl, SIGPIPE);
+			sigaddset(&dfl, SIGHUP);
+			posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+									 POSIX_SPAWN_SETSIGMASK);
+			posix_spawnattr_setpgroup(&attr, 0);	/* a group of its own */
+			posix_spawnattr_setsigdefault(&attr, &dfl);
+			posix_spawnattr_setsigmask(&attr, &none);
+			rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
+			posix_spawnattr_destroy(&attr);
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	free(envp);
+	if (rc != 0)
+	{
+		log_msg("task %s: cannot start /bin/sh: %s", t->id, strerror(rc));
 		close(in_fd);
 		close(err[0]);
 		close(err[1]);
@@ -164,49 +286,7 @@ child_start(const RunSpec *run, const Claimed *t)
 		}
 		return NULL;
 	}
-	if (pid == 0)
-	{
-		sigset_t	none;
-
-		setpgid(0, 0);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0 ||
-			(out[1] >= 0 && dup2(out[1], STDOUT_FILENO) < 0))
-			_exit(127);
-		setenv("TASKQ_ID", t->id, 1);
-		setenv("TASKQ_ACTION", t->action, 1);
-		setenv("TASKQ_TRY", trybuf, 1);
-		setenv("TASKQ_TOKEN", t->token, 1);
-		setenv("TASKQ_DEADLINE", t->deadline, 1);
-		unsetenv("TASKQ_RUN");
-		unsetenv("TASKQ_STATE");
-		unsetenv("TASKQ_STEP");
-		unsetenv("TASKQ_DIRECTION");
-		unsetenv("TASKQ_CURSOR");
-		if (step->kind != STEP_PLAIN)
-			setenv("TASKQ_RUN", step->run, 1);
-		if (step->kind == STEP_MACHINE)
-		{
-			setenv("TASKQ_STATE", step->name, 1);
-			if (step->cursor != NULL)
-				setenv("TASKQ_CURSOR", step->cursor, 1);
-		}
-		if (step->kind == STEP_SAGA)
-		{
-			setenv("TASKQ_STEP", step->name, 1);
-			if (step->direction != NULL)
-				setenv("TASKQ_DIRECTION", step->direction, 1);
-		}
-		execl("/bin/sh", "sh", "-c", run->command, (char *) NULL);
-		_exit(127);
-	}
-	setpgid(pid, pid);			/* also here: no race with a quick kill */
+	setpgid(pid, pid);			/* done by the child already; harmless */
 	close(in_fd);
 	close(err[1]);
 	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
