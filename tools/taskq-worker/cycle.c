@@ -41,6 +41,7 @@
 
 #define AHEAD_CHILD_MS	250		/* children shorter than this: claim ahead */
 #define AHEAD_WAIT_MS	1000	/* longest wait of a task claimed ahead */
+#define AHEAD_PER_SLOT	2		/* tasks claimed ahead per slot at most */
 
 /* A queued return and what its log line needs. */
 typedef struct QueuedReturn
@@ -60,9 +61,16 @@ static QueuedReturn *queue;
 static int	nqueue;
 static int	queue_cap;
 
+static QueuedReturn *inflight;	/* the returns sent in the call in flight */
+static int	ninflight;
+static int	inflight_cap;
+static int	inflight_want;		/* and the tasks it claims at most */
+
 static Claimed *ahead;			/* claimed ahead, oldest first */
 static int	nahead;
+static int	ahead_cap;
 static bool short_children;
+static bool stopping;			/* no more children: claimed tasks wait to be given back */
 
 static char *
 xstrdup(const char *s)
@@ -86,10 +94,12 @@ ahead_wait_ms(void)
 void
 cycle_init(void)
 {
-	queue_cap = opts.concurrency;
+	queue_cap = inflight_cap = opts.concurrency;
 	queue = calloc(queue_cap, sizeof(QueuedReturn));
-	ahead = calloc(opts.concurrency, sizeof(Claimed));
-	if (queue == NULL || ahead == NULL)
+	inflight = calloc(inflight_cap, sizeof(QueuedReturn));
+	ahead_cap = AHEAD_PER_SLOT * opts.concurrency;
+	ahead = calloc(ahead_cap, sizeof(Claimed));
+	if (queue == NULL || inflight == NULL || ahead == NULL)
 	{
 		log_msg("out of memory");
 		exit(1);
@@ -200,7 +210,7 @@ cycle_start_ahead(void)
 {
 	int			started = 0;
 
-	while (started < nahead && children_running() < opts.concurrency)
+	while (!stopping && started < nahead && children_running() < opts.concurrency)
 	{
 		start_task(&ahead[started]);
 		claimed_free_one(&ahead[started]);
@@ -219,12 +229,12 @@ place(Claimed *tasks, int n)
 {
 	for (int i = 0; i < n; i++)
 	{
-		if (children_running() < opts.concurrency)
+		if (!stopping && children_running() < opts.concurrency)
 		{
 			start_task(&tasks[i]);
 			claimed_free_one(&tasks[i]);
 		}
-		else if (nahead < opts.concurrency)
+		else if (nahead < ahead_cap)
 			ahead[nahead++] = tasks[i];		/* takes the strings over */
 		else
 		{
@@ -235,16 +245,34 @@ place(Claimed *tasks, int n)
 	free(tasks);
 }
 
-/* How many tasks a claim now asks for: the free slots, and one per slot ahead. */
+/*
+ * How many tasks a claim now asks for: the free slots, and AHEAD_PER_SLOT
+ * per slot ahead while children are short, less those held already or
+ * asked for by the call in flight.
+ */
 static int
 claim_room(void)
 {
 	int			room = opts.concurrency - children_running();
 
 	if (short_children)
-		room += opts.concurrency;
+		room += AHEAD_PER_SLOT * opts.concurrency;
 	room -= nahead;
+	if (db_return_and_own_busy())
+		room -= inflight_want;
 	return room > 0 ? room : 0;
+}
+
+void
+cycle_stop(void)
+{
+	stopping = true;
+}
+
+bool
+cycle_busy(void)
+{
+	return db_return_and_own_busy();
 }
 
 static void
@@ -267,27 +295,49 @@ clear_queue(void)
 	nqueue = 0;
 }
 
+/* Return the queued tasks one by one (return_task), logging each. */
+static void
+return_one_by_one(void)
+{
+	char		err[1024];
+
+	for (int i = 0; i < nqueue; i++)
+	{
+		bool		ok = db_return(queue[i].id, queue[i].token, queue[i].status,
+								   queue[i].code, err, sizeof(err));
+
+		log_return(&queue[i], ok, err);
+	}
+	clear_queue();
+}
+
 /*
- * Send the queued returns, and claim if claim is true (and there is room):
- * one return_and_own, or return_task one by one and own_tasks.  *more: the
- * claim got all it asked for (more may be ready).  Returns whether it
- * claimed (asked for at least one task).
+ * Send the queued returns, and claim if claim is true (and there is room).
+ * With returns to make and a claim to ask for: one return_and_own, sent
+ * without waiting (cycle_poll() takes the answer); while it is in flight,
+ * returns wait in the queue for the next.  Else return_task one by one
+ * and own_tasks, waiting.  *more: the claim got all it asked for (more may
+ * be ready).  Returns whether it claimed or sent a claim.
  */
 bool
 cycle_flush(bool claim, bool *more)
 {
-	int			want = claim && db_connected() ? claim_room() : 0;
+	int			want;
 	Claimed    *got = NULL;
 	int			n = -1;
 	char		err[1024];
 
 	*more = false;
+	if (db_return_and_own_busy())
+		return false;			/* the queue goes with the next call */
+	want = claim && db_connected() ? claim_room() : 0;
 	if (nqueue > 0 && want > 0 && db_has_return_and_own())
 	{
 		const char **ids = calloc(nqueue, sizeof(char *));
 		const char **tokens = calloc(nqueue, sizeof(char *));
 		const char **statuses = calloc(nqueue, sizeof(char *));
 		const char **codes = calloc(nqueue, sizeof(char *));
+		bool		sent;
 
 		if (ids == NULL || tokens == NULL || statuses == NULL || codes == NULL)
 		{
@@ -301,34 +351,38 @@ cycle_flush(bool claim, bool *more)
 			statuses[i] = queue[i].status;
 			codes[i] = queue[i].code;
 		}
-		n = db_return_and_own(ids, tokens, statuses, codes, nqueue, want, &got,
-							  err, sizeof(err));
+		sent = db_return_and_own_send(ids, tokens, statuses, codes, nqueue, want,
+									  err, sizeof(err));
 		free(ids);
 		free(tokens);
 		free(statuses);
 		free(codes);
-		if (n >= 0 || !db_connected())
+		if (sent)
+		{
+			/* the queue becomes the call's, the call's (empty) array the queue */
+			QueuedReturn *swap = inflight;
+			int			swap_cap = inflight_cap;
+
+			inflight = queue;
+			inflight_cap = queue_cap;
+			ninflight = nqueue;
+			inflight_want = want;
+			queue = swap;
+			queue_cap = swap_cap;
+			nqueue = 0;
+			return true;
+		}
+		if (!db_connected())
 		{
 			for (int i = 0; i < nqueue; i++)
-				log_return(&queue[i], n >= 0, err);
+				log_return(&queue[i], false, err);
 			clear_queue();
+			return false;
 		}
-		else
-			log_msg("return_and_own failed (%s); returning the %d task(s) one by one",
-					err, nqueue);
 	}
 	if (nqueue > 0)
-	{
-		for (int i = 0; i < nqueue; i++)
-		{
-			bool		ok = db_return(queue[i].id, queue[i].token, queue[i].status,
-									   queue[i].code, err, sizeof(err));
-
-			log_return(&queue[i], ok, err);
-		}
-		clear_queue();
-	}
-	if (n < 0 && want > 0 && db_connected())
+		return_one_by_one();
+	if (want > 0 && db_connected())
 		n = db_claim(want, &got);
 	if (n > 0)
 		place(got, n);
@@ -336,6 +390,65 @@ cycle_flush(bool claim, bool *more)
 		free(got);
 	*more = want > 0 && n == want;
 	return want > 0;
+}
+
+/*
+ * The answer of the return_and_own in flight, if it came: the returns are
+ * logged and the claimed tasks placed; *more as for cycle_flush.  If it
+ * failed with an error of the statement (all or none: TQ001 for one task,
+ * ...), the returns go one by one with return_task, and *more asks for a
+ * claim (own_tasks).
+ */
+void
+cycle_poll(bool *more)
+{
+	Claimed    *got;
+	char		err[1024];
+	int			n;
+
+	*more = false;
+	if (!db_return_and_own_busy())
+		return;
+	n = db_return_and_own_result(&got, err, sizeof(err));
+	if (n == -2)
+		return;
+	if (n >= 0)
+	{
+		for (int i = 0; i < ninflight; i++)
+			log_return(&inflight[i], true, NULL);
+		if (n > 0)
+			place(got, n);
+		else
+			free(got);
+		*more = n == inflight_want;
+	}
+	else if (!db_connected())
+	{
+		for (int i = 0; i < ninflight; i++)
+			log_return(&inflight[i], false, err);
+	}
+	else
+	{
+		log_msg("return_and_own failed (%s); returning the %d task(s) one by one",
+				err, ninflight);
+		for (int i = 0; i < ninflight; i++)
+		{
+			bool		ok = db_return(inflight[i].id, inflight[i].token, inflight[i].status,
+									   inflight[i].code, err, sizeof(err));
+
+			log_return(&inflight[i], ok, err);
+		}
+		*more = true;
+	}
+	for (int i = 0; i < ninflight; i++)
+	{
+		free(inflight[i].id);
+		free(inflight[i].token);
+		free(inflight[i].action);
+		free(inflight[i].status);
+	}
+	ninflight = 0;
+	inflight_want = 0;
 }
 
 /*

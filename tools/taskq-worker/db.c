@@ -35,6 +35,34 @@ static bool have_release_task;
 static bool have_return_and_own;
 
 /*
+ * The one call that may be in flight while the loop goes on: a
+ * return_and_own sent with db_return_and_own_send().  Any other call first
+ * waits for its answer (async_drain), which then waits in async_res until
+ * db_return_and_own_result() hands it over.
+ */
+static bool async_sent;			/* sent, answer not handed over yet */
+static bool async_reading;		/* its results not all read yet */
+static PGresult *async_res;
+static int64_t async_sent_ms;
+
+static void
+async_drain(void)
+{
+	PGresult   *r;
+
+	if (!async_reading || conn == NULL)
+		return;
+	while ((r = PQgetResult(conn)) != NULL)
+	{
+		if (async_res == NULL)
+			async_res = r;
+		else
+			PQclear(r);
+	}
+	async_reading = false;
+}
+
+/*
  * The columns of a claim (own_tasks and friends, as t): the task, and
  * whether it is a workflow step (its body: a string "run" prefixing the id
  * as "<run>/", and "machine" + "state" or "saga" + "step"), with the step's
@@ -74,6 +102,11 @@ db_disconnect(void)
 	if (conn != NULL)
 		PQfinish(conn);
 	conn = NULL;
+	async_reading = false;
+	if (async_res != NULL)
+		PQclear(async_res);
+	async_res = NULL;
+	/* async_sent stays: the caller learns that the call was lost */
 }
 
 /* The error of res (or of the connection) on one line, without the "ERROR:  " prefix. */
@@ -126,8 +159,12 @@ failed(PGresult *res, const char *what, char *err, size_t errlen)
 static bool
 prepare(const char *name, const char *sql)
 {
-	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
-	bool		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PGresult   *res;
+	bool		ok;
+
+	async_drain();
+	res = PQprepare(conn, name, sql, 0, NULL);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 
 	if (!ok)
 		failed(res, name, NULL, 0);
@@ -399,6 +436,7 @@ db_claim(int max, Claimed **out)
 	params[1] = maxbuf;
 	params[2] = arr;
 	params[3] = lease;
+	async_drain();
 	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
 	free(arr);
 	return claimed_rows(res, "own_tasks", sent, out, NULL, 0);
@@ -411,23 +449,28 @@ db_has_return_and_own(void)
 }
 
 /*
- * return_and_own: nret returns and a claim of up to max tasks, in one call
- * (all or none).  Returns how many were claimed (in *out), or -1 with the
- * error in err (nothing returned, nothing claimed; the connection may be
- * lost).
+ * Send return_and_own: nret returns and a claim of up to max tasks, in one
+ * call (all or none), without waiting for the answer (main.c's loop goes
+ * on; db_return_and_own_result() tells when it came).  False if it could
+ * not be sent (the connection may be lost; err says why).
  */
-int
-db_return_and_own(const char *const *ids, const char *const *tokens,
-				  const char *const *statuses, const char *const *codes, int nret,
-				  int max, Claimed **out, char *err, size_t errlen)
+bool
+db_return_and_own_send(const char *const *ids, const char *const *tokens,
+					   const char *const *statuses, const char *const *codes, int nret,
+					   int max, char *err, size_t errlen)
 {
 	char	   *arrs[5];
 	char		maxbuf[16];
 	char		lease[64];
 	const char *params[8];
-	int64_t		sent = now_ms();
-	PGresult   *res;
+	int			ok;
 
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	async_drain();
 	arrs[0] = array_literal(ids, nret);
 	arrs[1] = array_literal(tokens, nret);
 	arrs[2] = array_literal(statuses, nret);
@@ -443,10 +486,62 @@ db_return_and_own(const char *const *ids, const char *const *tokens,
 	params[5] = maxbuf;
 	params[6] = arrs[4];
 	params[7] = lease;
-	res = PQexecPrepared(conn, "return_and_own", 8, params, NULL, NULL, 0);
+	async_sent_ms = now_ms();
+	ok = PQsendQueryPrepared(conn, "return_and_own", 8, params, NULL, NULL, 0);
 	for (int i = 0; i < 5; i++)
 		free(arrs[i]);
-	return claimed_rows(res, "return_and_own", sent, out, err, errlen);
+	if (!ok)
+	{
+		failed(NULL, "return_and_own", err, errlen);
+		return false;
+	}
+	async_sent = true;
+	async_reading = true;
+	return true;
+}
+
+bool
+db_return_and_own_busy(void)
+{
+	return async_sent;
+}
+
+/*
+ * The answer of the return_and_own in flight: -2 if it has not come yet;
+ * else how many tasks were claimed (in *out), or -1 with the error in err
+ * (nothing returned, nothing claimed; the connection may be lost).
+ */
+int
+db_return_and_own_result(Claimed **out, char *err, size_t errlen)
+{
+	PGresult   *res;
+
+	*out = NULL;
+	if (!async_sent)
+		return -2;
+	if (async_reading && conn != NULL)
+	{
+		if (!PQconsumeInput(conn))
+		{
+			async_sent = false;
+			failed(NULL, "return_and_own", err, errlen);
+			return -1;
+		}
+		if (PQisBusy(conn))
+			return -2;
+		async_drain();
+	}
+	async_sent = false;
+	res = async_res;
+	async_res = NULL;
+	if (res == NULL)
+	{
+		snprintf(err, errlen, "connection lost");
+		if (conn != NULL && PQstatus(conn) != CONNECTION_OK)
+			db_disconnect();
+		return -1;
+	}
+	return claimed_rows(res, "return_and_own", async_sent_ms, out, err, errlen);
 }
 
 /* The strings of one claimed task (not the task itself). */
@@ -503,6 +598,7 @@ db_extend(Child **due, int n, bool *owned)
 	params[1] = id_arr;
 	params[2] = tok_arr;
 	params[3] = lease;
+	async_drain();
 	res = PQexecPrepared(conn, "extend", 4, params, NULL, NULL, 0);
 	free(id_arr);
 	free(tok_arr);
@@ -525,8 +621,12 @@ db_extend(Child **due, int n, bool *owned)
 static bool
 exec_void(const char *stmt, int nparams, const char *const *params, char *err, size_t errlen)
 {
-	PGresult   *res = PQexecPrepared(conn, stmt, nparams, params, NULL, NULL, 0);
-	bool		ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	PGresult   *res;
+	bool		ok;
+
+	async_drain();
+	res = PQexecPrepared(conn, stmt, nparams, params, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
 
 	if (!ok)
 		failed(res, stmt, err, errlen);
@@ -592,6 +692,7 @@ exec_params(const char *sql, int nparams, const char *const *params,
 		snprintf(err, errlen, "not connected");
 		return false;
 	}
+	async_drain();
 	res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)

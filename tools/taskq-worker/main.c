@@ -281,6 +281,7 @@ main(int argc, char **argv)
 			log_msg("stopping: no more claims; %d running task(s) get %.1fs to finish",
 					children_running(), opts.grace_ms / 1000.0);
 			/* tasks claimed ahead go back at once */
+			cycle_stop();
 			if (db_connected())
 				cycle_expire_ahead(now, true, &wake);
 		}
@@ -351,12 +352,15 @@ main(int argc, char **argv)
 			}
 		}
 		/* the next children start before the returns' round trip */
-		cycle_start_ahead();
-		if (cycle_queued() > 0)
+		if (!stopping)
+			cycle_start_ahead();
 		{
 			bool		more;
 
-			if (cycle_flush(!stopping, &more))
+			/* the answer of a return_and_own in flight: tasks for free slots */
+			cycle_poll(&more);
+			want_claim = want_claim || (more && !stopping);
+			if (cycle_queued() > 0 && cycle_flush(!stopping, &more))
 			{
 				want_claim = more;
 				next_poll = now_ms() + opts.poll_ms;
@@ -367,7 +371,8 @@ main(int argc, char **argv)
 		if (db_connected() && cycle_ahead() > 0)
 			cycle_expire_ahead(now_ms(), stopping, &wake);
 
-		if (stopping && children_running() == 0 && cycle_ahead() == 0)
+		if (stopping && children_running() == 0 && cycle_ahead() == 0 &&
+			!cycle_busy() && cycle_queued() == 0)
 		{
 			log_msg("stopped");
 			db_disconnect();
@@ -424,7 +429,7 @@ main(int argc, char **argv)
 		free_slots = opts.concurrency - children_running();
 		if (db_connected() && !stopping && free_slots > 0)
 		{
-			if (want_claim || now >= next_poll)
+			if (!cycle_busy() && (want_claim || now >= next_poll))
 			{
 				cycle_flush(true, &want_claim);
 				next_poll = now_ms() + opts.poll_ms;

@@ -213,9 +213,11 @@ extern int	db_claim(int max, Claimed **out);
 extern void claimed_free(Claimed *c, int n);
 extern void claimed_free_one(Claimed *c);
 extern bool db_has_return_and_own(void);
-extern int	db_return_and_own(const char *const *ids, const char *const *tokens,
-							  const char *const *statuses, const char *const *codes, int nret,
-							  int max, Claimed **out, char *err, size_t errlen);
+extern bool db_return_and_own_send(const char *const *ids, const char *const *tokens,
+								   const char *const *statuses, const char *const *codes,
+								   int nret, int max, char *err, size_t errlen);
+extern bool db_return_and_own_busy(void);
+extern int	db_return_and_own_result(Claimed **out, char *err, size_t errlen);
 extern bool db_extend(Child **due, int n, bool *owned);
 extern bool db_return(const char *id, const char *token, const char *status,
 					  const char *code, char *err, size_t errlen);
@@ -238,6 +240,9 @@ extern int	cycle_queued(void);
 extern int	cycle_ahead(void);
 extern void cycle_start_ahead(void);
 extern bool cycle_flush(bool claim, bool *more);
+extern bool cycle_busy(void);
+extern void cycle_stop(void);
+extern void cycle_poll(bool *more);
 extern void cycle_expire_ahead(int64_t now, bool all, int64_t *wake);
 extern void cycle_drop_ahead(void);
 
