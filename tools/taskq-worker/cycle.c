@@ -10,16 +10,23 @@
  * ended child here.  The queue is sent after the children that can start
  * from tasks claimed ahead have started: with return_and_own when the
  * worker is claiming too (one round trip and one commit for every return
- * and the claim), else with return_task one by one.  return_and_own is all
- * or none: when it fails with an error of the statement (TQ001 for a task
- * whose lease was lost and claimed by another worker, ...) the returns go
- * one by one with return_task, so that only that task is refused, and the
- * claim with own_tasks.  Step returns (transition, return_step) and
- * releases are not queued: they are made as the child ends (main.c).
+ * and the claim), else with return_task one by one.  return_and_own is sent
+ * without waiting for its answer (db.c keeps it in flight; cycle_poll takes
+ * the answer in main.c's loop): children that end meanwhile start from
+ * tasks claimed ahead and their returns wait in the queue for the next
+ * call, so one call carries every return of the time the previous took.
+ * return_and_own is all or none: when it fails with an error of the
+ * statement (TQ001 for a task whose lease was lost and claimed by another
+ * worker, ...) the returns go one by one with return_task, so that only
+ * that task is refused, and the claim with own_tasks.  Step returns
+ * (transition, return_step) and releases are not queued: they are made as
+ * the child ends (main.c), after the answer in flight has been read.
  *
  * Claiming ahead.  When the last child to end ran less than AHEAD_CHILD_MS
  * (children are short, so a claim's round trip is a large part of each
- * task), every claim asks for one task more per slot than the free slots;
+ * task), every claim asks for AHEAD_PER_SLOT tasks more per slot than the
+ * free slots (two: one to start while the call that brings the next is in
+ * flight);
  * the tasks that get no slot wait here, and the next child that ends makes
  * room for one at once.  A task claimed ahead waits at most
  * min(AHEAD_WAIT_MS, --lease / 4): then it is given back with release_task
