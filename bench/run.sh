@@ -55,8 +55,8 @@
 #   runners the two ready-made workers against their limits, at each of
 #           RUNNER_CONCURRENCY (1 8): taskq-worker --run work=/bin/true
 #           draining RUNNER_SPAWN_TASKS (1,000) tasks against bench/spawn.c
-#           starting as many `/bin/sh -c /bin/true` children as the worker
-#           does (fork, own process group, execl of /bin/sh) with as many at
+#           starting as many `/bin/sh -c /bin/true` children (fork, own
+#           process group, execl of /bin/sh; the worker uses posix_spawn) with as many at
 #           once, without a database; and the Python library (taskq.Worker,
 #           a no-op handler) draining RUNNER_PY_TASKS (5,000) against a
 #           hand-written psycopg 3 loop of return_and_own, 1 per claim, in as
