@@ -57,13 +57,17 @@
 #   runners the two ready-made workers against their limits, at each of
 #           RUNNER_CONCURRENCY (1 8): taskq-worker --run work=/bin/true
 #           draining RUNNER_SPAWN_TASKS (1,000) tasks against bench/spawn.c
-#           starting as many `/bin/sh -c /bin/true` children as the worker
-#           does (fork, own process group, execl of /bin/sh) with as many at
+#           starting as many `/bin/sh -c /bin/true` children (fork, own
+#           process group, execl of /bin/sh; the worker uses posix_spawn) with as many at
 #           once, without a database; and the Python library (taskq.Worker,
 #           a no-op handler) draining RUNNER_PY_TASKS (5,000) against a
 #           hand-written psycopg 3 loop of return_and_own, 1 per claim, in as
 #           many threads with a connection each (bench/runners.py).  Not in
-#           the default WORKLOADS; it needs python3-psycopg (test/bin/deps.sh)
+#           the default WORKLOADS; it needs python3-psycopg (test/bin/deps.sh).
+#           RUNNER_SYSTEMS (spawn tqw hand lib) picks systems ("spawn tqw"
+#           for taskq-worker alone); RUNNER_TQW_BEFORE=/path/to/taskq-worker
+#           adds that binary as system tqw0 (e.g. the previous commit's),
+#           for a before/after comparison in one run
 #   saga    (not in the default WORKLOADS) at each of SAGA_WORKERS (1 16)
 #           workers: SAGA_CHAINS (100) runs per 4 workers (at least
 #           SAGA_CHAINS) of a linear saga of SAGA_STEPS (10) steps
@@ -133,6 +137,9 @@ SOAK_RUNS=${SOAK_RUNS:-3}
 RUNNER_CONCURRENCY=${RUNNER_CONCURRENCY:-1 8}
 RUNNER_SPAWN_TASKS=${RUNNER_SPAWN_TASKS:-1000}
 RUNNER_PY_TASKS=${RUNNER_PY_TASKS:-5000}
+RUNNER_SYSTEMS=${RUNNER_SYSTEMS:-spawn tqw hand lib}   # a subset, e.g. "spawn tqw"
+RUNNER_TQW_BEFORE=${RUNNER_TQW_BEFORE:-}   # another taskq-worker binary, run as system tqw0
+[[ -n $RUNNER_TQW_BEFORE && " $RUNNER_SYSTEMS " != *" tqw0 "* ]] && RUNNER_SYSTEMS+=" tqw0"
 SAGA_WORKERS=${SAGA_WORKERS:-1 16}
 SAGA_CHAINS=${SAGA_CHAINS:-100}
 SAGA_STEPS=${SAGA_STEPS:-10}
@@ -442,14 +449,16 @@ fi
 # task's finished_at; the others time themselves.
 runner_once() {
     local sys=$1 conc=$2 r=$3 line t0 t1 pid n=$RUNNER_PY_TASKS
-    [[ $sys == spawn || $sys == tqw ]] && n=$RUNNER_SPAWN_TASKS
+    [[ $sys == spawn || $sys == tqw || $sys == tqw0 ]] && n=$RUNNER_SPAWN_TASKS
     reset_tables
     [[ $sys == spawn ]] || prefill taskq "$n"
     case $sys in
     spawn) line=$("$TQ_WORK/spawn" "$conc" "$n" /bin/true) ;;
-    tqw)
+    tqw|tqw0)
+        local tqw_bin=$TQ_WORK/src/tools/taskq-worker/taskq-worker
+        [[ $sys == tqw0 ]] && tqw_bin=$RUNNER_TQW_BEFORE
         t0=$(date +%s.%N)
-        "$TQ_WORK/src/tools/taskq-worker/taskq-worker" --concurrency "$conc" --poll 1s \
+        "$tqw_bin" --concurrency "$conc" --poll 1s \
             --run work=/bin/true 2>"$TQ_WORK/log/taskq-worker.log" &
         pid=$!
         until [[ $(sql "SELECT count(*) FROM taskq.tasks WHERE finished_at IS NOT NULL") -ge $n ]]; do
@@ -466,11 +475,11 @@ runner_once() {
 }
 if want runners; then
     for rc in $RUNNER_CONCURRENCY; do
-        systems=(spawn tqw hand lib)
+        read -ra systems <<<"$RUNNER_SYSTEMS"
         declare -A rr=()
         for ((r = 1; r <= RUNS; r++)); do
-            for ((i = 0; i < 4; i++)); do
-                s=${systems[(i + r - 1) % 4]}
+            for ((i = 0; i < ${#systems[@]}; i++)); do
+                s=${systems[(i + r - 1) % ${#systems[@]}]}
                 rr[$s]+="$(runner_once "$s" "$rc" "$r") "
             done
         done
@@ -479,10 +488,12 @@ if want runners; then
             L[runners.$rc.$s]=$(printf '%s\n' ${rr[$s]} | sort -g | paste -sd' ')
         done
         # every run's ratio, run by run (taskq-worker ÷ spawn, lib ÷ hand)
-        read -ra a <<<"${rr[tqw]}"; read -ra b <<<"${rr[spawn]}"
-        L[runners.$rc.tqw_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
-        read -ra a <<<"${rr[lib]}"; read -ra b <<<"${rr[hand]}"
-        L[runners.$rc.lib_ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        read -ra a <<<"${rr[tqw]:-}"; read -ra b <<<"${rr[spawn]:-}"
+        L[runners.$rc.tqw_ratios]=$(for ((r = 0; r < ${#a[@]} && r < ${#b[@]}; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        read -ra a <<<"${rr[tqw0]:-}"
+        L[runners.$rc.tqw0_ratios]=$(for ((r = 0; r < ${#a[@]} && r < ${#b[@]}; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        read -ra a <<<"${rr[lib]:-}"; read -ra b <<<"${rr[hand]:-}"
+        L[runners.$rc.lib_ratios]=$(for ((r = 0; r < ${#a[@]} && r < ${#b[@]}; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
         unset rr
     done
 fi
@@ -794,13 +805,17 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "| runner, no-op tasks | concurrency | tasks/s | limit | limit tasks/s | ratio | ratio run by run | target |"
         echo "|---|---:|---:|---|---:|---:|---|---|"
         for rc in $RUNNER_CONCURRENCY; do
-            echo "| taskq-worker --run work=/bin/true, $(fmt "$RUNNER_SPAWN_TASKS") tasks | $rc | ${R[runners.$rc.tqw]} | spawn: fork + exec of \`/bin/sh -c /bin/true\`, no database | ${R[runners.$rc.spawn]} | $(ratio "${R[runners.$rc.tqw]}" "${R[runners.$rc.spawn]}") | ${L[runners.$rc.tqw_ratios]} | ≥ 0.8 |"
+            [[ " $RUNNER_SYSTEMS " == *" tqw0 "* ]] &&
+                echo "| taskq-worker $RUNNER_TQW_BEFORE (before) --run work=/bin/true, $(fmt "$RUNNER_SPAWN_TASKS") tasks | $rc | ${R[runners.$rc.tqw0]} | spawn: fork + exec of \`/bin/sh -c /bin/true\`, no database | ${R[runners.$rc.spawn]} | $(ratio "${R[runners.$rc.tqw0]}" "${R[runners.$rc.spawn]}") | ${L[runners.$rc.tqw0_ratios]} | ≥ 0.8 |"
+            [[ " $RUNNER_SYSTEMS " == *" tqw "* ]] &&
+                echo "| taskq-worker --run work=/bin/true, $(fmt "$RUNNER_SPAWN_TASKS") tasks | $rc | ${R[runners.$rc.tqw]} | spawn: fork + exec of \`/bin/sh -c /bin/true\`, no database | ${R[runners.$rc.spawn]} | $(ratio "${R[runners.$rc.tqw]}" "${R[runners.$rc.spawn]}") | ${L[runners.$rc.tqw_ratios]} | ≥ 0.8 |"
         done
         for rc in $RUNNER_CONCURRENCY; do
+            [[ " $RUNNER_SYSTEMS " == *" lib "* ]] || continue
             echo "| Python taskq.Worker, handler returns None, $(fmt "$RUNNER_PY_TASKS") tasks | $rc | ${R[runners.$rc.lib]} | hand-written psycopg 3 return_and_own loop, $rc thread(s) | ${R[runners.$rc.hand]} | $(ratio "${R[runners.$rc.lib]}" "${R[runners.$rc.hand]}") | ${L[runners.$rc.lib_ratios]} | ≥ 0.8 |"
         done
         echo
-        echo "Runners, every run's tasks/s (sorted):$(for rc in $RUNNER_CONCURRENCY; do for s in tqw spawn lib hand; do printf ' %s c=%s: %s;' "$s" "$rc" "${L[runners.$rc.$s]}"; done; done)"
+        echo "Runners, every run's tasks/s (sorted):$(for rc in $RUNNER_CONCURRENCY; do for s in $RUNNER_SYSTEMS; do printf ' %s c=%s: %s;' "$s" "$rc" "${L[runners.$rc.$s]}"; done; done)"
         echo
     fi
     if want saga; then

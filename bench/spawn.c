@@ -1,9 +1,9 @@
 /*
  * bench/spawn.c — the process-spawn limit for the runners workload of
- * bench/run.sh: start COUNT children the way taskq-worker does (fork, a
- * process group of its own, execl("/bin/sh", "sh", "-c", COMMAND)) with at
- * most CONCURRENCY at once, and wait for each; no database.  Prints
- * "tasks=COUNT seconds=S rate=R".
+ * bench/run.sh: start COUNT children with fork, a process group of their
+ * own and execl("/bin/sh", "sh", "-c", COMMAND), as taskq-worker did before
+ * it moved to posix_spawn, with at most CONCURRENCY at once, and wait for
+ * each; no database.  Prints "tasks=COUNT seconds=S rate=R".
  *
  *   spawn CONCURRENCY COUNT COMMAND
  */

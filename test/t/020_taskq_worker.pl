@@ -8,7 +8,10 @@
 # LISTEN wakes it; a killed connection is re-made; SIGTERM gives running
 # children --grace, then stops them and gives their tasks back (none lost,
 # none done twice), and a second signal stops at once; --help lists every
-# option.  Leases are back-dated, never waited out.
+# option; a task claimed ahead while a long child runs is given back
+# unstarted (no try counted); a return refused with TQ001 (the task claimed
+# by another session) refuses only that task.  Leases are back-dated, never
+# waited out.
 use strict;
 use warnings;
 
@@ -254,10 +257,10 @@ ok(wait_until(sub { slurp("$dir/events") =~ /^start steal-1 /m }), 'the worker s
 my $thief = '';
 for (1 .. 20)
 {
-	$node->safe_psql('postgres',
-		"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'steal-1'");
+	# one session, so that a slow psql start leaves no room for a heartbeat
 	$thief = $node->safe_psql('postgres',
-		"SELECT id || ':' || num_tries FROM taskq.own_tasks('thief', 1, '{steal}', interval '1 hour')");
+		"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'steal-1' AND status_code = 'in_progress'; "
+		  . "SELECT id || ':' || num_tries FROM taskq.own_tasks('thief', 1, '{steal}', interval '1 hour')");
 	last if $thief ne '';
 	usleep(100_000);
 }
@@ -326,6 +329,76 @@ my ($rc5, $took5) = stop_worker($w5, 5);
 is($rc5, 0, 'a second signal: the worker exits 0');
 cmp_ok($took5, '<', 2, sprintf('at once (%.1f s), not after --grace 30s', $took5));
 is(row('hard-stubborn'), "pending|$tries_after", 'and gives the task back');
+
+# --- claiming ahead: a task held while a long child runs is given back ------
+# Quick children make the worker claim one task ahead per slot; hold-1 then
+# runs 2 s, longer than a task claimed ahead may wait (a quarter of the 2 s
+# lease), so the task claimed ahead is given back (no try counted) and done
+# after hold-1.
+{
+	open(my $qf, '>', "$dir/quick.sh") or die;
+	print $qf "#!/bin/sh\necho \"start \$TASKQ_ID\" >>'$dir/qevents'\n"
+	  . "case \$TASKQ_ID in hold-*) sleep 2 ;; esac\n"
+	  . "echo \"end \$TASKQ_ID\" >>'$dir/qevents'\nexit 0\n";
+	close $qf;
+	chmod 0755, "$dir/quick.sh";
+}
+$node->safe_psql('postgres',
+	json_insert_sql(map { { id => $_, action => 'quick' } } qw(q-1 q-2 q-3 hold-1 q-4 q-5 q-6)));
+my $log6 = "$dir/worker6.log";
+my $w6 = start_worker($log6, '--actor', 'runner-6', '--concurrency', '1', '--lease', '2s',
+	'--run', "quick=$dir/quick.sh");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 7 FROM taskq.tasks WHERE action = 'quick' AND status_code = 'completed'"),
+	'claiming ahead: every quick task is done');
+stop_worker($w6);
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT num_tries::text, ',') FROM taskq.tasks WHERE action = 'quick'"),
+	'1', 'each on its first try (a task given back unstarted counts no try)');
+{
+	my ($cur, $max) = (0, 0);
+	for my $l (split /\n/, slurp("$dir/qevents"))
+	{
+		$cur += $l =~ /^start / ? 1 : -1;
+		$max = $cur if $cur > $max;
+	}
+	is($max, 1, 'still one child at a time with --concurrency 1');
+	is(scalar(() = slurp("$dir/qevents") =~ /^start /mg), 7, 'and one child per task');
+}
+like(slurp($log6), qr/outcome=released .*claimed ahead and not started in time/,
+	'the task claimed ahead while hold-1 ran was given back after waiting its limit');
+
+# --- a return refused with TQ001 refuses only that task ---------------------
+# The child of stolen-1 lets its lease lapse and has another session claim the
+# task before it exits 0: the worker's return_and_own fails (TQ001), so it
+# returns each task with return_task and claims with own_tasks.
+{
+	open(my $tf, '>', "$dir/thief.sh") or die;
+	print $tf "#!/bin/sh\n"
+	  . "if [ \"\$TASKQ_ID\" = stolen-1 ]; then\n"
+	  . "  psql -XAtq -d \"\$THIEF_DB\" -c \"UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'stolen-1'\" "
+	  . "-c \"SELECT id FROM taskq.own_tasks('thief-2', 1, '{stealme}', interval '1 hour')\" >>'$dir/thief.out' 2>&1\n"
+	  . "fi\nexit 0\n";
+	close $tf;
+	chmod 0755, "$dir/thief.sh";
+}
+$node->safe_psql('postgres',
+	json_insert_sql(map { { id => $_, action => 'stealme' } } qw(stolen-1 s-2 s-3 s-4)));
+$ENV{THIEF_DB} = $node->connstr('postgres');
+my $log7 = "$dir/worker7.log";
+my $w7 = start_worker($log7, '--actor', 'runner-7', '--concurrency', '1', '--lease', '60s',
+	'--run', "stealme=$dir/thief.sh");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 3 FROM taskq.tasks WHERE id IN ('s-2', 's-3', 's-4') AND status_code = 'completed'"),
+	'the other tasks are done');
+stop_worker($w7);
+delete $ENV{THIEF_DB};
+is(slurp("$dir/thief.out"), "stolen-1\n", 'the child had its own task claimed by another session');
+is(row('stolen-1', "status_code || '|' || actor_id"), 'in_progress|thief-2', 'the thief holds it: nothing was returned');
+my $l7 = slurp($log7);
+like($l7, qr/(?:return_and_own failed \(TQ001|task id=stolen-1 .*outcome=not-returned .*TQ001)/,
+	'the refused return is TQ001');
+like($l7, qr/task id=stolen-1 .*outcome=not-returned/, 'and logged as not returned');
 
 check_invariants($node, 'after the runs');
 $node->stop;

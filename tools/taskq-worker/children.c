@@ -4,14 +4,21 @@
  *	  The children: one process per claimed task, started with
  *	  /bin/sh -c COMMAND, the task's body on standard input and the task in
  *	  the environment (TASKQ_ID, TASKQ_ACTION, TASKQ_TRY, TASKQ_TOKEN,
- *	  TASKQ_DEADLINE; TASKQ_RUN is reserved and removed).
+ *	  TASKQ_DEADLINE; for a workflow step also TASKQ_RUN and TASKQ_STATE,
+ *	  TASKQ_CURSOR or TASKQ_STEP, TASKQ_DIRECTION: removed otherwise).
  *
+ * Children are started with posix_spawn (a vfork-like clone in glibc: the
+ * worker's memory is not copied for each child), their environment built
+ * here rather than by setenv in a forked copy.
  * Each child leads a process group of its own, so that stopping it reaches
  * whatever its shell started, and a Ctrl-C at a terminal reaches only the
- * worker, which then decides (main.c).  The body goes through an unlinked
- * temporary file, not a pipe: a child that never reads its input cannot
- * block the worker.  The child's stderr comes back through a pipe: each line
+ * worker, which then decides (main.c).  The body goes through an anonymous
+ * file (memfd, else an unlinked temporary file), not a pipe: a child that
+ * never reads its input cannot block the worker.  The child's stderr comes back through a pipe: each line
  * is logged, and the last non-empty one becomes the task's status text.
+ * A plain task's stdout is the worker's; a workflow step's comes back
+ * through a pipe too (read in the same loop, kept up to TQW_MAX_STDOUT,
+ * the rest drained) and is what steps.c reads when the child ends.
  * Stopping is SIGTERM to the group, then SIGKILL --kill-after later
  * (main.c's loop escalates).  The shell may not exec the command, so the
  * process the worker started can end on SIGTERM while the command in its
@@ -26,11 +33,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 Child	   *children;
 
@@ -44,7 +55,10 @@ children_init(void)
 		exit(1);
 	}
 	for (int i = 0; i < opts.concurrency; i++)
+	{
 		children[i].err_fd = -1;
+		children[i].out_fd = -1;
+	}
 }
 
 int
@@ -58,21 +72,31 @@ children_running(void)
 	return n;
 }
 
-/* An unlinked temporary file holding body, positioned at its start; -1 on error. */
+/*
+ * An anonymous file holding body, positioned at its start; -1 on error.
+ * memfd_create (Linux) costs no file system work; elsewhere, or if it
+ * fails, an unlinked temporary file in $TMPDIR (else /tmp).
+ */
 static int
 body_file(const char *body)
 {
 	const char *dir = getenv("TMPDIR");
 	char		path[4096];
-	int			fd;
+	int			fd = -1;
 	size_t		left = strlen(body);
 
-	snprintf(path, sizeof(path), "%s/taskq-worker-body.XXXXXX",
-			 dir != NULL && *dir != '\0' ? dir : "/tmp");
-	fd = mkostemp(path, O_CLOEXEC);
+#ifdef MFD_CLOEXEC
+	fd = memfd_create("taskq-worker-body", MFD_CLOEXEC);
+#endif
 	if (fd < 0)
-		return -1;
-	unlink(path);
+	{
+		snprintf(path, sizeof(path), "%s/taskq-worker-body.XXXXXX",
+				 dir != NULL && *dir != '\0' ? dir : "/tmp");
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		unlink(path);
+	}
 	while (left > 0)
 	{
 		ssize_t		n = write(fd, body, left);
@@ -95,15 +119,101 @@ body_file(const char *body)
 	return fd;
 }
 
+static const char *const taskq_vars[] = {
+	"TASKQ_ID", "TASKQ_ACTION", "TASKQ_TRY", "TASKQ_TOKEN", "TASKQ_DEADLINE",
+	"TASKQ_RUN", "TASKQ_STATE", "TASKQ_CURSOR", "TASKQ_STEP", "TASKQ_DIRECTION", NULL
+};
+
+/*
+ * The child's environment: the worker's without the TASKQ_ variables
+ * above, then the task's.  One malloc'd array; the entries of the worker's
+ * environment are shared, the task's are in the array's own block (freed
+ * with it).
+ */
+static char **
+child_environment(const Claimed *t, const char *trybuf)
+{
+	const StepInfo *step = &t->step;
+	const char *names[10];
+	const char *values[10];
+	int			nvars = 0;
+	int			nenv = 0;
+	size_t		strings = 0;
+	char	  **envp;
+	char	   *p;
+	int			k = 0;
+
+#define ADD_VAR(n_, v_) do { names[nvars] = (n_); values[nvars] = (v_); nvars++; } while (0)
+	ADD_VAR("TASKQ_ID", t->id);
+	ADD_VAR("TASKQ_ACTION", t->action);
+	ADD_VAR("TASKQ_TRY", trybuf);
+	ADD_VAR("TASKQ_TOKEN", t->token);
+	ADD_VAR("TASKQ_DEADLINE", t->deadline);
+	if (step->kind != STEP_PLAIN && step->run != NULL)
+		ADD_VAR("TASKQ_RUN", step->run);
+	if (step->kind == STEP_MACHINE && step->name != NULL)
+		ADD_VAR("TASKQ_STATE", step->name);
+	if (step->kind == STEP_MACHINE && step->cursor != NULL)
+		ADD_VAR("TASKQ_CURSOR", step->cursor);
+	if (step->kind == STEP_SAGA && step->name != NULL)
+		ADD_VAR("TASKQ_STEP", step->name);
+	if (step->kind == STEP_SAGA && step->direction != NULL)
+		ADD_VAR("TASKQ_DIRECTION", step->direction);
+#undef ADD_VAR
+
+	for (char **e = environ; *e != NULL; e++)
+		nenv++;
+	for (int i = 0; i < nvars; i++)
+		strings += strlen(names[i]) + strlen(values[i]) + 2;
+	envp = malloc((nenv + nvars + 1) * sizeof(char *) + strings);
+	if (envp == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	for (char **e = environ; *e != NULL; e++)
+	{
+		bool		ours = false;
+
+		if (strncmp(*e, "TASKQ_", 6) == 0)
+			for (int i = 0; taskq_vars[i] != NULL; i++)
+			{
+				size_t		n = strlen(taskq_vars[i]);
+
+				if (strncmp(*e, taskq_vars[i], n) == 0 && (*e)[n] == '=')
+				{
+					ours = true;
+					break;
+				}
+			}
+		if (!ours)
+			envp[k++] = *e;
+	}
+	p = (char *) (envp + nenv + nvars + 1);
+	for (int i = 0; i < nvars; i++)
+	{
+		envp[k++] = p;
+		p += sprintf(p, "%s=%s", names[i], values[i]) + 1;
+	}
+	envp[k] = NULL;
+	return envp;
+}
+
 Child *
-child_start(const RunSpec *run, const char *id, const char *token,
-			const char *action, int try, const char *deadline, const char *body)
+child_start(const RunSpec *run, const Claimed *t)
 {
 	Child	   *c = NULL;
 	int			in_fd;
 	int			err[2];
+	int			out[2] = {-1, -1};
 	char		trybuf[16];
 	pid_t		pid;
+	const StepInfo *step = &t->step;
+	char	  **envp;
+	char	   *argv[4] = {"sh", "-c", run->command, NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	int			rc;
 
 	for (int i = 0; i < opts.concurrency; i++)
 		if (!children[i].used)
@@ -114,69 +224,93 @@ child_start(const RunSpec *run, const char *id, const char *token,
 	if (c == NULL)
 		return NULL;
 
-	in_fd = body_file(body);
+	in_fd = body_file(t->body);
 	if (in_fd < 0)
 	{
-		log_msg("task %s: cannot write its body to a temporary file: %s", id, strerror(errno));
+		log_msg("task %s: cannot write its body to a temporary file: %s", t->id, strerror(errno));
 		return NULL;
 	}
-	if (pipe2(err, O_CLOEXEC) != 0)
+	if (pipe2(err, O_CLOEXEC) != 0 ||
+		(step->kind != STEP_PLAIN && pipe2(out, O_CLOEXEC) != 0))
 	{
-		log_msg("task %s: pipe: %s", id, strerror(errno));
-		close(in_fd);
-		return NULL;
-	}
-	snprintf(trybuf, sizeof(trybuf), "%d", try);
-
-	pid = fork();
-	if (pid < 0)
-	{
-		log_msg("task %s: fork: %s", id, strerror(errno));
+		log_msg("task %s: pipe: %s", t->id, strerror(errno));
 		close(in_fd);
 		close(err[0]);
 		close(err[1]);
 		return NULL;
 	}
-	if (pid == 0)
-	{
-		sigset_t	none;
+	snprintf(trybuf, sizeof(trybuf), "%d", t->try);
 
-		setpgid(0, 0);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
-			_exit(127);
-		setenv("TASKQ_ID", id, 1);
-		setenv("TASKQ_ACTION", action, 1);
-		setenv("TASKQ_TRY", trybuf, 1);
-		setenv("TASKQ_TOKEN", token, 1);
-		setenv("TASKQ_DEADLINE", deadline, 1);
-		unsetenv("TASKQ_RUN");	/* reserved for workflow steps */
-		execl("/bin/sh", "sh", "-c", run->command, (char *) NULL);
-		_exit(127);
+	envp = child_environment(t, trybuf);
+	rc = posix_spawn_file_actions_init(&fa);
+	if (rc == 0)
+	{
+		posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
+		posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
+		if (out[1] >= 0)
+			posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+		rc = posix_spawnattr_init(&attr);
+		if (rc == 0)
+		{
+			sigset_t	none;
+			sigset_t	dfl;
+
+			sigemptyset(&none);
+			sigemptyset(&dfl);
+			sigaddset(&dfl, SIGTERM);
+			sigaddset(&dfl, SIGINT);
+			sigaddset(&dfl, SIGCHLD);
+			sigaddset(&dfl, SIGPIPE);
+			sigaddset(&dfl, SIGHUP);
+			posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+									 POSIX_SPAWN_SETSIGMASK);
+			posix_spawnattr_setpgroup(&attr, 0);	/* a group of its own */
+			posix_spawnattr_setsigdefault(&attr, &dfl);
+			posix_spawnattr_setsigmask(&attr, &none);
+			rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
+			posix_spawnattr_destroy(&attr);
+		}
+		posix_spawn_file_actions_destroy(&fa);
 	}
-	setpgid(pid, pid);			/* also here: no race with a quick kill */
+	free(envp);
+	if (rc != 0)
+	{
+		log_msg("task %s: cannot start /bin/sh: %s", t->id, strerror(rc));
+		close(in_fd);
+		close(err[0]);
+		close(err[1]);
+		if (out[0] >= 0)
+		{
+			close(out[0]);
+			close(out[1]);
+		}
+		return NULL;
+	}
+	setpgid(pid, pid);			/* done by the child already; harmless */
 	close(in_fd);
 	close(err[1]);
 	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+	if (out[1] >= 0)
+	{
+		close(out[1]);
+		fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+	}
 
 	memset(c, 0, sizeof(*c));
 	c->used = true;
 	c->pid = pid;
 	c->pgid = pid;
-	c->id = strdup(id);
-	c->token = strdup(token);
-	c->action = strdup(action);
-	c->try = try;
+	c->id = strdup(t->id);
+	c->token = strdup(t->token);
+	c->action = strdup(t->action);
+	c->try = t->try;
 	c->started_ms = now_ms();
-	c->extended_ms = c->started_ms;
+	/* the lease counts from the claim (a task claimed ahead waited) */
+	c->extended_ms = t->claimed_ms > 0 ? t->claimed_ms : c->started_ms;
 	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
 	c->err_fd = err[0];
+	c->out_fd = out[0];
+	step_info_copy(&c->step, step);
 	return c;
 }
 
@@ -287,6 +421,70 @@ child_read_stderr(Child *c, bool at_exit)
 	}
 }
 
+/*
+ * Read what a step's child printed on stdout, without blocking: up to
+ * TQW_MAX_STDOUT bytes are kept; the rest is read and dropped (the child
+ * must not block on a full pipe), and out_over makes its try fail.
+ */
+void
+child_read_stdout(Child *c)
+{
+	while (c->out_fd >= 0)
+	{
+		char		drop[8192];
+		char	   *dst;
+		size_t		room;
+		ssize_t		n;
+
+		if (!c->out_over && c->out_len == c->out_cap && c->out_cap < TQW_MAX_STDOUT + 1)
+		{
+			size_t		cap = c->out_cap ? c->out_cap * 4 : 4096;
+			char	   *bigger;
+
+			if (cap > TQW_MAX_STDOUT + 1)
+				cap = TQW_MAX_STDOUT + 1;
+			bigger = realloc(c->out_buf, cap);
+			if (bigger == NULL)
+			{
+				log_msg("out of memory");
+				exit(1);
+			}
+			c->out_buf = bigger;
+			c->out_cap = cap;
+		}
+		if (c->out_over || c->out_len == c->out_cap)
+		{
+			dst = drop;
+			room = sizeof(drop);
+		}
+		else
+		{
+			dst = c->out_buf + c->out_len;
+			room = c->out_cap - c->out_len;
+		}
+		n = read(c->out_fd, dst, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			{
+				close(c->out_fd);
+				c->out_fd = -1;
+			}
+			break;
+		}
+		if (dst == drop)
+			c->out_over = true;
+		else
+		{
+			c->out_len += n;
+			if (c->out_len > TQW_MAX_STDOUT)
+				c->out_over = true;
+		}
+	}
+}
+
 /* Collect the children that ended; true if any did. */
 bool
 children_reap(void)
@@ -318,9 +516,14 @@ child_free(Child *c)
 {
 	if (c->err_fd >= 0)
 		close(c->err_fd);
+	if (c->out_fd >= 0)
+		close(c->out_fd);
 	free(c->id);
 	free(c->token);
 	free(c->action);
+	free(c->out_buf);
+	step_info_free(&c->step);
 	memset(c, 0, sizeof(*c));
 	c->err_fd = -1;
+	c->out_fd = -1;
 }

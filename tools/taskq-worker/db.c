@@ -2,21 +2,23 @@
  *
  * db.c
  *	  taskq-worker's one database connection: connect, LISTEN taskq, claim
- *	  (own_tasks), heartbeats (extend_ownership), returns (return_task) and
- *	  releases (release_task).
+ *	  (own_tasks), returns with the next claim (return_and_own), heartbeats
+ *	  (extend_ownership), single returns (return_task), releases
+ *	  (release_task), and the workflow calls (transition, continue_machine,
+ *	  fan_in_contexts, return_step).
  *
- * Every call is a short blocking libpq call with a prepared statement.  A
- * call that finds the connection broken marks it lost (db_connected()
- * turns false) and main.c reconnects with backoff; any other error is
- * logged and the call reports failure.
+ * Every call is a short blocking libpq call; the frequent ones are prepared
+ * statements, the workflow calls are not (the worker also runs against
+ * versions of the extension without them).  A call that finds the
+ * connection broken marks it lost (db_connected() turns false) and main.c
+ * reconnects with backoff; any other error is logged and the call reports
+ * failure.
  *
- * Returns go one task at a time with return_task, not in a batch or with
- * return_and_own: children end one by one, each with its own status, and
- * a return that is refused (TQ001: the lease was lost and the task claimed
- * by someone else) must refuse only that task.  return_tasks and
- * return_and_own are all or none, so one stale token would fail the other
- * returns and the claim with it.  The claim that follows a return is a
- * separate own_tasks call for all free slots at once.
+ * return_and_own is all or none: cycle.c falls back to return_task one by
+ * one (so that a return refused with TQ001 refuses only its task) and
+ * own_tasks when it fails.  A claim's rows also say whether each task is a
+ * workflow step, read from its body by the query (CLAIM_COLUMNS), so that
+ * the worker needs no JSON parser for bodies.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +32,57 @@
 
 static PGconn *conn;
 static bool have_release_task;
+static bool have_return_and_own;
+
+/*
+ * The one call that may be in flight while the loop goes on: a
+ * return_and_own sent with db_return_and_own_send().  Any other call first
+ * waits for its answer (async_drain), which then waits in async_res until
+ * db_return_and_own_result() hands it over.
+ */
+static bool async_sent;			/* sent, answer not handed over yet */
+static bool async_reading;		/* its results not all read yet */
+static PGresult *async_res;
+static int64_t async_sent_ms;
+
+static void
+async_drain(void)
+{
+	PGresult   *r;
+
+	if (!async_reading || conn == NULL)
+		return;
+	while ((r = PQgetResult(conn)) != NULL)
+	{
+		if (async_res == NULL)
+			async_res = r;
+		else
+			PQclear(r);
+	}
+	async_reading = false;
+}
+
+/*
+ * The columns of a claim (own_tasks and friends, as t): the task, and
+ * whether it is a workflow step (its body: a string "run" prefixing the id
+ * as "<run>/", and "machine" + "state" or "saga" + "step"), with the step's
+ * run, state or step, direction, cursor, whether it is a continuation
+ * state (the body has "cursor") and a fan-in batch.  Read in fill_claimed().
+ */
+#define CLAIM_COLUMNS \
+	"t.id, t.token, t.action, coalesce(t.body::text, ''), t.num_tries, " \
+	"coalesce(to_char(t.action_deadline AT TIME ZONE 'UTC', " \
+	"'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), " \
+	"CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'run') = 'string' " \
+	" AND pg_catalog.starts_with(t.id, (t.body ->> 'run') || '/') THEN " \
+	" CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'machine') = 'string' " \
+	"  AND pg_catalog.jsonb_typeof(t.body -> 'state') = 'string' THEN 'machine' " \
+	" WHEN pg_catalog.jsonb_typeof(t.body -> 'saga') = 'string' " \
+	"  AND pg_catalog.jsonb_typeof(t.body -> 'step') = 'string' THEN 'saga' END END, " \
+	"t.body ->> 'run', coalesce(t.body ->> 'state', t.body ->> 'step'), " \
+	"t.body ->> 'direction', t.body ->> 'cursor', " \
+	"coalesce(t.body ? 'cursor', false), " \
+	"coalesce(t.body -> 'fan_in' = 'true'::jsonb, false)"
 
 bool
 db_connected(void)
@@ -49,6 +102,11 @@ db_disconnect(void)
 	if (conn != NULL)
 		PQfinish(conn);
 	conn = NULL;
+	async_reading = false;
+	if (async_res != NULL)
+		PQclear(async_res);
+	async_res = NULL;
+	/* async_sent stays: the caller learns that the call was lost */
 }
 
 /* The error of res (or of the connection) on one line, without the "ERROR:  " prefix. */
@@ -101,8 +159,12 @@ failed(PGresult *res, const char *what, char *err, size_t errlen)
 static bool
 prepare(const char *name, const char *sql)
 {
-	PGresult   *res = PQprepare(conn, name, sql, 0, NULL);
-	bool		ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PGresult   *res;
+	bool		ok;
+
+	async_drain();
+	res = PQprepare(conn, name, sql, 0, NULL);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 
 	if (!ok)
 		failed(res, name, NULL, 0);
@@ -145,17 +207,26 @@ db_connect(void)
 		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 
+	/* return_and_own (0.3) returns and claims in one call */
+	res = PQexec(conn, "SELECT pg_catalog.to_regproc('taskq.return_and_own') IS NOT NULL");
+	have_return_and_own = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+
 	if (!prepare("own",
-				 "SELECT id, token, action, coalesce(body::text, ''), num_tries, "
-				 "coalesce(to_char(action_deadline AT TIME ZONE 'UTC', "
-				 "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), '') "
-				 "FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval)") ||
+				 "SELECT " CLAIM_COLUMNS
+				 " FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t") ||
 		!prepare("extend",
 				 "SELECT id, owned FROM taskq.extend_ownership($1, $2::text[], $3::uuid[], $4::interval)") ||
 		!prepare("return",
 				 "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status)") ||
 		(have_release_task &&
-		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")))
+		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")) ||
+		(have_return_and_own &&
+		 !prepare("return_and_own",
+				  "SELECT " CLAIM_COLUMNS
+				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
+				  " $5, $6::integer, $7::text[], $8::interval) AS t")))
 	{
 		db_disconnect();
 		return false;
@@ -240,6 +311,24 @@ array_literal(const char *const *items, int n)
 	return s;
 }
 
+/* Our actions as an array literal (malloc'd). */
+static char *
+actions_literal(void)
+{
+	const char *actions[1000];
+	char	   *arr;
+
+	for (int i = 0; i < opts.nruns && i < 1000; i++)
+		actions[i] = opts.runs[i].action;
+	arr = array_literal(actions, opts.nruns < 1000 ? opts.nruns : 1000);
+	if (arr == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	return arr;
+}
+
 static void
 lease_interval(char *buf, size_t len)
 {
@@ -259,36 +348,52 @@ xstrdup(const char *s)
 	return r;
 }
 
+static char *
+value_or_null(PGresult *res, int row, int col)
+{
+	return PQgetisnull(res, row, col) ? NULL : xstrdup(PQgetvalue(res, row, col));
+}
+
+/* One row of CLAIM_COLUMNS. */
+static void
+fill_claimed(Claimed *c, PGresult *res, int i)
+{
+	const char *kind = PQgetvalue(res, i, 6);
+
+	c->id = xstrdup(PQgetvalue(res, i, 0));
+	c->token = xstrdup(PQgetvalue(res, i, 1));
+	c->action = xstrdup(PQgetvalue(res, i, 2));
+	c->body = xstrdup(PQgetvalue(res, i, 3));
+	c->try = atoi(PQgetvalue(res, i, 4));
+	c->deadline = xstrdup(PQgetvalue(res, i, 5));
+	memset(&c->step, 0, sizeof(c->step));
+	c->step.kind = strcmp(kind, "machine") == 0 ? STEP_MACHINE :
+		strcmp(kind, "saga") == 0 ? STEP_SAGA : STEP_PLAIN;
+	if (c->step.kind == STEP_PLAIN)
+		return;
+	c->step.run = value_or_null(res, i, 7);
+	c->step.name = value_or_null(res, i, 8);
+	c->step.direction = value_or_null(res, i, 9);
+	c->step.cursor = value_or_null(res, i, 10);
+	c->step.continuation = strcmp(PQgetvalue(res, i, 11), "t") == 0;
+	c->step.fan_in = strcmp(PQgetvalue(res, i, 12), "t") == 0;
+}
+
 /*
  * Claim up to max tasks of our actions with our lease.  Returns how many
  * (in *out), or -1 on error (the connection may be lost).
  */
-int
-db_claim(int max, Claimed **out)
+/* The rows of a claim (CLAIM_COLUMNS) into *out; their count, or -1. */
+static int
+claimed_rows(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
+			 char *err, size_t errlen)
 {
-	const char *actions[1000];
-	char	   *arr;
-	char		maxbuf[16];
-	char		lease[64];
-	const char *params[4];
-	PGresult   *res;
 	int			n;
 
 	*out = NULL;
-	for (int i = 0; i < opts.nruns && i < 1000; i++)
-		actions[i] = opts.runs[i].action;
-	arr = array_literal(actions, opts.nruns < 1000 ? opts.nruns : 1000);
-	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
-	lease_interval(lease, sizeof(lease));
-	params[0] = opts.actor;
-	params[1] = maxbuf;
-	params[2] = arr;
-	params[3] = lease;
-	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
-	free(arr);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		failed(res, "own_tasks", NULL, 0);
+		failed(res, what, err, errlen);
 		PQclear(res);
 		return -1;
 	}
@@ -304,28 +409,159 @@ db_claim(int max, Claimed **out)
 	}
 	for (int i = 0; i < n; i++)
 	{
-		(*out)[i].id = xstrdup(PQgetvalue(res, i, 0));
-		(*out)[i].token = xstrdup(PQgetvalue(res, i, 1));
-		(*out)[i].action = xstrdup(PQgetvalue(res, i, 2));
-		(*out)[i].body = xstrdup(PQgetvalue(res, i, 3));
-		(*out)[i].try = atoi(PQgetvalue(res, i, 4));
-		(*out)[i].deadline = xstrdup(PQgetvalue(res, i, 5));
+		fill_claimed(&(*out)[i], res, i);
+		(*out)[i].claimed_ms = sent_ms;
 	}
 	PQclear(res);
 	return n;
+}
+
+/*
+ * Claim up to max tasks of our actions with our lease.  Returns how many
+ * (in *out), or -1 on error (the connection may be lost).
+ */
+int
+db_claim(int max, Claimed **out)
+{
+	char	   *arr = actions_literal();
+	char		maxbuf[16];
+	char		lease[64];
+	const char *params[4];
+	int64_t		sent = now_ms();
+	PGresult   *res;
+
+	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
+	lease_interval(lease, sizeof(lease));
+	params[0] = opts.actor;
+	params[1] = maxbuf;
+	params[2] = arr;
+	params[3] = lease;
+	async_drain();
+	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
+	free(arr);
+	return claimed_rows(res, "own_tasks", sent, out, NULL, 0);
+}
+
+bool
+db_has_return_and_own(void)
+{
+	return conn != NULL && have_return_and_own;
+}
+
+/*
+ * Send return_and_own: nret returns and a claim of up to max tasks, in one
+ * call (all or none), without waiting for the answer (main.c's loop goes
+ * on; db_return_and_own_result() tells when it came).  False if it could
+ * not be sent (the connection may be lost; err says why).
+ */
+bool
+db_return_and_own_send(const char *const *ids, const char *const *tokens,
+					   const char *const *statuses, const char *const *codes, int nret,
+					   int max, char *err, size_t errlen)
+{
+	char	   *arrs[5];
+	char		maxbuf[16];
+	char		lease[64];
+	const char *params[8];
+	int			ok;
+
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	async_drain();
+	arrs[0] = array_literal(ids, nret);
+	arrs[1] = array_literal(tokens, nret);
+	arrs[2] = array_literal(statuses, nret);
+	arrs[3] = array_literal(codes, nret);
+	arrs[4] = actions_literal();
+	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
+	lease_interval(lease, sizeof(lease));
+	params[0] = arrs[0];
+	params[1] = arrs[1];
+	params[2] = arrs[2];
+	params[3] = arrs[3];
+	params[4] = opts.actor;
+	params[5] = maxbuf;
+	params[6] = arrs[4];
+	params[7] = lease;
+	async_sent_ms = now_ms();
+	ok = PQsendQueryPrepared(conn, "return_and_own", 8, params, NULL, NULL, 0);
+	for (int i = 0; i < 5; i++)
+		free(arrs[i]);
+	if (!ok)
+	{
+		failed(NULL, "return_and_own", err, errlen);
+		return false;
+	}
+	async_sent = true;
+	async_reading = true;
+	return true;
+}
+
+bool
+db_return_and_own_busy(void)
+{
+	return async_sent;
+}
+
+/*
+ * The answer of the return_and_own in flight: -2 if it has not come yet;
+ * else how many tasks were claimed (in *out), or -1 with the error in err
+ * (nothing returned, nothing claimed; the connection may be lost).
+ */
+int
+db_return_and_own_result(Claimed **out, char *err, size_t errlen)
+{
+	PGresult   *res;
+
+	*out = NULL;
+	if (!async_sent)
+		return -2;
+	if (async_reading && conn != NULL)
+	{
+		if (!PQconsumeInput(conn))
+		{
+			async_sent = false;
+			failed(NULL, "return_and_own", err, errlen);
+			return -1;
+		}
+		if (PQisBusy(conn))
+			return -2;
+		async_drain();
+	}
+	async_sent = false;
+	res = async_res;
+	async_res = NULL;
+	if (res == NULL)
+	{
+		snprintf(err, errlen, "connection lost");
+		if (conn != NULL && PQstatus(conn) != CONNECTION_OK)
+			db_disconnect();
+		return -1;
+	}
+	return claimed_rows(res, "return_and_own", async_sent_ms, out, err, errlen);
+}
+
+/* The strings of one claimed task (not the task itself). */
+void
+claimed_free_one(Claimed *c)
+{
+	free(c->id);
+	free(c->token);
+	free(c->action);
+	free(c->body);
+	free(c->deadline);
+	step_info_free(&c->step);
+	memset(c, 0, sizeof(*c));
 }
 
 void
 claimed_free(Claimed *c, int n)
 {
 	for (int i = 0; i < n; i++)
-	{
-		free(c[i].id);
-		free(c[i].token);
-		free(c[i].action);
-		free(c[i].body);
-		free(c[i].deadline);
-	}
+		claimed_free_one(&c[i]);
 	free(c);
 }
 
@@ -362,6 +598,7 @@ db_extend(Child **due, int n, bool *owned)
 	params[1] = id_arr;
 	params[2] = tok_arr;
 	params[3] = lease;
+	async_drain();
 	res = PQexecPrepared(conn, "extend", 4, params, NULL, NULL, 0);
 	free(id_arr);
 	free(tok_arr);
@@ -384,8 +621,12 @@ db_extend(Child **due, int n, bool *owned)
 static bool
 exec_void(const char *stmt, int nparams, const char *const *params, char *err, size_t errlen)
 {
-	PGresult   *res = PQexecPrepared(conn, stmt, nparams, params, NULL, NULL, 0);
-	bool		ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	PGresult   *res;
+	bool		ok;
+
+	async_drain();
+	res = PQexecPrepared(conn, stmt, nparams, params, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
 
 	if (!ok)
 		failed(res, stmt, err, errlen);
@@ -426,4 +667,101 @@ db_release(const char *id, const char *token, char *err, size_t errlen)
 	if (have_release_task)
 		return exec_void("release", 2, params, err, errlen);
 	return db_return(id, token, "released", "pending", err, errlen);
+}
+
+/*
+ * A statement of a workflow call, not prepared: the worker also runs
+ * against versions of the extension without these functions, and steps
+ * are rarer than plain returns.  The first column of the first row, if
+ * any, in *value (malloc'd; NULL for SQL NULL); also the second in
+ * *value2.  False with the error in err.
+ */
+static bool
+exec_params(const char *sql, int nparams, const char *const *params,
+			char **value, char **value2, char *err, size_t errlen)
+{
+	PGresult   *res;
+	bool		ok;
+
+	if (value != NULL)
+		*value = NULL;
+	if (value2 != NULL)
+		*value2 = NULL;
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return false;
+	}
+	async_drain();
+	res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		failed(res, "workflow call", err, errlen);
+	else if (PQntuples(res) > 0)
+	{
+		if (value != NULL && PQnfields(res) > 0)
+			*value = value_or_null(res, 0, 0);
+		if (value2 != NULL && PQnfields(res) > 1)
+			*value2 = value_or_null(res, 0, 1);
+	}
+	PQclear(res);
+	return ok;
+}
+
+/*
+ * A fan-in batch's body with the batch's instances added, in arrival order:
+ * "fan_in_contexts": [{"run": ..., "context": ...}, ...] (fan_in_contexts).
+ */
+bool
+db_fan_in_body(const char *id, const char *token, const char *body,
+			   char **new_body, char *err, size_t errlen)
+{
+	const char *params[3] = {id, token, body};
+
+	if (!exec_params("SELECT ($3::jsonb || pg_catalog.jsonb_build_object('fan_in_contexts', "
+					 "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+					 "'run', f.run, 'context', f.context) ORDER BY f.n) "
+					 "FROM taskq.fan_in_contexts($1, $2::uuid) WITH ORDINALITY AS f(run, context, n)), "
+					 "'[]'::jsonb)))::text",
+					 3, params, new_body, NULL, err, errlen))
+		return false;
+	if (*new_body == NULL)
+	{
+		snprintf(err, errlen, "fan_in_contexts answered nothing");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * transition(id, token, event, context); with fork, continue_machine(id,
+ * token, cursor) first, in the same statement (so in one transaction: a
+ * failed transition forks nothing).  *next_state: the state the run went
+ * to (NULL: the run ended); *fork_run: the run forked, if any.
+ */
+bool
+db_transition(const char *id, const char *token, const char *event,
+			  const char *context, bool fork, const char *cursor,
+			  char **next_state, char **fork_run, char *err, size_t errlen)
+{
+	const char *params[5] = {id, token, event, context, cursor};
+
+	if (!fork)
+		return exec_params("SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb)",
+						   4, params, next_state, NULL, err, errlen);
+	return exec_params("WITH c AS MATERIALIZED "
+					   "(SELECT taskq.continue_machine($1, $2::uuid, $5) AS fork) "
+					   "SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb), c.fork FROM c",
+					   5, params, next_state, fork_run, err, errlen);
+}
+
+/* return_step(id, token, result, working, error). */
+bool
+db_return_step(const char *id, const char *token, const char *result,
+			   const char *working, const char *error, char *err, size_t errlen)
+{
+	const char *params[5] = {id, token, result, working, error};
+
+	return exec_params("SELECT taskq.return_step($1, $2::uuid, $3, $4::jsonb, $5)",
+					   5, params, NULL, NULL, err, errlen);
 }

@@ -5,7 +5,8 @@
  *	  timeouts, and the return of each task when its child ends.
  *
  * One iteration: note signals; escalate stops (SIGKILL --kill-after after
- * SIGTERM); reap ended children and return their tasks; reconnect if the
+ * SIGTERM); reap ended children, start children from tasks claimed ahead,
+ * and return the ended children's tasks; reconnect if the
  * connection is gone; send heartbeats that are due; stop children past
  * their --timeout; claim for the free slots; then poll() for the next
  * event: a signal (self-pipe), a notification, a child's stderr, or the
@@ -14,7 +15,9 @@
  * Claims.  The worker claims when a slot is free and (a) a notification
  * named one of its actions, (b) the last claim filled every free slot (more
  * may be ready), or (c) --poll passed since the last claim.  One own_tasks
- * call claims for all free slots at once.
+ * call claims for all free slots at once.  When children end, the next
+ * ones start from tasks claimed ahead first, then the ended children's
+ * returns go with the next claim in one return_and_own (cycle.c).
  *
  * Heartbeats.  A task's lease is extended by --lease when half of it has
  * passed since the claim or the last extension, in one extend_ownership
@@ -157,6 +160,15 @@ finish_child(Child *c)
 			break;
 		case STOP_NONE:
 		default:
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && c->step.kind != STEP_PLAIN &&
+				!step_output_blank(c))
+			{
+				StepOutcome so;
+
+				step_finish(c, &so);
+				log_task(c->id, c->action, c->try, so.outcome, exit_buf, secs, so.detail);
+				return;
+			}
 			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			{
 				snprintf(status, sizeof(status), "%s",
@@ -180,40 +192,8 @@ finish_child(Child *c)
 			outcome = code;
 			break;
 	}
-	ok = db_return(c->id, c->token, status, code, err, sizeof(err));
-	log_task(c->id, c->action, c->try, ok ? outcome : "not-returned", exit_buf, secs,
-			 ok ? NULL : err);
-}
-
-/* Give back a task that got no child (fork or temporary file failed). */
-static void
-give_back(const Claimed *t)
-{
-	char		err[1024];
-	bool		ok = db_release(t->id, t->token, err, sizeof(err));
-
-	log_task(t->id, t->action, t->try, ok ? "released" : "not-returned", "-", 0.0,
-			 ok ? "could not start its child" : err);
-}
-
-static void
-claim(int free_slots, bool *more)
-{
-	Claimed    *tasks;
-	int			n = db_claim(free_slots, &tasks);
-
-	*more = n == free_slots;
-	for (int i = 0; i < n; i++)
-	{
-		const RunSpec *run = find_run(tasks[i].action);
-
-		if (run == NULL ||
-			child_start(run, tasks[i].id, tasks[i].token, tasks[i].action,
-						tasks[i].try, tasks[i].deadline, tasks[i].body) == NULL)
-			give_back(&tasks[i]);
-	}
-	if (n > 0)
-		claimed_free(tasks, n);
+	/* sent with the next claim (cycle.c) */
+	cycle_queue_return(c, status, code, outcome, exit_buf, secs);
 }
 
 static void
@@ -279,6 +259,7 @@ main(int argc, char **argv)
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
 	children_init();
+	cycle_init();
 	log_msg("taskq-worker %s: %d action(s), concurrency %d, lease %.1fs",
 			TASKQ_WORKER_VERSION, opts.nruns, opts.concurrency, opts.lease_ms / 1000.0);
 
@@ -287,8 +268,8 @@ main(int argc, char **argv)
 		int64_t		now = now_ms();
 		int64_t		wake = 0;
 		int			free_slots;
-		struct pollfd pfd[1002];
-		Child	   *pchild[1002];
+		struct pollfd pfd[2002];
+		Child	   *pchild[2002];
 		int			npfd = 0;
 		int			timeout;
 
@@ -299,6 +280,10 @@ main(int argc, char **argv)
 			stop_deadline = now + opts.grace_ms;
 			log_msg("stopping: no more claims; %d running task(s) get %.1fs to finish",
 					children_running(), opts.grace_ms / 1000.0);
+			/* tasks claimed ahead go back at once */
+			cycle_stop();
+			if (db_connected())
+				cycle_expire_ahead(now, true, &wake);
 		}
 		if (stop_signals >= 2 && !hard_stop)
 		{
@@ -340,6 +325,7 @@ main(int argc, char **argv)
 			for (int i = 0; i < opts.concurrency; i++)
 				if (children[i].used && children[i].pid > 0)
 					child_stop(&children[i], STOP_CONNECTION_LOST);
+			cycle_drop_ahead();
 			next_connect = now + backoff;
 		}
 
@@ -358,15 +344,35 @@ main(int argc, char **argv)
 					continue;
 				}
 				child_read_stderr(c, true);
+				child_read_stdout(c);
+				cycle_child_ran(now - c->started_ms, c->stop != STOP_NONE);
 				finish_child(c);
 				child_free(c);
 				want_claim = want_claim || !stopping;
 			}
 		}
+		/* the next children start before the returns' round trip */
+		if (!stopping)
+			cycle_start_ahead();
+		{
+			bool		more;
+
+			/* the answer of a return_and_own in flight: tasks for free slots */
+			cycle_poll(&more);
+			want_claim = want_claim || (more && !stopping);
+			if (cycle_queued() > 0 && cycle_flush(!stopping, &more))
+			{
+				want_claim = more;
+				next_poll = now_ms() + opts.poll_ms;
+			}
+		}
 		if (was_connected && !db_connected())
 			continue;			/* a return lost the connection */
+		if (db_connected() && cycle_ahead() > 0)
+			cycle_expire_ahead(now_ms(), stopping, &wake);
 
-		if (stopping && children_running() == 0)
+		if (stopping && children_running() == 0 && cycle_ahead() == 0 &&
+			!cycle_busy() && cycle_queued() == 0)
 		{
 			log_msg("stopped");
 			db_disconnect();
@@ -423,9 +429,9 @@ main(int argc, char **argv)
 		free_slots = opts.concurrency - children_running();
 		if (db_connected() && !stopping && free_slots > 0)
 		{
-			if (want_claim || now >= next_poll)
+			if (!cycle_busy() && (want_claim || now >= next_poll))
 			{
-				claim(free_slots, &want_claim);
+				cycle_flush(true, &want_claim);
 				next_poll = now_ms() + opts.poll_ms;
 				continue;
 			}
@@ -462,6 +468,12 @@ main(int argc, char **argv)
 				pfd[npfd].events = POLLIN;
 				pchild[npfd++] = c;
 			}
+			if (c->out_fd >= 0)
+			{
+				pfd[npfd].fd = c->out_fd;
+				pfd[npfd].events = POLLIN;
+				pchild[npfd++] = c;
+			}
 		}
 		if (stopping && !grace_over)
 			wake = earliest(wake, stop_deadline);
@@ -491,7 +503,9 @@ main(int argc, char **argv)
 		{
 			if (pfd[i].revents == 0)
 				continue;
-			if (pchild[i] != NULL)
+			if (pchild[i] != NULL && pfd[i].fd == pchild[i]->out_fd)
+				child_read_stdout(pchild[i]);
+			else if (pchild[i] != NULL)
 				child_read_stderr(pchild[i], false);
 			else if (pfd[i].fd == sig_pipe[0])
 			{

@@ -13,6 +13,10 @@
  *	  options.c   command line, durations, --help
  *	  log.c       one line per task on stderr (text or JSON), messages
  *	  children.c  starting, watching and stopping the children
+ *	  cycle.c     returns sent with the next claim; tasks claimed ahead
+ *	  steps.c     workflow steps: what the child printed -> transition or
+ *	              return_step
+ *	  json.c      reading that JSON (the child's standard output)
  *	  db.c        connection, LISTEN, claims, heartbeats, returns
  *	  main.c      signals and the loop that ties them together
  *
@@ -37,6 +41,13 @@
 /* Exit statuses of a child with a meaning of their own. */
 #define TQW_EXIT_TEMPFAIL	75		/* EX_TEMPFAIL: try again later */
 #define TQW_EXIT_GIVE_UP	100		/* give up: no more tries */
+
+/*
+ * The most a workflow step's child may print on its standard output: twice
+ * the largest task body (1 MiB), so that a context or working map as large
+ * as a body can have fits with room to spare.
+ */
+#define TQW_MAX_STDOUT		(2 * 1024 * 1024)
 
 /* ------------------------------------------------------------ options */
 
@@ -79,6 +90,51 @@ extern void log_task(const char *id, const char *action, int try, const char *ou
 					 const char *exit_text, double seconds, const char *detail);
 extern void log_child_stderr(const char *id, const char *line);
 
+/* ------------------------------------------------------------ json */
+
+typedef enum JsonType
+{
+	JV_NULL, JV_BOOL, JV_NUMBER, JV_STRING, JV_ARRAY, JV_OBJECT
+} JsonType;
+
+typedef struct JsonMember
+{
+	char	   *key;			/* decoded */
+	JsonType	type;
+	const char *raw;			/* the value's text, in the parsed text */
+	size_t		raw_len;
+	char	   *str;			/* decoded, for JV_STRING */
+} JsonMember;
+
+extern int	json_object_members(const char *text, size_t len, JsonMember **out,
+								char *err, size_t errlen);
+extern void json_members_free(JsonMember *m, int n);
+extern const char *json_type_name(JsonType t);
+
+/* ------------------------------------------------------------ steps */
+
+/* What a claimed task is, read from its body when it was claimed (db.c). */
+typedef enum StepKind
+{
+	STEP_PLAIN = 0,				/* an ordinary task */
+	STEP_MACHINE,				/* a state machine's step: transition */
+	STEP_SAGA					/* a saga's do or undo: return_step */
+} StepKind;
+
+typedef struct StepInfo
+{
+	StepKind	kind;
+	char	   *run;			/* the run's id (TASKQ_RUN) */
+	char	   *name;			/* the state (machine) or step (saga) */
+	char	   *direction;		/* saga: do or undo */
+	char	   *cursor;			/* continuation state: the cursor; NULL at first */
+	bool		continuation;	/* the body has a cursor key */
+	bool		fan_in;			/* a fan-in batch's task */
+} StepInfo;
+
+extern void step_info_copy(StepInfo *dst, const StepInfo *src);
+extern void step_info_free(StepInfo *s);
+
 /* ------------------------------------------------------------ children */
 
 /* Why the worker stopped a child (what then happens to its task). */
@@ -111,25 +167,31 @@ typedef struct Child
 	size_t		err_len;
 	char		last_line[512]; /* last non-empty line of stderr */
 	int			wait_status;	/* from waitpid, valid once pid == 0 */
+	StepInfo	step;			/* a workflow step? */
+	int			out_fd;			/* a step's stdout (read end); -1: none or EOF */
+	char	   *out_buf;		/* what it printed, up to TQW_MAX_STDOUT */
+	size_t		out_len;
+	size_t		out_cap;
+	bool		out_over;		/* it printed more: the try fails */
 } Child;
 
 extern Child *children;			/* opts.concurrency slots */
 
 extern void children_init(void);
 extern int	children_running(void);
-extern Child *child_start(const RunSpec *run, const char *id, const char *token,
-						  const char *action, int try, const char *deadline,
-						  const char *body);
+typedef struct Claimed Claimed;
+extern Child *child_start(const RunSpec *run, const Claimed *t);
 extern void child_stop(Child *c, StopReason why);
 extern void child_kill_now(Child *c);
 extern void child_read_stderr(Child *c, bool at_exit);
+extern void child_read_stdout(Child *c);
 extern bool children_reap(void);
 extern bool child_group_alive(const Child *c);
 extern void child_free(Child *c);
 
 /* ------------------------------------------------------------ db */
 
-typedef struct Claimed
+struct Claimed
 {
 	char	   *id;
 	char	   *token;
@@ -137,7 +199,9 @@ typedef struct Claimed
 	char	   *body;
 	int			try;
 	char	   *deadline;
-} Claimed;
+	int64_t		claimed_ms;		/* now_ms() when the claim was sent */
+	StepInfo	step;
+};
 
 extern bool db_connected(void);
 extern bool db_connect(void);
@@ -147,9 +211,51 @@ extern bool db_consume(bool *wakeup);
 extern void db_notifications(bool *wakeup);
 extern int	db_claim(int max, Claimed **out);
 extern void claimed_free(Claimed *c, int n);
+extern void claimed_free_one(Claimed *c);
+extern bool db_has_return_and_own(void);
+extern bool db_return_and_own_send(const char *const *ids, const char *const *tokens,
+								   const char *const *statuses, const char *const *codes,
+								   int nret, int max, char *err, size_t errlen);
+extern bool db_return_and_own_busy(void);
+extern int	db_return_and_own_result(Claimed **out, char *err, size_t errlen);
 extern bool db_extend(Child **due, int n, bool *owned);
 extern bool db_return(const char *id, const char *token, const char *status,
 					  const char *code, char *err, size_t errlen);
 extern bool db_release(const char *id, const char *token, char *err, size_t errlen);
+extern bool db_fan_in_body(const char *id, const char *token, const char *body,
+						   char **new_body, char *err, size_t errlen);
+extern bool db_transition(const char *id, const char *token, const char *event,
+						  const char *context, bool fork, const char *cursor,
+						  char **next_state, char **fork_run, char *err, size_t errlen);
+extern bool db_return_step(const char *id, const char *token, const char *result,
+						   const char *working, const char *error, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ cycle */
+
+extern void cycle_init(void);
+extern void cycle_child_ran(int64_t ms, bool stopped);
+extern void cycle_queue_return(const Child *c, const char *status, const char *code,
+							   const char *outcome, const char *exit_buf, double seconds);
+extern int	cycle_queued(void);
+extern int	cycle_ahead(void);
+extern void cycle_start_ahead(void);
+extern bool cycle_flush(bool claim, bool *more);
+extern bool cycle_busy(void);
+extern void cycle_stop(void);
+extern void cycle_poll(bool *more);
+extern void cycle_expire_ahead(int64_t now, bool all, int64_t *wake);
+extern void cycle_drop_ahead(void);
+
+/* ------------------------------------------------------------ steps (2) */
+
+/* How a step's return went, for the log line. */
+typedef struct StepOutcome
+{
+	const char *outcome;		/* completed, pending, aborted, not-returned */
+	char		detail[1200];
+} StepOutcome;
+
+extern bool step_output_blank(const Child *c);
+extern void step_finish(Child *c, StepOutcome *out);
 
 #endif							/* TASKQ_WORKER_H */
