@@ -26,16 +26,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use TaskqTAP;
 
-# The installed binary (PostgreSQL's bindir is first in make test's PATH),
-# else the one built in the tree.
-my $bin;
-for my $d (split /:/, $ENV{PATH} // '')
-{
-	if (-x "$d/taskq-worker") { $bin = "$d/taskq-worker"; last; }
-}
-my $built = ($ENV{TESTDIR} // '.') . '/tools/taskq-worker/taskq-worker';
-$bin //= $built if -x $built;
-ok(defined $bin, 'taskq-worker is installed or built') or BAIL_OUT('no taskq-worker binary');
+my $bin = taskq_worker_bin();
 note "taskq-worker: $bin";
 
 # --- --help and --version ---------------------------------------------------

@@ -26,14 +26,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use TaskqTAP;
 
-my $bin;
-for my $d (split /:/, $ENV{PATH} // '')
-{
-	if (-x "$d/taskq-worker") { $bin = "$d/taskq-worker"; last; }
-}
-my $built = ($ENV{TESTDIR} // '.') . '/tools/taskq-worker/taskq-worker';
-$bin //= $built if -x $built;
-ok(defined $bin, 'taskq-worker is installed or built') or BAIL_OUT('no taskq-worker binary');
+my $bin = taskq_worker_bin();
 
 my $node = taskq_node('steps');
 my $db = $node->connstr('postgres') . ' application_name=taskq-worker';

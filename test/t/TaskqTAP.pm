@@ -20,13 +20,28 @@ our @EXPORT = qw(
   taskq_node sqlstate_of worker_pids launcher_pids wait_for_worker
   listen_session drain_notifications payloads_in wait_for_notification count_payload
   kill9_and_wait start_load stop_load check_acks check_invariants
-  json_tasks json_insert_sql create_held
+  json_tasks json_insert_sql create_held taskq_worker_bin
 );
 
 # Waits here are for moments, not minutes: a failing poll should not eat
 # the whole per-file budget (PG_TEST_TIMEOUT_DEFAULT still overrides).
 $PostgreSQL::Test::Utils::timeout_default = 60
   unless $ENV{PG_TEST_TIMEOUT_DEFAULT};
+
+# The taskq-worker binary: the installed one (PostgreSQL's bindir is first
+# in make test's PATH), else the one built in the tree; bails out if neither.
+sub taskq_worker_bin
+{
+	my $bin;
+	for my $d (split /:/, $ENV{PATH} // '')
+	{
+		if (-x "$d/taskq-worker") { $bin = "$d/taskq-worker"; last; }
+	}
+	my $built = ($ENV{TESTDIR} // '.') . '/tools/taskq-worker/taskq-worker';
+	$bin //= $built if -x $built;
+	ok(defined $bin, 'taskq-worker is installed or built') or BAIL_OUT('no taskq-worker binary');
+	return $bin;
+}
 
 # A node with taskq preloaded and created in database postgres.
 #   allows_streaming => 1, conf => "extra lines\n", no_extension => 1
