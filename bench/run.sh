@@ -214,6 +214,42 @@ cluster_ticks() {
 }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
+# PROFILE_DIR=/tmp/dir: each run is recorded with `perf record -g` on the
+# postmaster and the processes it forks (backends, taskq's worker,
+# autovacuum), PROFILE_FREQ (997) samples per second, into
+# DIR/LABEL.ROUND.perf, and pg_stat_activity's wait events of the
+# cluster's processes are sampled every 10 ms into DIR/LABEL.ROUND.waits
+# (one line per busy process and sample: backend_type|wait_event_type|
+# wait_event, empty when on CPU).  Profiling adds CPU: its runs' rates are
+# for the breakdown, not for the tables.
+PROFILE_PIDS=()
+profile_start() {
+    [[ -n ${PROFILE_DIR:-} ]] || return 0
+    mkdir -p "$PROFILE_DIR"
+    local f=$PROFILE_DIR/${1// /_}.$2 pm
+    pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
+    perf record -q -g -F "${PROFILE_FREQ:-997}" -p "$pm" -o "$f.perf" >/dev/null 2>&1 &
+    PROFILE_PIDS=($!)
+    (
+        while :; do
+            psql -X -q -At -c "SELECT backend_type || '|' || coalesce(wait_event_type, '') || '|' || coalesce(wait_event, '')
+                                 FROM pg_catalog.pg_stat_activity
+                                WHERE pid <> pg_catalog.pg_backend_pid()
+                                  AND (state IS NULL OR state <> 'idle')" 2>/dev/null
+            sleep 0.01
+        done
+    ) >"$f.waits" &
+    PROFILE_PIDS+=($!)
+    sleep 0.5   # perf attached before the driver connects
+}
+profile_stop() {
+    ((${#PROFILE_PIDS[@]})) || return 0
+    kill -INT "${PROFILE_PIDS[0]}" 2>/dev/null
+    kill "${PROFILE_PIDS[1]}" 2>/dev/null
+    wait "${PROFILE_PIDS[@]}" 2>/dev/null
+    PROFILE_PIDS=()
+}
+
 # run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its
 # rate; the database's CPU per task (µs) goes to $TQ_WORK/cpu.LABEL
 run_once() {
@@ -226,7 +262,9 @@ run_once() {
     # cycle0: return_and_own in sessions with taskq.retention = 0
     [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
     t0=$(cluster_ticks)
+    profile_start "$label" "$r"
     line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
+    profile_stop
     sleep 0.3   # the run's backends exit and are reaped
     t1=$(cluster_ticks)
     n=$(field tasks <<<"$line")
