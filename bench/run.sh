@@ -173,6 +173,9 @@ export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 tq_psql postgres -q -c "CREATE DATABASE bench"
 tq_psql bench -q -c "CREATE EXTENSION taskq"
 tq_psql bench -q -f "$here/schema.sql"
+# SETUP_SQL="...": statements run in the bench database after the schema, for
+# experiments (e.g. "ALTER TABLE taskq.tasks SET (fillfactor = 70)")
+[[ -n ${SETUP_SQL:-} ]] && tq_psql bench -q -v ON_ERROR_STOP=1 -c "$SETUP_SQL"
 
 sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 
@@ -215,29 +218,34 @@ cluster_ticks() {
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 # PROFILE_DIR=/tmp/dir: each run is recorded with `perf record -g` on the
-# postmaster and the processes it forks (backends, taskq's worker,
-# autovacuum), PROFILE_FREQ (997) samples per second, into
+# postmaster and its processes (backends, taskq's worker, autovacuum,
+# walwriter, checkpointer), PROFILE_FREQ (997) samples per second, into
 # DIR/LABEL.ROUND.perf, and pg_stat_activity's wait events of the
 # cluster's processes are sampled every 10 ms into DIR/LABEL.ROUND.waits
 # (one line per busy process and sample: backend_type|wait_event_type|
 # wait_event, empty when on CPU).  Profiling adds CPU: its runs' rates are
 # for the breakdown, not for the tables.
-PROFILE_PIDS=()
+PROFILE_PIDS=() PROFILE_STOP=
 profile_start() {
     [[ -n ${PROFILE_DIR:-} ]] || return 0
     mkdir -p "$PROFILE_DIR"
     local f=$PROFILE_DIR/${1// /_}.$2 pm
     pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
+    # the postmaster's running children too: perf follows only new forks
+    pm+=$(printf ',%s' $(cat "/proc/$pm/task/$pm/children"))
     perf record -q -g -F "${PROFILE_FREQ:-997}" -p "$pm" -o "$f.perf" >/dev/null 2>&1 &
     PROFILE_PIDS=($!)
+    rm -f "$f.stop"
+    PROFILE_STOP=$f.stop
     (
-        while :; do
-            psql -X -q -At -c "SELECT backend_type || '|' || coalesce(wait_event_type, '') || '|' || coalesce(wait_event, '')
-                                 FROM pg_catalog.pg_stat_activity
-                                WHERE pid <> pg_catalog.pg_backend_pid()
-                                  AND (state IS NULL OR state <> 'idle')" 2>/dev/null
+        while [[ ! -e $f.stop ]]; do
+            echo "SELECT backend_type || '|' || coalesce(wait_event_type, '') || '|' || coalesce(wait_event, '')
+                    FROM pg_catalog.pg_stat_activity
+                   WHERE pid <> pg_catalog.pg_backend_pid() AND backend_type <> 'walsender'
+                     AND (state IS NULL OR state <> 'idle')
+                     AND coalesce(wait_event_type, '') NOT IN ('Activity', 'Client');"
             sleep 0.01
-        done
+        done | psql -X -q -At 2>/dev/null
     ) >"$f.waits" &
     PROFILE_PIDS+=($!)
     sleep 0.5   # perf attached before the driver connects
@@ -245,8 +253,9 @@ profile_start() {
 profile_stop() {
     ((${#PROFILE_PIDS[@]})) || return 0
     kill -INT "${PROFILE_PIDS[0]}" 2>/dev/null
-    kill "${PROFILE_PIDS[1]}" 2>/dev/null
+    touch "$PROFILE_STOP"
     wait "${PROFILE_PIDS[@]}" 2>/dev/null
+    rm -f "$PROFILE_STOP"
     PROFILE_PIDS=()
 }
 
