@@ -94,6 +94,9 @@
 # those run BATCH_RUNS (RUNS + 2) times.  KEEP=1 leaves the cluster
 # running.  The cluster's shared memory is in huge pages (test/bin/lib.sh,
 # tq_huge_pages) unless TQ_HUGE_PAGES=off; the results say which.
+# PROFILE_DIR=/tmp/dir records every run with perf and samples its wait
+# events (see profile_start); SETUP_SQL runs statements in the bench
+# database after the schema, for experiments.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
