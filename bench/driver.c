@@ -96,7 +96,20 @@ typedef struct Options
 	int			async_producer;	/* latency: the producer commits without waiting for the flush */
 } Options;
 
-static Options opt = {NULL, NULL, 4, 100000, 1, 1, 300, 20, "work", "e", 0, 10000, 60, 0, 0};
+static Options opt = {
+	.clients = 4,
+	.tasks = 100000,
+	.batch = 1,
+	.per_claim = 1,
+	.rate = 300,
+	.seconds = 20,
+	.action = "work",
+	.prefix = "e",
+	.trigger = NULL,
+	.claims = 0,
+	.backlog = 10000,
+	.window = 60,
+};
 
 static atomic_long next_task;	/* enqueue: tasks handed out so far */
 static atomic_long done_tasks;	/* drain: tasks completed */

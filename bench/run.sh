@@ -101,6 +101,9 @@
 # those run BATCH_RUNS (RUNS + 2) times.  KEEP=1 leaves the cluster
 # running.  The cluster's shared memory is in huge pages (test/bin/lib.sh,
 # tq_huge_pages) unless TQ_HUGE_PAGES=off; the results say which.
+# PROFILE_DIR=/tmp/dir records every run with perf and samples its wait
+# events (see profile_start); SETUP_SQL runs statements in the bench
+# database after the schema, for experiments.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -183,6 +186,9 @@ export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 tq_psql postgres -q -c "CREATE DATABASE bench"
 tq_psql bench -q -c "CREATE EXTENSION taskq"
 tq_psql bench -q -f "$here/schema.sql"
+# SETUP_SQL="...": statements run in the bench database after the schema, for
+# experiments (e.g. "ALTER TABLE taskq.tasks SET (fillfactor = 70)")
+[[ -n ${SETUP_SQL:-} ]] && tq_psql bench -q -v ON_ERROR_STOP=1 -c "$SETUP_SQL"
 
 sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 
@@ -224,6 +230,48 @@ cluster_ticks() {
 }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
+# PROFILE_DIR=/tmp/dir: each run is recorded with `perf record -g` on the
+# postmaster and its processes (backends, taskq's worker, autovacuum,
+# walwriter, checkpointer), PROFILE_FREQ (997) samples per second, into
+# DIR/LABEL.ROUND.perf, and pg_stat_activity's wait events of the
+# cluster's processes are sampled every 10 ms into DIR/LABEL.ROUND.waits
+# (one line per busy process and sample: backend_type|wait_event_type|
+# wait_event, empty when on CPU).  Profiling adds CPU: its runs' rates are
+# for the breakdown, not for the tables.
+PROFILE_PIDS=() PROFILE_STOP=
+profile_start() {
+    [[ -n ${PROFILE_DIR:-} ]] || return 0
+    mkdir -p "$PROFILE_DIR"
+    local f=$PROFILE_DIR/${1// /_}.$2 pm
+    pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
+    # the postmaster's running children too: perf follows only new forks
+    pm+=$(printf ',%s' $(cat "/proc/$pm/task/$pm/children"))
+    perf record -q -g -F "${PROFILE_FREQ:-997}" -p "$pm" -o "$f.perf" >/dev/null 2>&1 &
+    PROFILE_PIDS=($!)
+    rm -f "$f.stop"
+    PROFILE_STOP=$f.stop
+    (
+        while [[ ! -e $f.stop ]]; do
+            echo "SELECT backend_type || '|' || coalesce(wait_event_type, '') || '|' || coalesce(wait_event, '')
+                    FROM pg_catalog.pg_stat_activity
+                   WHERE pid <> pg_catalog.pg_backend_pid() AND backend_type <> 'walsender'
+                     AND (state IS NULL OR state <> 'idle')
+                     AND coalesce(wait_event_type, '') NOT IN ('Activity', 'Client');"
+            sleep 0.01
+        done | psql -X -q -At 2>/dev/null
+    ) >"$f.waits" &
+    PROFILE_PIDS+=($!)
+    sleep 0.5   # perf attached before the driver connects
+}
+profile_stop() {
+    ((${#PROFILE_PIDS[@]})) || return 0
+    kill -INT "${PROFILE_PIDS[0]}" 2>/dev/null
+    touch "$PROFILE_STOP"
+    wait "${PROFILE_PIDS[@]}" 2>/dev/null
+    rm -f "$PROFILE_STOP"
+    PROFILE_PIDS=()
+}
+
 # run_once LABEL SYSTEM ROUND ARGS...: one run from fresh tables; prints its
 # rate; the database's CPU per task (µs) goes to $TQ_WORK/cpu.LABEL
 run_once() {
@@ -236,7 +284,9 @@ run_once() {
     # cycle0: return_and_own in sessions with taskq.retention = 0
     [[ $system == cycle0 ]] && driver_system=cycle options+=" -c taskq.retention=0"
     t0=$(cluster_ticks)
+    profile_start "$label" "$r"
     line=$(PGOPTIONS=$options "$TQ_WORK/driver" "$driver_system" "$@" --tasks "$TASKS" --prefix "r$r")
+    profile_stop
     sleep 0.3   # the run's backends exit and are reaped
     t1=$(cluster_ticks)
     n=$(field tasks <<<"$line")
