@@ -81,16 +81,6 @@ EOF
 close $sf;
 chmod 0755, "$dir/child.sh";
 
-sub slurp
-{
-	my ($file) = @_;
-	open(my $f, '<', $file) or return '';
-	local $/;
-	my $s = <$f>;
-	close $f;
-	return $s;
-}
-
 # Start taskq-worker with @args; its stderr goes to $log.
 sub start_worker
 {

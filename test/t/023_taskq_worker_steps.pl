@@ -32,16 +32,6 @@ my $node = taskq_node('steps');
 my $db = $node->connstr('postgres') . ' application_name=taskq-worker';
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-sub slurp
-{
-	my ($file) = @_;
-	open(my $f, '<', $file) or return '';
-	local $/;
-	my $s = <$f>;
-	close $f;
-	return $s;
-}
-
 sub q1 { return $node->safe_psql('postgres', $_[0]); }
 
 # One script for every action; the JSON is read with sed and written with

@@ -20,13 +20,25 @@ our @EXPORT = qw(
   taskq_node sqlstate_of worker_pids launcher_pids wait_for_worker
   listen_session drain_notifications payloads_in wait_for_notification count_payload
   kill9_and_wait start_load stop_load check_acks check_invariants
-  json_tasks json_insert_sql create_held taskq_worker_bin
+  json_tasks json_insert_sql create_held taskq_worker_bin slurp
 );
 
 # Waits here are for moments, not minutes: a failing poll should not eat
 # the whole per-file budget (PG_TEST_TIMEOUT_DEFAULT still overrides).
 $PostgreSQL::Test::Utils::timeout_default = 60
   unless $ENV{PG_TEST_TIMEOUT_DEFAULT};
+
+# A file's whole content, or '' when it cannot be read (a log not yet
+# written).
+sub slurp
+{
+	my ($file) = @_;
+	open(my $f, '<', $file) or return '';
+	local $/;
+	my $s = <$f>;
+	close $f;
+	return $s;
+}
 
 # The taskq-worker binary: the installed one (PostgreSQL's bindir is first
 # in make test's PATH), else the one built in the tree; bails out if neither.
