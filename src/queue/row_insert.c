@@ -60,12 +60,11 @@
 #include "common/args.h"
 #include "common/plan.h"
 #include "queue/claim_start.h"
+#include "queue/insert_exprs.h"
 #include "queue/relation.h"
 #include "queue/queue.h"
 
 
-/* Rows written per table_multi_insert call (COPY buffers as many). */
-#define INSERT_CHUNK 1000
 
 /*
  * A row whose primary key entry may repeat a stored id (the insert checked
@@ -94,145 +93,6 @@ id_stored(TaskqRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer t
 		(void) index_insert(pkey, &id, &isnull, tid, d->rel, UNIQUE_CHECK_EXISTING,
 							false, pkinfo);
 	return found;
-}
-
-/*
- * The planned column defaults and CHECK constraints of taskq.tasks, kept
- * for the backend: reading them from the catalog's node strings and
- * planning them cost more than writing a row of a small batch.  A relcache
- * invalidation of the table (ALTER TABLE, DROP EXTENSION) marks them stale;
- * they are built again at the start of the next direct insert, never while
- * one runs.
- */
-typedef struct InsertExprs
-{
-	Oid			relid;
-	int			natts;
-	Expr	  **defaults;		/* per attribute: planned default, or NULL */
-	int			ncheck;
-	Expr	  **checks;			/* planned, in the order of constr->check */
-	TupleDesc	desc;			/* a copy, for the slots */
-	int			nslots;
-	TupleTableSlot **slots;		/* INSERT_CHUNK slots, made on first use */
-	/*
-	 * The same, ready to evaluate (made without a parent plan, so that
-	 * every call can use them with its own expression context): per
-	 * attribute its default, the CHECK constraints, and per index of the
-	 * table (by OID) its predicate, or NULL.  Initializing them cost a
-	 * tenth of a one-task insert.
-	 */
-	ExprState **default_states;
-	ExprState **check_states;
-	int			nindexes;
-	Oid		   *index_oids;
-	ExprState **predicate_states;
-} InsertExprs;
-
-static MemoryContext exprs_cxt = NULL;
-static InsertExprs *exprs = NULL;
-static bool exprs_stale = false;
-static bool exprs_callback = false;
-
-static void
-exprs_invalidate(Datum arg, Oid relid)
-{
-	if (exprs != NULL && (relid == InvalidOid || relid == exprs->relid))
-		exprs_stale = true;
-}
-
-static InsertExprs *
-insert_exprs(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleConstr *constr = desc->constr;
-	MemoryContext old;
-
-	if (exprs != NULL && !exprs_stale && exprs->relid == RelationGetRelid(rel) &&
-		exprs->natts == desc->natts &&
-		exprs->ncheck == (constr ? constr->num_check : 0))
-		return exprs;
-	if (!exprs_callback)
-	{
-		CacheRegisterRelcacheCallback(exprs_invalidate, (Datum) 0);
-		exprs_callback = true;
-	}
-	if (exprs_cxt == NULL)
-		exprs_cxt = AllocSetContextCreate(CacheMemoryContext, "taskq insert expressions",
-										  ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(exprs_cxt);
-	exprs = NULL;
-	exprs_stale = false;
-	old = MemoryContextSwitchTo(exprs_cxt);
-	{
-		InsertExprs *e = palloc0(sizeof(InsertExprs));
-
-		e->relid = RelationGetRelid(rel);
-		e->natts = desc->natts;
-		e->defaults = palloc0(sizeof(Expr *) * desc->natts);
-		for (int a = 0; a < desc->natts; a++)
-		{
-			Node	   *def;
-
-			if (TupleDescAttr(desc, a)->attisdropped)
-				continue;
-			def = build_column_default(rel, a + 1);
-			if (def != NULL)
-				e->defaults[a] = expression_planner((Expr *) def);
-		}
-		e->desc = CreateTupleDescCopy(desc);
-		e->slots = palloc0(sizeof(TupleTableSlot *) * INSERT_CHUNK);
-		e->ncheck = constr ? constr->num_check : 0;
-		e->checks = palloc0(sizeof(Expr *) * Max(e->ncheck, 1));
-		for (int i = 0; i < e->ncheck; i++)
-			e->checks[i] = expression_planner(stringToNode(constr->check[i].ccbin));
-		e->default_states = palloc0(sizeof(ExprState *) * desc->natts);
-		for (int a = 0; a < desc->natts; a++)
-			if (e->defaults[a] != NULL)
-				e->default_states[a] = ExecInitExpr(e->defaults[a], NULL);
-		e->check_states = palloc0(sizeof(ExprState *) * Max(e->ncheck, 1));
-		for (int i = 0; i < e->ncheck; i++)
-			e->check_states[i] = ExecInitExpr(e->checks[i], NULL);
-		e->nindexes = 0;		/* the predicates: at the first insert */
-		exprs = e;
-	}
-	MemoryContextSwitchTo(old);
-	return exprs;
-}
-
-/*
- * The partial indexes' predicates, as ExecInsertIndexTuples would prepare
- * them for each call, from those kept (made at the first insert after the
- * expressions were built, and again if the indexes are not those).
- */
-static void
-index_predicates(InsertExprs *ie, ResultRelInfo *rri)
-{
-	int			n = rri->ri_NumIndices;
-	bool		same = ie->nindexes == n;
-
-	for (int i = 0; same && i < n; i++)
-		same = ie->index_oids[i] == RelationGetRelid(rri->ri_IndexRelationDescs[i]);
-	if (!same)
-	{
-		MemoryContext old = MemoryContextSwitchTo(exprs_cxt);
-
-		ie->nindexes = 0;
-		ie->index_oids = palloc(sizeof(Oid) * Max(n, 1));
-		ie->predicate_states = palloc0(sizeof(ExprState *) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-		{
-			List	   *pred = rri->ri_IndexRelationInfo[i]->ii_Predicate;
-
-			ie->index_oids[i] = RelationGetRelid(rri->ri_IndexRelationDescs[i]);
-			if (pred != NIL)
-				ie->predicate_states[i] =
-					ExecInitQual((List *) expression_planner((Expr *) copyObject(pred)), NULL);
-		}
-		ie->nindexes = n;
-		MemoryContextSwitchTo(old);
-	}
-	for (int i = 0; i < n; i++)
-		rri->ri_IndexRelationInfo[i]->ii_PredicateState = ie->predicate_states[i];
 }
 
 /*
@@ -300,7 +160,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		given[att - 1] = c;
 	}
 	not_before = d.col.not_before;
-	ie = insert_exprs(d.rel);
+	ie = taskq_insert_exprs(d.rel);
 	for (int a = 0; a < natts; a++)
 	{
 		if (TupleDescAttr(d.desc, a)->attisdropped ||
@@ -311,7 +171,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	/* the CHECK constraints as ExecConstraints would build them, kept */
 	if (ie->ncheck > 0)
 		d.rri->ri_ConstraintExprs = ie->check_states;
-	index_predicates(ie, d.rri);
+	taskq_insert_index_predicates(ie, d.rri);
 
 	econtext = GetPerTupleExprContext(d.estate);
 	/*
@@ -319,16 +179,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	 * each call cost a fifth of a large batch's insert.  They hold no buffer
 	 * pins; the rows they hold are freed as they are cleared.
 	 */
-	slots = ie->slots;
-	if (ie->nslots < Min(n, INSERT_CHUNK))
-	{
-		MemoryContext old = MemoryContextSwitchTo(exprs_cxt);
-
-		for (int k = ie->nslots; k < Min(n, INSERT_CHUNK); k++)
-			slots[k] = MakeSingleTupleTableSlot(ie->desc, table_slot_callbacks(d.rel));
-		ie->nslots = Min(n, INSERT_CHUNK);
-		MemoryContextSwitchTo(old);
-	}
+	slots = taskq_insert_slots(ie, d.rel, Min(n, INSERT_CHUNK));
 
 	while (done < n)
 	{

@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert_exprs.h
+ *	  The column defaults, CHECK constraints, index predicates and row
+ *	  slots of taskq.tasks that the direct insert (row_insert.c) keeps per
+ *	  backend: see insert_exprs.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_INSERT_EXPRS_H
+#define TASKQ_INSERT_EXPRS_H
+
+#include "executor/executor.h"
+#include "utils/relcache.h"
+
+/* Rows written per table_multi_insert call (COPY buffers as many). */
+#define INSERT_CHUNK 1000
+
+/*
+ * The planned column defaults and CHECK constraints of taskq.tasks, kept
+ * for the backend: reading them from the catalog's node strings and
+ * planning them cost more than writing a row of a small batch.  A relcache
+ * invalidation of the table (ALTER TABLE, DROP EXTENSION) marks them stale;
+ * they are built again at the start of the next direct insert, never while
+ * one runs.
+ */
+typedef struct InsertExprs
+{
+	Oid			relid;
+	int			natts;
+	Expr	  **defaults;		/* per attribute: planned default, or NULL */
+	int			ncheck;
+	Expr	  **checks;			/* planned, in the order of constr->check */
+	TupleDesc	desc;			/* a copy, for the slots */
+	int			nslots;
+	TupleTableSlot **slots;		/* INSERT_CHUNK slots, made on first use */
+	/*
+	 * The same, ready to evaluate (made without a parent plan, so that
+	 * every call can use them with its own expression context): per
+	 * attribute its default, the CHECK constraints, and per index of the
+	 * table (by OID) its predicate, or NULL.  Initializing them cost a
+	 * tenth of a one-task insert.
+	 */
+	ExprState **default_states;
+	ExprState **check_states;
+	int			nindexes;
+	Oid		   *index_oids;
+	ExprState **predicate_states;
+} InsertExprs;
+
+extern InsertExprs *taskq_insert_exprs(Relation rel);
+extern void taskq_insert_index_predicates(InsertExprs *ie, ResultRelInfo *rri);
+extern TupleTableSlot **taskq_insert_slots(InsertExprs *ie, Relation rel, int n);
+
+#endif
