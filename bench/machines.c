@@ -11,14 +11,17 @@
  *   machines succ  --clients N --tasks T   T plain tasks: own_tasks, then
  *       return_task + insert_tasks of one successor (with the claimed body)
  *       in one statement (two calls, as step)
- *   machines drain --clients N --tasks T   a plain drain of T tasks:
- *       own_tasks, then return_task
- *   machines cont  --clients N --tasks T   a continuation over T rows, one
- *       instance per row: one client forks (continue_machine, committed at
- *       once without waiting for the WAL flush: a fork a crash loses is made
- *       again by the step's retry) and claims the next instance in the same
- *       transaction, and hands each step to N - 1 clients that transition it
- *       (NULL: the instance ends)
+ *   machines drain --clients N --tasks T   a plain drain of T tasks, one
+ *       per row of bench.rows: own_tasks, then return_task with the row's
+ *       UPDATE (its "email": sent = sent + 1) in the same statement
+ *   machines cont  --clients N --tasks T [--chunk K]   a continuation over
+ *       the T rows of bench.rows, K rows per instance (1: one instance per
+ *       row, Fantasm's email example): one client forks the next instance
+ *       (continue_machine, committed without waiting for the WAL flush: a
+ *       fork a crash loses is made again by the step's retry) and claims it
+ *       in the same transaction (two prepared statements in one pipeline),
+ *       and hands each step to N - 1 clients that UPDATE its K rows and
+ *       transition it (NULL: the instance ends) in one statement
  *   machines fanin --clients N --tasks T   T instances run state A
  *       (transition 'go' into the fan-in state F, window run.sh chose) by N
  *       clients, while one more client, waiting in own_tasks, claims each
@@ -49,6 +52,7 @@
 
 static int	nclients = 1;
 static long ntasks = 1000;
+static long chunk = 1;			/* cont: rows per instance */
 static const char *mode;
 static atomic_long done;
 static atomic_long empty_claims;
@@ -81,7 +85,10 @@ loop_thread(void *arg)
 			"SELECT taskq.return_task($1, $2::uuid, 'next', 'completed'),"
 			"       taskq.insert_tasks(pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object("
 			"           'id', $3::text, 'action', 'succ', 'body', $4::jsonb)))");
-	prepare(conn, "drain", "SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
+	prepare(conn, "drain",
+			"WITH sent AS (UPDATE bench.rows SET sent = sent + 1"
+			"               WHERE id = pg_catalog.substr($1, 2)::int)"
+			" SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
 	start_together();
 	while (atomic_load(&done) < ntasks)
 	{
@@ -115,6 +122,7 @@ typedef struct Step
 {
 	char		id[80];
 	char		token[40];
+	long		cursor;
 } Step;
 
 static Step *handoff;
@@ -124,14 +132,56 @@ static pthread_mutex_t handoff_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t handoff_cond = PTHREAD_COND_INITIALIZER;
 
 static void
-hand_off(const char *id, const char *token)
+hand_off(const char *id, const char *token, long cursor)
 {
 	pthread_mutex_lock(&handoff_lock);
+	handoff[handoff_in].cursor = cursor;
 	snprintf(handoff[handoff_in].id, sizeof(handoff[0].id), "%s", id);
 	snprintf(handoff[handoff_in].token, sizeof(handoff[0].token), "%s", token);
 	handoff_in++;
 	pthread_cond_signal(&handoff_cond);
 	pthread_mutex_unlock(&handoff_lock);
+}
+
+/* the next result of a pipeline, which must succeed, and its NULL after it */
+static PGresult *
+pipeline_result(PGconn *conn, const char *what)
+{
+	PGresult   *res = PQgetResult(conn);
+	PGresult   *end;
+
+	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK &&
+						PQresultStatus(res) != PGRES_COMMAND_OK))
+		die(what, conn, res);
+	end = PQgetResult(conn);
+	if (end != NULL)
+		die(what, conn, end);
+	return res;
+}
+
+/* the sync that ends a pipeline's transaction */
+static void
+pipeline_sync(PGconn *conn)
+{
+	PGresult   *res = PQgetResult(conn);
+
+	if (res == NULL || PQresultStatus(res) != PGRES_PIPELINE_SYNC)
+		die("sync", conn, res);
+	PQclear(res);
+}
+
+/* own_tasks of the forker alone, in pipeline mode */
+static PGresult *
+pipelined_own(PGconn *conn)
+{
+	PGresult   *res;
+
+	if (!PQsendQueryPrepared(conn, "own", 0, NULL, NULL, NULL, 0) ||
+		!PQpipelineSync(conn))
+		die("send", conn, NULL);
+	res = pipeline_result(conn, "own");
+	pipeline_sync(conn);
+	return res;
 }
 
 static void *
@@ -146,10 +196,15 @@ forker_thread(void *arg)
 	(void) arg;
 	prepare(conn, "own",
 			"SELECT id, token, coalesce(body->>'cursor', '0') FROM taskq.own_tasks('forker', 1, '{cont}', '60 s')");
+	prepare(conn, "fork", "SELECT taskq.continue_machine($1, $2::uuid, $3)");
+	/* the forks commit without waiting for the WAL flush */
+	exec_sql(conn, "SET synchronous_commit = off");
+	if (!PQenterPipelineMode(conn))
+		die("pipeline", conn, NULL);
 	start_together();
 	for (;;)
 	{
-		res = exec_prepared(conn, "own", 0, NULL);
+		res = pipelined_own(conn);
 		if (PQntuples(res) == 1)
 			break;
 		PQclear(res);
@@ -159,47 +214,40 @@ forker_thread(void *arg)
 	snprintf(token, sizeof(token), "%s", PQgetvalue(res, 0, 1));
 	cursor = atol(PQgetvalue(res, 0, 2));
 	PQclear(res);
-	while (cursor < ntasks - 1)
+	while (cursor + chunk < ntasks)
 	{
-		char		sql[512];
-		PGresult   *own = NULL;
+		char		next[24];
+		const char *p[3] = {id, token, next};
+		PGresult   *own;
 
-		/* fork the next row and claim it, one round trip, no WAL flush wait */
-		snprintf(sql, sizeof(sql),
-				 "BEGIN; SET LOCAL synchronous_commit = off;"
-				 " SELECT taskq.continue_machine('%s', '%s', '%ld');"
-				 " SELECT id, token, coalesce(body->>'cursor', '0') FROM taskq.own_tasks('forker', 1, '{cont}', '60 s');"
-				 " COMMIT", id, token, cursor + 1);
-		if (!PQsendQuery(conn, sql))
+		/*
+		 * Fork the next row and claim it: two prepared statements in one
+		 * pipeline, one round trip, one implicit transaction ended by the
+		 * sync.
+		 */
+		snprintf(next, sizeof(next), "%ld", cursor + chunk);
+		if (!PQsendQueryPrepared(conn, "fork", 3, p, NULL, NULL, 0) ||
+			!PQsendQueryPrepared(conn, "own", 0, NULL, NULL, NULL, 0) ||
+			!PQpipelineSync(conn))
 			die("send", conn, NULL);
-		while ((res = PQgetResult(conn)) != NULL)
+		res = pipeline_result(conn, "fork");
+		PQclear(res);
+		own = pipeline_result(conn, "own");
+		pipeline_sync(conn);
+		hand_off(id, token, cursor);
+		while (PQntuples(own) == 0)
 		{
-			if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
-				die("fork", conn, res);
-			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQnfields(res) == 3)
-			{
-				if (own)
-					PQclear(own);
-				own = res;
-			}
-			else
-				PQclear(res);
-		}
-		hand_off(id, token);
-		while (own == NULL || PQntuples(own) == 0)
-		{
-			if (own)
-				PQclear(own);
+			PQclear(own);
 			atomic_fetch_add(&empty_claims, 1);
 			usleep(100);
-			own = exec_prepared(conn, "own", 0, NULL);
+			own = pipelined_own(conn);
 		}
 		snprintf(id, sizeof(id), "%s", PQgetvalue(own, 0, 0));
 		snprintf(token, sizeof(token), "%s", PQgetvalue(own, 0, 1));
 		cursor = atol(PQgetvalue(own, 0, 2));
 		PQclear(own);
 	}
-	hand_off(id, token);
+	hand_off(id, token, cursor);
 	PQfinish(conn);
 	return NULL;
 }
@@ -210,12 +258,18 @@ finisher_thread(void *arg)
 	PGconn	   *conn = connect_db();
 
 	(void) arg;
-	prepare(conn, "end", "SELECT taskq.transition($1, $2::uuid, NULL)");
+	prepare(conn, "end",
+			"WITH sent AS (UPDATE bench.rows SET sent = sent + 1"
+			"               WHERE id >= $3::int AND id < $3::int + $4::int)"
+			" SELECT taskq.transition($1, $2::uuid, NULL)");
 	start_together();
 	for (;;)
 	{
 		Step		s;
-		const char *p[2];
+		char		cur[24],
+					k[24];
+		const char *p[4] = {NULL, NULL, cur, k};
+		long		rows;
 
 		pthread_mutex_lock(&handoff_lock);
 		while (handoff_out == handoff_in && atomic_load(&done) < ntasks)
@@ -229,8 +283,11 @@ finisher_thread(void *arg)
 		pthread_mutex_unlock(&handoff_lock);
 		p[0] = s.id;
 		p[1] = s.token;
-		PQclear(exec_prepared(conn, "end", 2, p));
-		if (atomic_fetch_add(&done, 1) + 1 >= ntasks)
+		snprintf(cur, sizeof(cur), "%ld", s.cursor);
+		snprintf(k, sizeof(k), "%ld", chunk);
+		PQclear(exec_prepared(conn, "end", 4, p));
+		rows = s.cursor + chunk <= ntasks ? chunk : ntasks - s.cursor;
+		if (atomic_fetch_add(&done, rows) + rows >= ntasks)
 		{
 			pthread_mutex_lock(&handoff_lock);
 			pthread_cond_broadcast(&handoff_cond);
@@ -310,7 +367,7 @@ batch_thread(void *arg)
 			if (nbatches < (long) (sizeof(lat_ms) / sizeof(lat_ms[0])))
 				lat_ms[nbatches] = atof(PQgetvalue(res, i, 2));
 			nbatches++;
-			hand_off(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+			hand_off(PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), 0);
 		}
 		PQclear(res);
 	}
@@ -366,7 +423,7 @@ main(int argc, char **argv)
 
 	if (argc < 2)
 	{
-		fprintf(stderr, "usage: machines step|succ|drain|cont|fanin --clients N --tasks T\n");
+		fprintf(stderr, "usage: machines step|succ|drain|cont|fanin --clients N --tasks T [--chunk K]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -376,6 +433,8 @@ main(int argc, char **argv)
 			nclients = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--tasks") == 0)
 			ntasks = atol(argv[i + 1]);
+		else if (strcmp(argv[i], "--chunk") == 0)
+			chunk = atol(argv[i + 1]);
 	}
 	nthreads = nclients + (strcmp(mode, "fanin") == 0 ? 2 : 0);
 	th = calloc(nthreads, sizeof(pthread_t));

@@ -85,10 +85,13 @@
 #           successor, MACHINE_STEPS (20,000) of each at each of
 #           MACHINE_CLIENTS (1 16) workers over MACHINE_RUNS (256) runs (or
 #           as many plain tasks) in flight, with the database's CPU per
-#           step of each; a continuation over CONT_ROWS
-#           (100,000) rows, one instance per row, CONT_CLIENTS (16) clients
-#           (one forks and claims the next instance, the others transition),
-#           against a plain drain of as many tasks by as many clients; and
+#           step of each; a continuation over the CONT_ROWS (100,000)
+#           rows of bench.rows, CONT_CHUNKS (1 10 100) rows per instance,
+#           CONT_CLIENTS (16) clients (one forks and claims the next
+#           instance, the others update the instance's rows and transition
+#           it), against a plain drain of one task per row by as many
+#           clients, each return updating its row; every row must end
+#           updated exactly once (else the bench fails); and
 #           FANIN_INSTANCES (100,000) instances into FANIN_WINDOW (3) second
 #           windows, FANIN_ARRIVERS (16) clients moving them into the fan-in
 #           state and one waiting in own_tasks to claim each batch: every instance
@@ -151,6 +154,7 @@ MACHINE_CLIENTS=${MACHINE_CLIENTS:-1 16}
 MACHINE_RUNS=${MACHINE_RUNS:-256}
 CONT_ROWS=${CONT_ROWS:-100000}
 CONT_CLIENTS=${CONT_CLIENTS:-16}
+CONT_CHUNKS=${CONT_CHUNKS:-1 10 100}
 FANIN_INSTANCES=${FANIN_INSTANCES:-100000}
 FANIN_WINDOW=${FANIN_WINDOW:-3}
 FANIN_ARRIVERS=${FANIN_ARRIVERS:-16}
@@ -624,22 +628,34 @@ start_runs() {
            COMMIT; END LOOP; END \$\$"
 }
 machine_once() {
-    local sys=$1 c=$2 r=$3 line n=$MACHINE_STEPS t0 t1
+    local sys=$1 c=$2 r=$3 chunk=${4:-1} line n=$MACHINE_STEPS t0 t1 wrong
     local body='{"run": "x", "machine": "bench_step", "version": 1, "state": "A", "context": {}}'
     machine_reset
     case $sys in
     step) start_runs bench_step "s$r-" "$MACHINE_RUNS" ;;
     succ) sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'succ', 'body', '$body'::jsonb)) FROM generate_series(1, $MACHINE_RUNS) g))" >/dev/null ;;
     cont) n=$CONT_ROWS; sql "SELECT taskq.start_machine('bench_cont', 'c$r')" >/dev/null ;;
-    drain) n=$CONT_ROWS; sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'd' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(1, $CONT_ROWS) g))" >/dev/null ;;
+    drain) n=$CONT_ROWS ;;
     fanin) n=$FANIN_INSTANCES; start_runs bench_fanin "f$r-" "$FANIN_INSTANCES" ;;
     esac
+    if [[ $sys == cont || $sys == drain ]]; then
+        # the rows a continuation (or one plain task per row) "emails": sent = sent + 1
+        sql "DROP TABLE IF EXISTS bench.rows" \
+            "CREATE TABLE bench.rows AS SELECT g AS id, 0 AS sent FROM generate_series(0, $CONT_ROWS - 1) AS g" \
+            "ALTER TABLE bench.rows ADD PRIMARY KEY (id)" "VACUUM ANALYZE bench.rows" >/dev/null
+        [[ $sys == drain ]] && sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'd' || g, 'action', 'work', 'body', '$body'::jsonb)) FROM generate_series(0, $CONT_ROWS - 1) g))" >/dev/null
+    fi
     sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs" "CHECKPOINT"
     t0=$(cluster_ticks)
-    line=$("$TQ_WORK/machines" "$sys" --clients "$c" --tasks "$n")
+    line=$("$TQ_WORK/machines" "$sys" --clients "$c" --tasks "$n" --chunk "$chunk")
     sleep 0.3   # the run's backends exit and are reaped
     t1=$(cluster_ticks)
     line+=" cpu_us_per_step=$(( (t1 - t0) * TICK_US / (n > 0 ? n : 1) ))"
+    if [[ $sys == cont || $sys == drain ]]; then
+        # every row emailed exactly once, or the figure is void
+        wrong=$(sql "SELECT count(*) FROM bench.rows WHERE sent <> 1")
+        ((wrong == 0)) || { echo "bench: machines $sys (chunk $chunk): $wrong rows not sent exactly once" >&2; exit 1; }
+    fi
     if [[ $sys == fanin ]]; then
         # every instance in exactly one batch: one succeeded per batch, the rest merged
         line+=" $(sql "SELECT 'succeeded=' || count(*) FILTER (WHERE status = 'succeeded') || ' merged=' || count(*) FILTER (WHERE status = 'merged') || ' unfinished=' || count(*) FILTER (WHERE finished_at IS NULL) FROM taskq.runs")"
@@ -668,15 +684,23 @@ if want machines; then
         unset mr mcpu
     done
     if ((CONT_ROWS > 0)); then
+        # one plain drain per round, then each chunk size's continuation (turns alternate)
         declare -A mr=()
         for ((r = 1; r <= RUNS; r++)); do
-            for s in $( ((r % 2)) && echo cont drain || echo drain cont); do
-                mr[$s]+="$(machine_once "$s" "$CONT_CLIENTS" "$r" | field rate) "
+            order="drain"; for k in $CONT_CHUNKS; do order+=" cont.$k"; done
+            ((r % 2)) || order=$(printf '%s\n' $order | tac | paste -sd' ')
+            for s in $order; do
+                k=${s#cont.}; [[ $s == drain ]] && k=1
+                mr[$s]+="$(machine_once "${s%%.*}" "$CONT_CLIENTS" "$r" "$k" | field rate) "
             done
         done
-        for s in cont drain; do R[machines.$s]=$(printf '%s\n' ${mr[$s]} | median); done
-        read -ra a <<<"${mr[cont]}"; read -ra b <<<"${mr[drain]}"
-        L[machines.cont.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        R[machines.drain]=$(printf '%s\n' ${mr[drain]} | median)
+        read -ra b <<<"${mr[drain]}"
+        for k in $CONT_CHUNKS; do
+            R[machines.cont.$k]=$(printf '%s\n' ${mr[cont.$k]} | median)
+            read -ra a <<<"${mr[cont.$k]}"
+            L[machines.cont.$k.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+        done
         unset mr
     fi
     for ((r = 1; r <= LONG_RUNS; r++)); do
@@ -891,7 +915,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         for mc in $MACHINE_CLIENTS; do
             echo "| database CPU per step (µs, the cluster's processes): plain ÷ machine | $mc | ${R[machines.$mc.step.cpu]} | ${R[machines.$mc.succ.cpu]} | $(ratio "${R[machines.$mc.succ.cpu]}" "${R[machines.$mc.step.cpu]}") | ${L[machines.$mc.cpu_ratios]} | ≥ 0.8 |"
         done
-        ((CONT_ROWS > 0)) && echo "| continuation over $(fmt "$CONT_ROWS") rows, one instance per row ÷ plain drain of $(fmt "$CONT_ROWS") tasks (own_tasks, then return_task), rows/s | $CONT_CLIENTS | ${R[machines.cont]} | ${R[machines.drain]} | $(ratio "${R[machines.cont]}" "${R[machines.drain]}") | ${L[machines.cont.ratios]} | ≥ 0.8 |"
+        if ((CONT_ROWS > 0)); then
+            for k in $CONT_CHUNKS; do
+                if ((k == 1)); then per="one instance per row"; else per="$k rows per instance"; fi
+                echo "| continuation over $(fmt "$CONT_ROWS") rows, $per, each row updated once ÷ plain drain of $(fmt "$CONT_ROWS") tasks, one per row (own_tasks, then return_task with the row's update), rows/s | $CONT_CLIENTS | ${R[machines.cont.$k]} | ${R[machines.drain]} | $(ratio "${R[machines.cont.$k]}" "${R[machines.drain]}") | ${L[machines.cont.$k.ratios]} | ≥ 0.8 |"
+            done
+        fi
         echo
         echo "Fan-in of $(fmt "$FANIN_INSTANCES") instances into $FANIN_WINDOW-second windows, $FANIN_ARRIVERS clients moving them in ($(fmt "${R[machines.fanin.rate]}") arrivals/s), one client claiming the batches with \`own_tasks(…, wait)\` (another counts and ends them): ${R[machines.fanin.batches]} batches counted ${R[machines.fanin.counted]} instances (${R[machines.fanin.succeeded]} runs succeeded, one per batch; ${R[machines.fanin.merged]} merged; ${R[machines.fanin.unfinished]} unfinished); each batch task was claimed ${R[machines.fanin.ready_p50_ms]} ms (median; p95 ${R[machines.fanin.ready_p95_ms]} ms, max ${R[machines.fanin.ready_max_ms]} ms) after its window's end (target ≤ 10 ms). Every run: ${L[machines.fanin.all]}."
         echo
