@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "common/plan.h"
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
@@ -36,6 +37,7 @@ _PG_init(void)
 		return;
 
 	taskq_define_settings();
+	taskq_plan_init();
 
 	if (process_shared_preload_libraries_in_progress)
 	{

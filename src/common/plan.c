@@ -7,14 +7,19 @@
  * backend and kept with SPI_keepplan, so repeated calls never re-parse or
  * re-plan (the plan cache still re-plans after DDL on taskq.tasks).
  *
- * A statement marked by_key finds rows by a key of a table that starts
- * empty and grows with every step of a workflow (taskq.runs,
- * taskq.saga_steps, the fan-in tables).  The plan cache keeps the plan it
- * made in the first seconds, when such a table held a page or two and a
- * sequential scan was the cheapest, until the next ANALYZE; by then every
- * lookup scans the table whole.  Such statements are planned (whenever the
- * plan cache plans them) with enable_seqscan off, set for the statement
- * alone, so that their plans use the key's index at any size.
+ * Every statement here finds rows through an index: by a key, or by the
+ * head of a partial index (the ready tasks, the leases, the finished).
+ * Its tables start empty and grow (taskq.tasks, taskq.runs, the saga and
+ * fan-in tables), and the plan cache keeps the generic plan it made in a
+ * backend's first calls, when such a table held a page or two and a
+ * sequential scan was the cheapest, until the next ANALYZE of the table:
+ * by then every call scans the table whole (the expiry probe of each
+ * own_tasks, the token check of each step).  So taskq's statements are
+ * planned, whenever the plan cache plans them, with enable_seqscan off:
+ * taskq_plan_hook, a planner hook, sets it for the planning of a
+ * statement that taskq_execute runs and restores it at once.  A flag
+ * costs each call nothing; a GUC set per statement cost more than the
+ * probes it planned.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +27,8 @@
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "optimizer/cost.h"
+#include "optimizer/planner.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -29,6 +36,48 @@
 
 #include "common/plan.h"
 
+
+static planner_hook_type prev_planner_hook = NULL;
+
+/* depth of taskq_execute calls under way in this backend */
+static int	executing = 0;
+
+/*
+ * Plan a statement of taskq_execute without sequential scans (banner).
+ * Statements that its executor plans in turn (a function it calls) are
+ * planned the same way; user code is never called from these statements.
+ */
+static PlannedStmt *
+taskq_plan_hook(Query *parse, const char *query_string, int cursorOptions,
+				ParamListInfo boundParams)
+{
+	bool		saved = enable_seqscan;
+	PlannedStmt *result;
+
+	if (executing > 0)
+		enable_seqscan = false;
+	PG_TRY();
+	{
+		if (prev_planner_hook)
+			result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+		else
+			result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		enable_seqscan = saved;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* Called once from _PG_init. */
+void
+taskq_plan_init(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = taskq_plan_hook;
+}
 
 /*
  * Run a cached statement; prepare it first if this backend has not yet.
@@ -48,8 +97,7 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 		 * would otherwise plan afresh on every call whose custom plan
 		 * merely looks cheaper: that planning was a fifth of the cost of
 		 * a one-task insert_tasks.  Lookups in taskq.tasks keep the
-		 * default: a generic plan made while the table was empty would
-		 * scan it sequentially until the next ANALYZE.
+		 * default, custom plans while they are cheaper.
 		 */
 		SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
 										   plan->generic ? CURSOR_OPT_GENERIC_PLAN : 0);
@@ -62,18 +110,16 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 		plan->plan = p;
 	}
 
-	if (plan->by_key)
+	executing++;
+	PG_TRY();
 	{
-		/* undone at the end of the statement, or by the (sub)transaction's abort */
-		int			nest = NewGUCNestLevel();
-
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
 		rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
-		AtEOXact_GUC(true, nest);
 	}
-	else
-		rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
+	PG_FINALLY();
+	{
+		executing--;
+	}
+	PG_END_TRY();
 	if (rc < 0)
 		elog(ERROR, "taskq: statement failed: %s", SPI_result_code_string(rc));
 	return rc;

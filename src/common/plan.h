@@ -24,9 +24,9 @@ typedef struct TaskqPlan
 	Oid			argtypes[TASKQ_PLAN_MAX_ARGS];
 	SPIPlanPtr	plan;			/* NULL until first use */
 	bool		generic;		/* always the generic plan (see taskq_execute) */
-	bool		by_key;			/* planned without sequential scans (ditto) */
 } TaskqPlan;
 
+extern void taskq_plan_init(void);
 extern int	taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 						  bool read_only, long tcount);
 extern char *taskq_get_text(int row, int col, bool *isnull);

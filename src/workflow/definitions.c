@@ -39,15 +39,13 @@
 static TaskqPlan latest_plan = {
 	"SELECT version, kind, definition, xmin FROM taskq.definitions"
 	" WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY version DESC LIMIT 1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static TaskqPlan version_plan = {
 	"SELECT version, kind, definition, xmin FROM taskq.definitions"
 	" WHERE name OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, INT4OID},
-	.by_key = true
+	2, {TEXTOID, INT4OID}
 };
 
 static TaskqPlan store_definition_plan = {

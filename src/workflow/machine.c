@@ -503,8 +503,7 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 static TaskqPlan forks_plan = {
 	"SELECT id FROM taskq.runs WHERE parent OPERATOR(pg_catalog.=) $1"
 	"   AND finished_at IS NULL ORDER BY id",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 

@@ -28,8 +28,7 @@ static TaskqPlan open_batch_plan = {
 	"SELECT batch FROM taskq.fan_in_open"
 	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
 	"   AND state OPERATOR(pg_catalog.=) $3 FOR UPDATE",
-	3, {TEXTOID, INT4OID, TEXTOID},
-	.by_key = true
+	3, {TEXTOID, INT4OID, TEXTOID}
 };
 
 static TaskqPlan batch_unclaimed_plan = {
@@ -53,8 +52,7 @@ static TaskqPlan join_batch_plan = {
 static TaskqPlan members_plan = {
 	"SELECT m.run FROM taskq.fan_in_members AS m"
 	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static TaskqPlan end_members_plan = {
@@ -63,8 +61,7 @@ static TaskqPlan end_members_plan = {
 	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	"   AND status OPERATOR(pg_catalog.=) 'running'"
 	" RETURNING id",
-	3, {TEXTARRAYOID, TEXTOID, TEXTOID},
-	.by_key = true
+	3, {TEXTARRAYOID, TEXTOID, TEXTOID}
 };
 
 static TaskqPlan close_batch_plan = {
@@ -75,8 +72,7 @@ static TaskqPlan close_batch_plan = {
 static TaskqPlan forget_batch_plan = {
 	"WITH o AS (DELETE FROM taskq.fan_in_open WHERE batch OPERATOR(pg_catalog.=) $1)"
 	" DELETE FROM taskq.fan_in_members WHERE batch OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static TaskqPlan leave_batch_plan = {
@@ -84,16 +80,14 @@ static TaskqPlan leave_batch_plan = {
 	" RETURNING batch, NOT EXISTS (SELECT 1 FROM taskq.fan_in_members AS o"
 	"   WHERE o.batch OPERATOR(pg_catalog.=) fan_in_members.batch"
 	"     AND o.run OPERATOR(pg_catalog.<>) $1)",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static TaskqPlan contexts_plan = {
 	"SELECT m.run, r.context FROM taskq.fan_in_members AS m"
 	"  JOIN taskq.runs AS r ON r.id OPERATOR(pg_catalog.=) m.run"
 	" WHERE m.batch OPERATOR(pg_catalog.=) $1 ORDER BY m.arrival",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 /*

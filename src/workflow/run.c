@@ -169,8 +169,7 @@ static TaskqPlan fetch_plan = {
 	"           AND d.version OPERATOR(pg_catalog.=) r.version)"
 	"  FROM taskq.runs AS r"
 	" WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static Jsonb *
@@ -231,8 +230,7 @@ taskq_run_get(const char *id)
 static TaskqPlan clash_plan = {
 	"SELECT 1 FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) $1"
 	" UNION ALL SELECT 1 FROM taskq.jobs WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static TaskqPlan insert_plan = {
@@ -295,8 +293,7 @@ static TaskqPlan store_plan = {
 	"                          THEN NULL ELSE finished_at END"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	12, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID,
-	TEXTOID, JSONBOID, JSONBOID, INT4OID, BOOLOID},
-	.by_key = true
+	TEXTOID, JSONBOID, JSONBOID, INT4OID, BOOLOID}
 };
 
 /* Write back what a step changed of the run (its lock held). */
@@ -504,8 +501,7 @@ taskq_check_debug(Jsonb *debug, const char *kind)
 
 static TaskqPlan runs_of_plan = {
 	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id LIMIT 1",
-	1, {TEXTARRAYOID},
-	.by_key = true
+	1, {TEXTARRAYOID}
 };
 
 /*

@@ -22,8 +22,7 @@
 static TaskqPlan look_plan = {
 	"SELECT r, r.status OPERATOR(pg_catalog.<>) ALL (ARRAY['running', 'undoing'])"
 	"  FROM taskq.runs AS r WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 /*

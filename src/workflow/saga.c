@@ -708,8 +708,7 @@ check_debug_steps(Jsonb *debug, SagaDef *d, const char *key)
  */
 static TaskqPlan stale_steps_plan = {
 	"DELETE FROM taskq.saga_steps WHERE run OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static void

@@ -14,7 +14,8 @@
  * Locking: the caller holds the run's lock (run.c), so nothing else reads
  * or writes these rows meanwhile; the statements take no lock of their own
  * beyond the rows they write.  The statements find rows by key at any size
- * of the tables (by_key plans, common/plan.c).
+ * of the tables (taskq's statements are planned without sequential scans,
+ * common/plan.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -36,8 +37,7 @@ static const char *const undo_labels[] = {NULL, "ready", "succeeded", "failed", 
 static TaskqPlan steps_plan = {
 	"SELECT step, do_task, do_state, undo_task, undo_state FROM taskq.saga_steps"
 	" WHERE run OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 /*
@@ -61,8 +61,7 @@ static TaskqPlan fetch_plan = {
 	"          FROM taskq.saga_steps"
 	"         WHERE run OPERATOR(pg_catalog.=) r.id) AS s"
 	" WHERE r.id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.by_key = true
+	1, {TEXTOID}
 };
 
 static int
@@ -220,8 +219,7 @@ static TaskqPlan save_plan = {
 	"                           THEN NULL ELSE finished_at END"
 	"  WHERE id OPERATOR(pg_catalog.=) $1",
 	12, {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	TEXTOID, JSONBOID, TEXTOID, INT4OID, JSONBOID, BOOLOID},
-	.by_key = true
+	TEXTOID, JSONBOID, TEXTOID, INT4OID, JSONBOID, BOOLOID}
 };
 
 static Datum

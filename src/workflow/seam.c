@@ -62,8 +62,7 @@ taskq_workflow_kind(const char *name)
 
 static TaskqPlan runs_plan = {
 	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
-	1, {TEXTARRAYOID},
-	.by_key = true
+	1, {TEXTARRAYOID}
 };
 
 /*
