@@ -85,10 +85,11 @@ loop_thread(void *arg)
 			"SELECT taskq.return_task($1, $2::uuid, 'next', 'completed'),"
 			"       taskq.insert_tasks(pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object("
 			"           'id', $3::text, 'action', 'succ', 'body', $4::jsonb)))");
-	prepare(conn, "drain",
-			"WITH sent AS (UPDATE bench.rows SET sent = sent + 1"
-			"               WHERE id = pg_catalog.substr($1, 2)::int)"
-			" SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
+	if (strcmp(mode, "drain") == 0)
+		prepare(conn, "drain",
+				"WITH sent AS (UPDATE bench.rows SET sent = sent + 1"
+				"               WHERE id = pg_catalog.substr($1, 2)::int)"
+				" SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
 	start_together();
 	while (atomic_load(&done) < ntasks)
 	{
