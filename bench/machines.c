@@ -16,7 +16,7 @@
  *       UPDATE (its "email": sent = sent + 1) in the same statement
  *   machines cont  --clients N --tasks T [--chunk K]   a continuation over
  *       the T rows of bench.rows, K rows per instance (1: one instance per
- *       row, Fantasm's email example): one client forks the next instance
+ *       row): one client forks the next instance
  *       (continue_machine, committed without waiting for the WAL flush: a
  *       fork a crash loses is made again by the step's retry) and claims it
  *       in the same transaction (two prepared statements in one pipeline),

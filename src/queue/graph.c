@@ -17,16 +17,21 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
@@ -316,6 +321,29 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 }
 
 /*
+ * Whether taskq.cancelled_workflows may hold a row: a table that no
+ * cancellation ever wrote to (or that vacuum truncated) has no page, and
+ * knowing that costs no query (most databases never cancel a workflow, and
+ * every step of a run inserts a task of its workflow).  A cancellation that
+ * committed before our workflow locks were granted wrote its page before.
+ */
+static bool
+any_cancelled_workflow(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("cancelled_workflows", nsp) : InvalidOid;
+	Relation	rel;
+	bool		any;
+
+	if (!OidIsValid(relid))
+		return true;			/* the query says what is wrong */
+	rel = table_open(relid, AccessShareLock);
+	any = !RELKIND_HAS_STORAGE(rel->rd_rel->relkind) || RelationGetNumberOfBlocks(rel) > 0;
+	table_close(rel, AccessShareLock);
+	return any;
+}
+
+/*
  * Take the workflow locks of what is about to make tasks of these workflows
  * runnable (insert, redrive) — shared, in name order, before any row lock —
  * and return those of the workflows that were cancelled.  Under these locks
@@ -342,6 +370,8 @@ taskq_lock_workflows(List *names)
 	foreach(lc, sorted)
 		taskq_lock_workflow(lfirst(lc), false);
 
+	if (!any_cancelled_workflow())
+		return NIL;
 	arg = taskq_text_array_datum(sorted);
 	PushActiveSnapshot(GetLatestSnapshot());
 	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
