@@ -185,9 +185,12 @@ get_jsonb(int col)
 TaskqRun *
 taskq_run_fetch(const char *id)
 {
-	Datum		arg = CStringGetTextDatum(id);
+	Datum		arg;
 	TaskqRun   *run;
 
+	if (taskq_run_row_fetch(id, &run))
+		return run;
+	arg = CStringGetTextDatum(id);
 	taskq_execute(&fetch_plan, &arg, NULL, false, 0);
 	if (SPI_processed == 0)
 		return NULL;
@@ -303,6 +306,8 @@ taskq_run_store(TaskqRun *run)
 	Datum		values[12];
 	char		nulls[12];
 
+	if (taskq_run_row_store(run))
+		return;
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(run->id);
 	values[1] = CStringGetTextDatum(taskq_run_status_label(run->status));
