@@ -162,6 +162,31 @@ triggers_ours(Relation rel, bool *starts_ok)
 }
 
 /*
+ * An executor state and a result relation with rel's indexes open, for
+ * adding the index entries of new versions as an UPDATE or INSERT adds
+ * them.  updated: the columns an update changes (attribute numbers offset
+ * as in RangeTblEntry.updatedCols), which tell the indexes which new
+ * entries repeat a key.  ExecCloseIndices and FreeExecutorState undo it.
+ */
+EState *
+taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
+{
+	EState	   *estate = CreateExecutorState();
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	rte->updatedCols = updated;
+	ExecInitRangeTable(estate, list_make1(rte));
+	*rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(*rri, rel, 1, NULL, 0);
+	ExecOpenIndices(*rri, false);
+	return estate;
+}
+
+/*
  * Open taskq.tasks, its indexes and an executor state for updates of the
  * given columns, and take a snapshot that sees this transaction's earlier
  * commands.  False (nothing left open) if this path does not apply.
@@ -172,7 +197,7 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 	Oid			nsp = get_namespace_oid("taskq", true);
 	Oid			relid;
 	Oid			status_type;
-	RangeTblEntry *rte;
+	Bitmapset  *updated = NULL;
 
 	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
 		return false;
@@ -199,21 +224,10 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 		return false;
 	}
 
-	d->estate = CreateExecutorState();
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = relid;
-	rte->relkind = d->rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	/* the changed columns tell the indexes which new entries repeat a key */
 	for (int i = 0; changed != NULL && i < nchanged; i++)
-		rte->updatedCols = bms_add_member(rte->updatedCols,
-										  taskq_column(d->desc, changed[i]) -
-										  FirstLowInvalidHeapAttributeNumber);
-	ExecInitRangeTable(d->estate, list_make1(rte));
-	d->rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(d->rri, d->rel, 1, NULL, 0);
-	ExecOpenIndices(d->rri, false);
+		updated = bms_add_member(updated, taskq_column(d->desc, changed[i]) -
+								 FirstLowInvalidHeapAttributeNumber);
+	d->estate = taskq_index_state(d->rel, updated, &d->rri);
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());

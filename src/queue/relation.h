@@ -78,6 +78,7 @@ extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
+extern EState *taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri);
 extern bool taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged);
 extern void taskq_rel_close(TaskqRel *d);
 extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info);

@@ -307,20 +307,30 @@ taskq_run_row_fetch(const char *id, TaskqRun **out)
 	return true;
 }
 
+/* Column c of a new version: a value, a text or NULL, a jsonb or NULL. */
+static void
+set_datum(Datum *values, bool *nulls, int c, Datum d)
+{
+	values[tables.col[c] - 1] = d;
+	nulls[tables.col[c] - 1] = false;
+}
+
 static void
 set_text(Datum *values, bool *nulls, int c, const char *s)
 {
-	nulls[tables.col[c] - 1] = s == NULL;
 	if (s != NULL)
-		values[tables.col[c] - 1] = CStringGetTextDatum(s);
+		set_datum(values, nulls, c, CStringGetTextDatum(s));
+	else
+		nulls[tables.col[c] - 1] = true;
 }
 
 static void
 set_jsonb(Datum *values, bool *nulls, int c, Jsonb *j)
 {
-	nulls[tables.col[c] - 1] = j == NULL;
 	if (j != NULL)
-		values[tables.col[c] - 1] = JsonbPGetDatum(j);
+		set_datum(values, nulls, c, JsonbPGetDatum(j));
+	else
+		nulls[tables.col[c] - 1] = true;
 }
 
 /*
@@ -368,36 +378,30 @@ taskq_run_row_store(TaskqRun *run)
 				 errmsg("run \"%s\" does not exist", run->id)));
 	index_close(idx, AccessShareLock);
 
+	/* the new version: the old one's columns, the run's changing ones over them */
 	slot_getallattrs(oldslot);
-	values = palloc(sizeof(Datum) * desc->natts);
-	nulls = palloc(sizeof(bool) * desc->natts);
+	newslot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	ExecClearTuple(newslot);
+	values = newslot->tts_values;
+	nulls = newslot->tts_isnull;
 	memcpy(values, oldslot->tts_values, sizeof(Datum) * desc->natts);
 	memcpy(nulls, oldslot->tts_isnull, sizeof(bool) * desc->natts);
 	set_text(values, nulls, RC_STATUS, taskq_run_status_label(run->status));
 	set_text(values, nulls, RC_STATE, run->state);
 	if (run->context != NULL)	/* NOT NULL: never cleared */
-		set_jsonb(values, nulls, RC_CONTEXT, run->context);
+		set_datum(values, nulls, RC_CONTEXT, JsonbPGetDatum(run->context));
 	set_text(values, nulls, RC_ERROR, run->error);
 	set_text(values, nulls, RC_STEP_TASK, run->step_task);
-	values[tables.col[RC_VISITS] - 1] = Int32GetDatum(run->visits);
-	nulls[tables.col[RC_VISITS] - 1] = false;
+	set_datum(values, nulls, RC_VISITS, Int32GetDatum(run->visits));
 	set_text(values, nulls, RC_FORK, run->fork);
 	set_jsonb(values, nulls, RC_EVENTS, run->events);
 	set_jsonb(values, nulls, RC_FAULTS, run->faults);
-	values[tables.col[RC_VERSION] - 1] = Int32GetDatum(run->version);
-	nulls[tables.col[RC_VERSION] - 1] = false;
+	set_datum(values, nulls, RC_VERSION, Int32GetDatum(run->version));
 	if (run->finish_now)
-	{
-		values[tables.col[RC_FINISHED_AT] - 1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-		nulls[tables.col[RC_FINISHED_AT] - 1] = false;
-	}
+		set_datum(values, nulls, RC_FINISHED_AT,
+				  TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()));
 	else if (unfinished)
 		nulls[tables.col[RC_FINISHED_AT] - 1] = true;
-
-	newslot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-	ExecClearTuple(newslot);
-	memcpy(newslot->tts_values, values, sizeof(Datum) * desc->natts);
-	memcpy(newslot->tts_isnull, nulls, sizeof(bool) * desc->natts);
 	ExecStoreVirtualTuple(newslot);
 
 	result = table_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snap,
@@ -410,23 +414,15 @@ taskq_run_row_store(TaskqRun *run)
 	if (update_indexes)
 	{
 		/* as an UPDATE does: each index whose key or predicate holds the new version */
-		EState	   *estate = CreateExecutorState();
-		ResultRelInfo *rri = makeNode(ResultRelInfo);
-		RangeTblEntry *rte = makeNode(RangeTblEntry);
+		Bitmapset  *updated = NULL;
+		ResultRelInfo *rri;
+		EState	   *estate;
 
-		rte->rtekind = RTE_RELATION;
-		rte->relid = tables.runs;
-		rte->relkind = rel->rd_rel->relkind;
-		rte->rellockmode = RowExclusiveLock;
-		/* the written columns tell the indexes which new entries repeat a key */
 		for (int c = 0; c < RC_COUNT; c++)
 			if (c != RC_ID && c != RC_KIND && c != RC_DEFINITION && c != RC_INPUTS &&
 				c != RC_PARENT && c != RC_DEBUG)
-				rte->updatedCols = bms_add_member(rte->updatedCols,
-												  tables.col[c] - FirstLowInvalidHeapAttributeNumber);
-		ExecInitRangeTable(estate, list_make1(rte));
-		InitResultRelInfo(rri, rel, 1, NULL, 0);
-		ExecOpenIndices(rri, false);
+				updated = bms_add_member(updated, tables.col[c] - FirstLowInvalidHeapAttributeNumber);
+		estate = taskq_index_state(rel, updated, &rri);
 		estate->es_output_cid = cid;
 		estate->es_snapshot = snap;
 		list_free(ExecInsertIndexTuples(rri, newslot, estate, true, false, NULL, NIL));
