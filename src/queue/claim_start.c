@@ -16,26 +16,28 @@
  * deleted by a committed transaction, or inserted by an aborted one.  Such
  * a version is dead for good, and a claim could never take it.
  *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
- *
+ *	- A claim moves start forward only over entries it found so
+ *	  (claim_walk.c: invisible to its snapshot and to a dirty snapshot).  It
+ *	  stops at the first entry that is live for anyone, or delayed but not
+ *	  known dead, and never moves start in a transaction that changed a
+ *	  ready row version itself (its own updates look dead to a dirty
+ *	  snapshot, but may roll back): claims, completions of tasks held while
+ *	  pending, and SQL updates and deletes (the triggers, over the old rows)
+ *	  note it, taskq_claim_start_may_move() asks.  A claim that did move it,
+ *	  and went on over dead entries and rows it claimed itself only, moves
+ *	  it past them when it commits (taskq_claim_start_defer).
+ *	- A writer that adds a ready entry (a pending row with no unfinished
+ *	  predecessor) lowers start to that entry's key if it is before it, and
+ *	  logs the key, after the entry is in the index and before it commits:
+ *	  the direct insert (row_insert.c, through taskq_ready_batch_flush), and
+ *	  for every SQL statement the tasks_ready_hint triggers (statement
+ *	  level, over the new rows).  They run at the end of the statement,
+ *	  before its commit.
+ *	- A claim that walked while such an entry was added may have read that
+ *	  index page before the entry arrived; it moves start no further than
+ *	  the keys logged since it began (the ring of the last
+ *	  TASKQ_CLAIM_START_WRITES; if more came, it does not move start at
+ *	  all).
  *
  * A write that fires no trigger (logical replication's apply worker, or an
  * admin who disabled the triggers) is not seen; the background worker
