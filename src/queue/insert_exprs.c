@@ -3,9 +3,9 @@
  * insert_exprs.c
  *	  What the direct insert of task rows (row_insert.c) keeps per backend
  *	  for taskq.tasks: the planned column defaults and CHECK constraints,
- *	  their states ready to evaluate, the partial indexes' predicates and
- *	  the row slots.  Building them for each call cost more than writing
- *	  the rows of a small batch.
+ *	  their states ready to evaluate, and the row slots (the indexes'
+ *	  predicates are kept with the table's shape, rel_shape.c).  Building
+ *	  them for each call cost more than writing the rows of a small batch.
  *
  * No locking: the cache is backend-local.  A relcache invalidation of the
  * table (ALTER TABLE, DROP EXTENSION) marks it stale, and it is built
@@ -89,47 +89,10 @@ taskq_insert_exprs(Relation rel)
 		e->check_states = palloc0(sizeof(ExprState *) * Max(e->ncheck, 1));
 		for (int i = 0; i < e->ncheck; i++)
 			e->check_states[i] = ExecInitExpr(e->checks[i], NULL);
-		e->nindexes = 0;		/* the predicates: at the first insert */
 		exprs = e;
 	}
 	MemoryContextSwitchTo(old);
 	return exprs;
-}
-
-/*
- * The partial indexes' predicates, as ExecInsertIndexTuples would prepare
- * them for each call, from those kept (made at the first insert after the
- * expressions were built, and again if the indexes are not those).
- */
-void
-taskq_insert_index_predicates(InsertExprs *ie, ResultRelInfo *rri)
-{
-	int			n = rri->ri_NumIndices;
-	bool		same = ie->nindexes == n;
-
-	for (int i = 0; same && i < n; i++)
-		same = ie->index_oids[i] == RelationGetRelid(rri->ri_IndexRelationDescs[i]);
-	if (!same)
-	{
-		MemoryContext old = MemoryContextSwitchTo(exprs_cxt);
-
-		ie->nindexes = 0;
-		ie->index_oids = palloc(sizeof(Oid) * Max(n, 1));
-		ie->predicate_states = palloc0(sizeof(ExprState *) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-		{
-			List	   *pred = rri->ri_IndexRelationInfo[i]->ii_Predicate;
-
-			ie->index_oids[i] = RelationGetRelid(rri->ri_IndexRelationDescs[i]);
-			if (pred != NIL)
-				ie->predicate_states[i] =
-					ExecInitQual((List *) expression_planner((Expr *) copyObject(pred)), NULL);
-		}
-		ie->nindexes = n;
-		MemoryContextSwitchTo(old);
-	}
-	for (int i = 0; i < n; i++)
-		rri->ri_IndexRelationInfo[i]->ii_PredicateState = ie->predicate_states[i];
 }
 
 /*

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * insert_exprs.h
- *	  The column defaults, CHECK constraints, index predicates and row
+ *	  The column defaults, CHECK constraints and row
  *	  slots of taskq.tasks that the direct insert (row_insert.c) keeps per
  *	  backend: see insert_exprs.c.
  *
@@ -37,19 +37,14 @@ typedef struct InsertExprs
 	/*
 	 * The same, ready to evaluate (made without a parent plan, so that
 	 * every call can use them with its own expression context): per
-	 * attribute its default, the CHECK constraints, and per index of the
-	 * table (by OID) its predicate, or NULL.  Initializing them cost a
-	 * tenth of a one-task insert.
+	 * attribute its default, and the CHECK constraints.  Initializing them
+	 * cost a tenth of a one-task insert.
 	 */
 	ExprState **default_states;
 	ExprState **check_states;
-	int			nindexes;
-	Oid		   *index_oids;
-	ExprState **predicate_states;
 } InsertExprs;
 
 extern InsertExprs *taskq_insert_exprs(Relation rel);
-extern void taskq_insert_index_predicates(InsertExprs *ie, ResultRelInfo *rri);
 extern TupleTableSlot **taskq_insert_slots(InsertExprs *ie, Relation rel, int n);
 
 #endif

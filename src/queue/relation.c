@@ -26,7 +26,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
-#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "common/int.h"
@@ -35,7 +34,6 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
-#include "parser/parse_func.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/bufmgr.h"
 #include "storage/proc.h"
@@ -65,8 +63,8 @@ taskq_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 /* The columns besides the ready ones (taskq_ready_cols, queue/claim_start.c); false if one is missing. */
-static bool
-find_columns(TupleDesc desc, TaskColumns *c)
+bool
+taskq_task_columns(TupleDesc desc, TaskColumns *c)
 {
 	c->id = taskq_column(desc, "id");
 	c->body = taskq_column(desc, "body");
@@ -111,65 +109,17 @@ taskq_enum_label(Oid enumtype, const char *label)
 						   ObjectIdGetDatum(enumtype), CStringGetDatum(label));
 }
 
-/* The OID of taskq.tasks_written(), looked up again when it seems to change. */
-static Oid
-written_fn(bool again)
-{
-	static Oid	fn = InvalidOid;
-
-	if (!OidIsValid(fn) || again)
-		fn = LookupFuncName(list_make2(makeString("taskq"), makeString("tasks_written")),
-							0, NULL, true);
-	return fn;
-}
-
-/*
- * The triggers of taskq.tasks are only the install script's, which this
- * path needs not fire: tasks_ready_hint_insert, _update and _delete,
- * statement triggers of taskq.tasks_written() over the changed rows.
- * *starts_ok: all three are there and enabled ALWAYS, so every SQL statement
- * that adds a ready entry lowers the claims' start, and one that changes a
- * ready row is noted for its transaction (queue/claim_start.c); if not, claims walk from
- * the first entry.
- */
-static bool
-triggers_ours(Relation rel, bool *starts_ok)
-{
-	TriggerDesc *td = rel->trigdesc;
-	bool		ins = false,
-				upd = false,
-				del = false;
-
-	*starts_ok = false;
-	if (td == NULL)
-		return true;
-	for (int i = 0; i < td->numtriggers; i++)
-	{
-		Trigger    *t = &td->triggers[i];
-
-		if (t->tgfoid != written_fn(false) && t->tgfoid != written_fn(true))
-			return false;
-		/* only ALWAYS fires in every session, whatever its replication role */
-		if (t->tgenabled != TRIGGER_FIRES_ALWAYS || TRIGGER_FOR_ROW(t->tgtype) ||
-			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnattr != 0 || t->tgqual != NULL)
-			continue;
-		ins |= TRIGGER_FOR_INSERT(t->tgtype) && t->tgnewtable != NULL;
-		upd |= TRIGGER_FOR_UPDATE(t->tgtype) && t->tgnewtable != NULL && t->tgoldtable != NULL;
-		del |= TRIGGER_FOR_DELETE(t->tgtype) && t->tgoldtable != NULL;
-	}
-	*starts_ok = ins && upd && del;
-	return true;
-}
-
 /*
  * An executor state and a result relation with rel's indexes open, for
  * adding the index entries of new versions as an UPDATE or INSERT adds
- * them.  updated: the columns an update changes (attribute numbers offset
- * as in RangeTblEntry.updatedCols), which tell the indexes which new
- * entries repeat a key.  ExecCloseIndices and FreeExecutorState undo it.
+ * them: through the kept shape of taskq.tasks if given, else as
+ * ExecOpenIndices opens them.  updated: the columns an update changes
+ * (attribute numbers offset as in RangeTblEntry.updatedCols), which tell
+ * the indexes which new entries repeat a key.  ExecCloseIndices and
+ * FreeExecutorState undo it.
  */
-EState *
-taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
+static EState *
+index_state(Relation rel, const TaskqRelShape *shape, Bitmapset *updated, ResultRelInfo **rri)
 {
 	EState	   *estate = CreateExecutorState();
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
@@ -182,8 +132,18 @@ taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
 	ExecInitRangeTable(estate, list_make1(rte));
 	*rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(*rri, rel, 1, NULL, 0);
-	ExecOpenIndices(*rri, false);
+	if (shape != NULL)
+		taskq_rel_shape_open_indexes(shape, *rri);
+	else
+		ExecOpenIndices(*rri, false);
 	return estate;
+}
+
+/* The same for a table other than taskq.tasks (the run rows of workflow/run_row.c). */
+EState *
+taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
+{
+	return index_state(rel, NULL, updated, rri);
 }
 
 /*
@@ -196,8 +156,7 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 {
 	Oid			nsp = get_namespace_oid("taskq", true);
 	Oid			relid;
-	Oid			status_type;
-	Bitmapset  *updated = NULL;
+	TaskqRelShape *s;
 
 	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
 		return false;
@@ -207,27 +166,19 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 
 	d->rel = table_open(relid, RowExclusiveLock);
 	d->desc = RelationGetDescr(d->rel);
-	/* heap: held_by_us and held_by_another read the row's header */
-	if (d->rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
-		!triggers_ours(d->rel, &d->starts_ok) || d->rel->rd_rel->relrowsecurity ||
-		!find_columns(d->desc, &d->col) || !taskq_ready_cols(d->desc, &d->ready))
+	s = taskq_rel_shape(d->rel);
+	if (!s->applies)
 	{
 		table_close(d->rel, RowExclusiveLock);
 		return false;
 	}
-	status_type = TupleDescAttr(d->desc, d->ready.status_code - 1)->atttypid;
-	d->in_progress = taskq_enum_label(status_type, "in_progress");
-	d->completed = taskq_enum_label(status_type, "completed");
-	if (!OidIsValid(d->ready.pending) || !OidIsValid(d->in_progress) || !OidIsValid(d->completed))
-	{
-		table_close(d->rel, RowExclusiveLock);
-		return false;
-	}
-
-	for (int i = 0; changed != NULL && i < nchanged; i++)
-		updated = bms_add_member(updated, taskq_column(d->desc, changed[i]) -
-								 FirstLowInvalidHeapAttributeNumber);
-	d->estate = taskq_index_state(d->rel, updated, &d->rri);
+	d->col = s->col;
+	d->ready = s->ready;
+	d->in_progress = s->in_progress;
+	d->completed = s->completed;
+	d->starts_ok = s->starts_ok;
+	d->estate = index_state(d->rel, s, taskq_rel_shape_updated(s, d->rel, changed, nchanged),
+							&d->rri);
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());

@@ -54,6 +54,31 @@ typedef struct TaskColumns
 				result;
 } TaskColumns;
 
+#define TASKQ_SHAPE_UPDATES 4
+
+/*
+ * taskq.tasks as the direct paths need it, kept per backend until a
+ * relcache invalidation (rel_shape.c).
+ */
+typedef struct TaskqRelShape
+{
+	MemoryContext cxt;			/* holds all of it */
+	Oid			relid;
+	int			natts;
+	bool		applies;		/* false: the callers run their SQL */
+	bool		starts_ok;		/* the tasks_ready_hint triggers note SQL writes */
+	TaskColumns col;
+	TaskqReadyCols ready;
+	Oid			in_progress,
+				completed;
+	int			nindexes;		/* as RelationGetIndexList has them */
+	Oid		   *index_oids;
+	IndexInfo **infos;			/* with the predicates' states made */
+	int			nupdated;		/* updatedCols per list of changed columns */
+	const char *const *updated_names[TASKQ_SHAPE_UPDATES];
+	Bitmapset  *updated[TASKQ_SHAPE_UPDATES];
+} TaskqRelShape;
+
 typedef struct TaskqRel
 {
 	Relation	rel;
@@ -78,12 +103,19 @@ extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
+extern bool taskq_task_columns(TupleDesc desc, TaskColumns *c);
 extern EState *taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri);
 extern bool taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged);
 extern void taskq_rel_close(TaskqRel *d);
 extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info);
 extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
 extern bool taskq_action_listed(List *actions, Datum action);
+
+/* rel_shape.c */
+extern TaskqRelShape *taskq_rel_shape(Relation rel);
+extern Bitmapset *taskq_rel_shape_updated(TaskqRelShape *s, Relation rel,
+										  const char *const *changed, int nchanged);
+extern void taskq_rel_shape_open_indexes(const TaskqRelShape *s, ResultRelInfo *rri);
 
 /*
  * The small helpers of the direct paths' row loops, inline as they were

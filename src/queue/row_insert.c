@@ -171,7 +171,6 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	/* the CHECK constraints as ExecConstraints would build them, kept */
 	if (ie->ncheck > 0)
 		d.rri->ri_ConstraintExprs = ie->check_states;
-	taskq_insert_index_predicates(ie, d.rri);
 
 	econtext = GetPerTupleExprContext(d.estate);
 	/*

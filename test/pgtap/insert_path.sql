@@ -7,7 +7,7 @@
 -- taskq.tasks makes it give way to the INSERT, and one that skips rows
 -- makes the call fail with a SQLSTATE.
 BEGIN;
-SELECT plan(14);
+SELECT plan(18);
 
 \ir include/direct_paths.sql
 SELECT taskq.set_action_policy('ip-pol', 7, NULL);
@@ -92,6 +92,21 @@ SELECT throws_ok($$SELECT taskq.insert_tasks('[{"id": "sk-a", "action": "sk"}, {
                  '09000', 'could not insert 2 of 2 tasks',
                  'so does a small one');
 DROP TRIGGER ip_skip ON taskq.tasks;
+
+-- an index made after this session's direct paths kept the table's shape:
+-- the next insert, claim and return add their entries to it (read through it alone)
+CREATE INDEX ip_late_idx ON taskq.tasks (priority) WHERE priority > 1000000;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT is(taskq.enqueue('late', NULL, 'late-1', priority => 2000000), 'late-1', 'a task enqueued after the index was made');
+SELECT is((SELECT array_agg(id) FROM taskq.tasks WHERE priority > 1000000), '{late-1}'::text[],
+          'an index made later has the entry of the next direct insert');
+SELECT is((SELECT count(*) FROM taskq.own_tasks('ip', 1, '{late}', '1 minute')), 1::bigint, 'the task is claimed');
+SELECT is((SELECT array_agg(status_code::text) FROM taskq.tasks WHERE priority > 1000000), '{in_progress}'::text[],
+          'and the index has the claimed version''s entry');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DROP INDEX taskq.ip_late_idx;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,295 @@
+/*-------------------------------------------------------------------------
+ *
+ * rel_shape.c
+ *	  What every direct path (claim walk, completion, insert) needs to know
+ *	  of taskq.tasks before it writes a row, kept per backend: whether the
+ *	  direct paths apply to the table as it is, its columns and status
+ *	  labels, and its indexes' IndexInfos with the partial indexes'
+ *	  predicates ready to evaluate.
+ *
+ * Opening the table found all of it again for each call: about thirty
+ * column lookups by name, three label lookups, the triggers read, and
+ * ExecOpenIndices' BuildIndexInfo for each of the eight indexes (which
+ * copies each partial index's predicate), whose predicates
+ * ExecInsertIndexTuples then planned and initialized once per call.  For a
+ * one-task call that was several times the row's own insert or update.
+ *
+ * No locking: the cache is backend-local, and only read after the table is
+ * opened with its lock (which takes the invalidations sent before).  A
+ * relcache invalidation of the table or of one of its indexes (ALTER
+ * TABLE, CREATE or DROP INDEX, a trigger, the index becoming ready during
+ * CREATE INDEX CONCURRENTLY, DROP EXTENSION) marks it stale; it is built
+ * again at the next open, never while a path runs.  Each call still opens
+ * every index itself, with RowExclusiveLock, as ExecOpenIndices would, and
+ * gets its own copy of each IndexInfo (an index access method may keep
+ * per-call state in it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "queue/relation.h"
+
+static TaskqRelShape *shape = NULL;
+static bool shape_stale = false;
+static bool building = false;
+static List *retired = NIL;		/* contexts of replaced shapes, freed at transaction end */
+
+static void
+shape_invalidate(Datum arg, Oid relid)
+{
+	if (building)
+	{
+		/* what was read may be older or newer: use it once, build it again next time */
+		shape_stale = true;
+		return;
+	}
+	if (shape == NULL || shape_stale)
+		return;
+	if (relid == InvalidOid || relid == shape->relid)
+		shape_stale = true;
+	for (int i = 0; !shape_stale && i < shape->nindexes; i++)
+		if (relid == shape->index_oids[i])
+			shape_stale = true;
+}
+
+/*
+ * A replaced shape may still be in use by a path that opened the table
+ * before a nested one (a completion inserting successors) found it stale:
+ * its memory goes when the transaction ends, which no path outlives.
+ */
+static void
+shape_xact_end(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (retired == NIL)
+		return;
+	foreach(lc, retired)
+		MemoryContextDelete((MemoryContext) lfirst(lc));
+	list_free(retired);
+	retired = NIL;
+}
+
+/* The OID of taskq.tasks_written(), looked up again when it seems to change. */
+static Oid
+written_fn(bool again)
+{
+	static Oid	fn = InvalidOid;
+
+	if (!OidIsValid(fn) || again)
+		fn = LookupFuncName(list_make2(makeString("taskq"), makeString("tasks_written")),
+							0, NULL, true);
+	return fn;
+}
+
+/*
+ * The triggers of taskq.tasks are only the install script's, which this
+ * path needs not fire: tasks_ready_hint_insert, _update and _delete,
+ * statement triggers of taskq.tasks_written() over the changed rows.
+ * *starts_ok: all three are there and enabled ALWAYS, so every SQL statement
+ * that adds a ready entry lowers the claims' start, and one that changes a
+ * ready row is noted for its transaction (queue/claim_start.c); if not,
+ * claims walk from the first entry.
+ */
+static bool
+triggers_ours(Relation rel, bool *starts_ok)
+{
+	TriggerDesc *td = rel->trigdesc;
+	bool		ins = false,
+				upd = false,
+				del = false;
+
+	*starts_ok = false;
+	if (td == NULL)
+		return true;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != written_fn(false) && t->tgfoid != written_fn(true))
+			return false;
+		/* only ALWAYS fires in every session, whatever its replication role */
+		if (t->tgenabled != TRIGGER_FIRES_ALWAYS || TRIGGER_FOR_ROW(t->tgtype) ||
+			!TRIGGER_FOR_AFTER(t->tgtype) || t->tgnattr != 0 || t->tgqual != NULL)
+			continue;
+		ins |= TRIGGER_FOR_INSERT(t->tgtype) && t->tgnewtable != NULL;
+		upd |= TRIGGER_FOR_UPDATE(t->tgtype) && t->tgnewtable != NULL && t->tgoldtable != NULL;
+		del |= TRIGGER_FOR_DELETE(t->tgtype) && t->tgoldtable != NULL;
+	}
+	*starts_ok = ins && upd && del;
+	return true;
+}
+
+/* Does the direct path apply to the table as it is?  Fills the columns and labels. */
+static bool
+shape_applies(Relation rel, TaskqRelShape *s)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			status_type;
+
+	/* heap: held_by_us and held_by_another read the row's header */
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		!triggers_ours(rel, &s->starts_ok) || rel->rd_rel->relrowsecurity ||
+		!taskq_task_columns(desc, &s->col) || !taskq_ready_cols(desc, &s->ready))
+		return false;
+	status_type = TupleDescAttr(desc, s->ready.status_code - 1)->atttypid;
+	s->in_progress = taskq_enum_label(status_type, "in_progress");
+	s->completed = taskq_enum_label(status_type, "completed");
+	return OidIsValid(s->ready.pending) && OidIsValid(s->in_progress) &&
+		OidIsValid(s->completed);
+}
+
+/* The indexes, as ExecOpenIndices would find them, with their predicates prepared. */
+static void
+shape_indexes(Relation rel, TaskqRelShape *s)
+{
+	List	   *oids = RelationGetIndexList(rel);
+	ListCell   *lc;
+	int			i = 0;
+
+	s->nindexes = list_length(oids);
+	s->index_oids = palloc(sizeof(Oid) * Max(s->nindexes, 1));
+	s->infos = palloc(sizeof(IndexInfo *) * Max(s->nindexes, 1));
+	foreach(lc, oids)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		IndexInfo  *ii = BuildIndexInfo(idx);
+
+		if (ii->ii_Predicate != NIL)
+			ii->ii_PredicateState =
+				ExecInitQual((List *) expression_planner((Expr *) copyObject(ii->ii_Predicate)),
+							 NULL);
+		s->index_oids[i] = lfirst_oid(lc);
+		s->infos[i++] = ii;
+		index_close(idx, AccessShareLock);
+	}
+	list_free(oids);
+}
+
+/*
+ * The shape of rel (taskq.tasks, opened by the caller), built again if an
+ * invalidation came since it was kept.
+ */
+TaskqRelShape *
+taskq_rel_shape(Relation rel)
+{
+	static bool registered = false;
+	MemoryContext cxt,
+				old;
+	TaskqRelShape *s;
+
+	if (shape != NULL && !shape_stale && shape->relid == RelationGetRelid(rel) &&
+		shape->natts == RelationGetDescr(rel)->natts)
+		return shape;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(shape_invalidate, (Datum) 0);
+		RegisterXactCallback(shape_xact_end, NULL);
+		registered = true;
+	}
+	if (shape != NULL)
+	{
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		retired = lappend(retired, shape->cxt);
+		MemoryContextSwitchTo(old);
+		shape = NULL;
+	}
+	cxt = AllocSetContextCreate(CacheMemoryContext, "taskq table shape",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	s = palloc0(sizeof(TaskqRelShape));
+	s->cxt = cxt;
+	s->relid = RelationGetRelid(rel);
+	s->natts = RelationGetDescr(rel)->natts;
+	shape_stale = false;
+	building = true;
+	PG_TRY();
+	{
+		s->applies = shape_applies(rel, s);
+		if (s->applies)
+			shape_indexes(rel, s);
+	}
+	PG_CATCH();
+	{
+		building = false;
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	building = false;
+	MemoryContextSwitchTo(old);
+	shape = s;
+	return s;
+}
+
+/*
+ * The columns an update changes, as RangeTblEntry.updatedCols has them, kept
+ * per list of names (the callers' lists are static arrays).
+ */
+Bitmapset *
+taskq_rel_shape_updated(TaskqRelShape *w, Relation rel,
+						const char *const *changed, int nchanged)
+{
+	Bitmapset  *updated = NULL;
+	MemoryContext old;
+
+	if (changed == NULL || nchanged == 0)
+		return NULL;
+	for (int i = 0; i < w->nupdated; i++)
+		if (w->updated_names[i] == changed)
+			return bms_copy(w->updated[i]);
+	for (int i = 0; i < nchanged; i++)
+		updated = bms_add_member(updated, taskq_column(RelationGetDescr(rel), changed[i]) -
+								 FirstLowInvalidHeapAttributeNumber);
+	if (w->nupdated < TASKQ_SHAPE_UPDATES)
+	{
+		old = MemoryContextSwitchTo(w->cxt);
+		w->updated_names[w->nupdated] = changed;
+		w->updated[w->nupdated++] = bms_copy(updated);
+		MemoryContextSwitchTo(old);
+	}
+	return updated;
+}
+
+/*
+ * Open rel's indexes into rri, as ExecOpenIndices does, each with a copy of
+ * its kept IndexInfo.
+ */
+void
+taskq_rel_shape_open_indexes(const TaskqRelShape *s, ResultRelInfo *rri)
+{
+	int			n = s->nindexes;
+
+	rri->ri_NumIndices = n;
+	if (n == 0)
+		return;
+	rri->ri_IndexRelationDescs = palloc(sizeof(Relation) * n);
+	rri->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		IndexInfo  *ii = palloc(sizeof(IndexInfo));
+
+		rri->ri_IndexRelationDescs[i] = index_open(s->index_oids[i], RowExclusiveLock);
+		memcpy(ii, s->infos[i], sizeof(IndexInfo));
+		ii->ii_AmCache = NULL;
+		ii->ii_Context = CurrentMemoryContext;
+		ii->ii_ExpressionsState = NIL;
+		rri->ri_IndexRelationInfo[i] = ii;
+	}
+}
