@@ -1,5 +1,5 @@
 --
--- branch_export: the seed's "Branch export" story, step by step, in one session.
+-- branch_export: the "Branch export" story, step by step, in one session.
 -- examples/branch-export runs the same story with concurrent workers.
 --
 -- Tasks per branch (id = action + '-' + branch):
@@ -11,7 +11,7 @@
 --
 DELETE FROM taskq.tasks;
 CREATE SCHEMA bx;
--- The "lakeFS" side, the "S3" side, and the completion log of the workers.
+-- The versioned store's side, the "S3" side, and the completion log of the workers.
 -- Keys compare bytewise ("C"), like task ids: the same order under any locale.
 CREATE TABLE bx.commits (commit_id text COLLATE "C" PRIMARY KEY, branch text NOT NULL);
 CREATE TABLE bx.objects (commit_id text COLLATE "C" NOT NULL, path text COLLATE "C" NOT NULL,

@@ -155,7 +155,7 @@ SELECT ret('p', 'completed');
 SELECT n, id FROM public.own('w', 1, '{s}');
 SELECT id, status_code, num_signals FROM taskq.tasks ORDER BY id;
 
--- Jobs (the job-progress seed): create-job -> one process-item per row ->
+-- Jobs (a file import with a progress bar): create-job -> one process-item per row ->
 -- job-completed, with item counts and progress from several workers.
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;

@@ -2,7 +2,7 @@
 """producer.py: simulate commits on a few branches and queue their exports.
 
 Each commit is made under the branch's commit lock (an advisory transaction
-lock here), and in the same transaction (seed, "Branch export", step 1):
+lock here), and in the same transaction (the export's step 1):
 
   1. replace the task next-export-{branch} by one exporting *this* commit;
   2. add the dependency done-export-{branch} -> next-export-{branch}, so that

@@ -1,7 +1,7 @@
 -- examples/branch-export/schema.sql: the demo's side tables, in schema export_demo.
 -- Run by run.sh before the workers start; safe to run again (it starts afresh).
 --
---   commits, commit_objects   the "lakeFS" side: the commits of each branch and their objects
+--   commits, commit_objects   the versioned store's side: the commits of each branch and their objects
 --   s3                        the "S3" side: what the export wrote (no network in this demo)
 --   events                    one row per task a worker completed, written in the same
 --                             transaction as taskq.return_task: the completion log checked

@@ -20,9 +20,8 @@ it waits for a NOTIFY on channel "taskq" (or half a second).
   export-manifest         write the export's manifest
   done-export-{branch}    nobody: spontaneous, the queue completes it
 
-done-export-{branch} is created by next-export rather than by start-export (as
-in the seed) so that it exists, pending, from the moment an export is decided:
-a commit arriving between next-export and start-export then waits for it too.
+done-export-{branch} is created by next-export rather than by start-export, so
+that it exists, pending, from the moment an export is decided: a commit arriving between next-export and start-export then waits for it too.
 
 A copy, delete or _SUCCESS whose export was aborted meanwhile (a copy used up
 its tries: the abort cascades to what waits for it, not to the tasks beside it)
@@ -30,7 +29,7 @@ aborts itself instead of writing: see export_is_current.
 
 The bucket is a table, so writing an object and returning its task are one
 transaction: a worker whose lease was taken over (TQ001 on return) writes
-nothing.  With a real S3, make the copy idempotent, as the seed requires.
+nothing.  With a real S3, make the copy idempotent: a copy may run twice.
 
 Faults, to show retries and leases: a copy fails at random (return_task
 'pending': retried, up to COPY_MAX_TRIES tries); now and then a worker stalls

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/email-subscription/run.sh — Fantasm's email subscription as a taskq state machine.
+# examples/email-subscription/run.sh — an email to every subscriber as a taskq state machine.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
 # PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.
@@ -27,7 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 "${PSQL[@]}" -v subscribers="$SUBSCRIBERS" -f schema.sql >/dev/null
 
 cat <<EOF
-email-subscription: Fantasm's SendSubscriberEmail machine.  SendEmail is a continuation: each
+email-subscription: the SendSubscriberEmail machine.  SendEmail is a continuation: each
   instance forks the next one (one per subscriber of $SUBSCRIBERS) and sends one email; CountEmail
   fans the instances in every 3 seconds and adds each batch's size to one counter.
   $WORKERS workers run the steps.

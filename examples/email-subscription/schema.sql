@@ -4,7 +4,7 @@
 --   subscribers  the list to mail (SUBSCRIBERS rows, set by run.sh as :subscribers)
 --   outbox       one row per email sent, written in the transaction of the step
 --                that sent it (the step's return commits it, or nothing)
---   email_batch  Fantasm's EmailBatch: one counter, updated once per fan-in batch
+--   email_batch  EmailBatch: one counter, updated once per fan-in batch
 --   batches      one row per batch the count state handled (its size)
 
 \set ON_ERROR_STOP on
@@ -37,7 +37,7 @@ CREATE TABLE mail_demo.batches (
     at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
--- The machine, as Fantasm's fsm.yaml wrote it: SendEmail is a continuation
+-- The machine: SendEmail is a continuation
 -- (one instance per subscriber), CountEmail fans the instances in every 3 s.
 SELECT taskq.define_machine('SendSubscriberEmail', '{"states": [
     {"name": "SendEmail", "action": "send-email", "initial": true, "continuation": true,

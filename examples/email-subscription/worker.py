@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""worker.py: a taskq worker for Fantasm's email subscription machine.
+"""worker.py: a taskq worker for the email subscription machine.
 
 A taskq.Worker (clients/python, set up by ../demo.py) runs the two states of
 the machine SendSubscriberEmail (schema.sql); a machine step is an ordinary
@@ -13,8 +13,8 @@ the context stays as it was.
                after it and, if one is left after that, forks the machine for
                it with taskq.continue_machine and COMMITS at once: the next
                instance is then visible to the other workers while this one
-               sends (Fantasm passes the dataset forward before operating on
-               it).  A retry of the step gets the fork already made.  Then it
+               sends (the dataset is passed forward before it is operated
+               on).  A retry of the step gets the fork already made.  Then it
                "sends" the email (a row in mail_demo.outbox, committed with the
                step's return) and returns the event "ok".
   count-email  (CountEmail, fan_in 3) one task per 3-second batch of instances:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""monitor.py: the seed's "web page": each job's progress from taskq.job_states.
+"""monitor.py: the "web page": each job's progress from taskq.job_states.
 
 By default (make demo) one summary line whenever something changed, at most
 once a second: the example's tasks by status and each job's rows done of

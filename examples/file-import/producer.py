@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """producer.py: "upload" a few files and start one import job per file.
 
-Each file is stored in import_demo.file_rows (the upload service of the seed);
+Each file is stored in import_demo.file_rows (the upload service);
 in the same transaction taskq.create_job makes the job and its first task,
 create-job, whose body names the file.  The job id is the workflow key of
-every task of the job.  The web page of the seed would now poll
+every task of the job.  A web page would now poll
 taskq.job_states: see monitor.py.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/file-import/run.sh — the job-progress seed with real concurrent workers.
+# examples/file-import/run.sh — a file import with progress, with real concurrent workers.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
 # PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""worker.py: a taskq worker for the file-import story (the job-progress seed).
+"""worker.py: a taskq worker for the file-import story (jobs with progress).
 
 A taskq.Worker (clients/python, set up by ../demo.py) runs one task of our
 actions at a time with a lease and dispatches on its action; each handler
@@ -39,7 +39,7 @@ def main():
     name = args.name
     w = worker(name, f"file-import {name}", LEASE)
 
-    # ---- the seed's handlers ---------------------------------------------------
+    # ---- the handlers ---------------------------------------------------------
 
     @w.task("create-job")
     def create_job(task):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """producer.py: the site-manager's API: create sites, and delete one mid-way.
 
-Create (the seed's status-driven workflow):
+Create (a status-driven workflow):
   1. validate the request synchronously: a bad request is refused at once,
      nothing is queued;
   2. in one transaction: the site status row (state 'creating', every flag
@@ -12,7 +12,7 @@ Create (the seed's status-driven workflow):
      queued with insert_tasks_if_absent, so a retried request queues nothing
      twice.
 
-Delete (the seed's "worst case": the front end gave up and deletes the site
+Delete (the "worst case": the front end gave up and deletes the site
 while it is being created): in one transaction, set the state to 'deleting'
 and taskq.cancel_workflow(site id).  Pending tasks are aborted at once; a task
 a worker holds ends aborted whatever the worker returns, and is never retried.

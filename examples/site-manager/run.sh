@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/site-manager/run.sh — the status-driven seed with real concurrent workers.
+# examples/site-manager/run.sh — a status-driven workflow with real concurrent workers.
 #
 # Needs: a database with CREATE EXTENSION taskq (libpq variables PGHOST, PGPORT,
 # PGDATABASE, PGUSER say where), psql, python3, python3-psycopg2 and python3-psycopg.

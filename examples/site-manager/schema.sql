@@ -1,7 +1,7 @@
 -- examples/site-manager/schema.sql: the demo's side tables, in schema site_demo.
 -- Run by run.sh before the workers start; safe to run again (it starts afresh).
 --
---   sites          the seed's site status object: state (creating, running, deleting)
+--   sites          the site status object: state (creating, running, deleting)
 --                  and one flag per step; the producer creates it synchronously
 --   executions     one row per try of a task that a worker ran (ok or failed), written
 --                  in the same transaction as taskq.return_task

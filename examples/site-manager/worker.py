@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""worker.py: a taskq worker for the site-manager story (the status-driven seed).
+"""worker.py: a taskq worker for the site-manager story (a status-driven workflow).
 
 A taskq.Worker (clients/python, set up by ../demo.py) runs one task of our
 actions at a time with a lease; the handler does the step's work (sleep a
@@ -18,7 +18,7 @@ little), then, on task.conn, in the transaction that returns the task:
 The deletion updates the same row in the transaction that calls
 cancel_workflow, so a step either commits before the deletion or sees
 'deleting' and does nothing; and taskq never hands out a task of a
-cancelled workflow again.  The seed's status check and taskq's cancellation
+cancelled workflow again.  The status check and taskq's cancellation
 both say no; either alone would do here.
 """
 

@@ -620,7 +620,7 @@ COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb) IS
     'set (or, with both null, clear) the default max_tries and retry backoff of an action''s tasks';
 
 /*
- * Jobs (the job-progress seed): a job is the workflow of its tasks (their
+ * Jobs: a job is the workflow of its tasks (their
  * workflow key is the job's id) plus item counters that workers move.  Its
  * state is derived from its tasks, so finishing a task never writes the job
  * row; only progress reports do.

@@ -403,8 +403,8 @@ SELECT pg_catalog.pg_extension_config_dump('taskq.cancelled_workflows', '');
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.cancelled_workflows TO taskq_admin;
 
 /*
- * Jobs (the job-progress seed): a job is the workflow of its tasks (their
- * workflow key is the job's id) plus item counters that workers move.  Its
+ * Jobs: a job is the workflow of its tasks (their workflow key is the
+ * job's id) plus item counters that workers move.  Its
  * state is derived from its tasks, so finishing a task never writes the job
  * row; only progress reports do.
  */
