@@ -21,12 +21,21 @@
  * costs each call nothing; a GUC set per statement cost more than the
  * probes it planned.
  *
+ * A sequential scan that stays in such a plan (a table without a usable
+ * index, or one the statement reads whole) carries the planner's
+ * disable_cost, which puts the plan far above jit_above_cost: with JIT
+ * available, as on a stock server, the executor compiled the statement
+ * with LLVM at every execution (the background worker spent a tenth of a
+ * core on it while idle).  No statement of taskq is worth compiling, so
+ * their plans are made without JIT.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "jit/jit.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 #include "utils/array.h"
@@ -68,6 +77,8 @@ taskq_plan_hook(Query *parse, const char *query_string, int cursorOptions,
 		enable_seqscan = saved;
 	}
 	PG_END_TRY();
+	if (executing > 0)
+		result->jitFlags = PGJIT_NONE;
 	return result;
 }
 
