@@ -1,15 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * insert_exprs.c
- *	  What the direct insert of task rows (row_insert.c) keeps per backend
- *	  for taskq.tasks: the planned column defaults and CHECK constraints,
- *	  their states ready to evaluate, and the row slots (the indexes'
- *	  predicates are kept with the table's shape, rel_shape.c).  Building
- *	  them for each call cost more than writing the rows of a small batch.
+ *	  What the direct insert of task rows (row_insert.c) keeps with the
+ *	  table's shape (rel_shape.c): the planned column defaults and CHECK
+ *	  constraints, their states ready to evaluate, and the row slots.
+ *	  Building them for each call cost more than writing the rows of a
+ *	  small batch.
  *
- * No locking: the cache is backend-local.  A relcache invalidation of the
- * table (ALTER TABLE, DROP EXTENSION) marks it stale, and it is built
- * again at the start of the next insert, never while one runs.
+ * No locking: they are backend-local, and live and die with the shape
+ * (made at its first direct insert; a relcache invalidation of the table,
+ * such as ALTER TABLE or DROP EXTENSION, replaces the shape, never while
+ * an insert runs).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,51 +20,30 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
-#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "queue/insert_exprs.h"
 
-static MemoryContext exprs_cxt = NULL;
-static InsertExprs *exprs = NULL;
-static bool exprs_stale = false;
-static bool exprs_callback = false;
-
-static void
-exprs_invalidate(Datum arg, Oid relid)
-{
-	if (exprs != NULL && (relid == InvalidOid || relid == exprs->relid))
-		exprs_stale = true;
-}
-
+/*
+ * The expressions of taskq.tasks as its kept shape (rel_shape.c) has them,
+ * made at the shape's first direct insert in its memory: a relcache
+ * invalidation that replaces the shape replaces them with it.
+ */
 InsertExprs *
-taskq_insert_exprs(Relation rel)
+taskq_insert_exprs(TaskqRelShape *shape, Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleConstr *constr = desc->constr;
 	MemoryContext old;
 
-	if (exprs != NULL && !exprs_stale && exprs->relid == RelationGetRelid(rel) &&
-		exprs->natts == desc->natts &&
-		exprs->ncheck == (constr ? constr->num_check : 0))
-		return exprs;
-	if (!exprs_callback)
-	{
-		CacheRegisterRelcacheCallback(exprs_invalidate, (Datum) 0);
-		exprs_callback = true;
-	}
-	if (exprs_cxt == NULL)
-		exprs_cxt = AllocSetContextCreate(CacheMemoryContext, "taskq insert expressions",
-										  ALLOCSET_SMALL_SIZES);
-	MemoryContextReset(exprs_cxt);
-	exprs = NULL;
-	exprs_stale = false;
-	old = MemoryContextSwitchTo(exprs_cxt);
+	if (shape->insert != NULL)
+		return shape->insert;
+	old = MemoryContextSwitchTo(shape->cxt);
 	{
 		InsertExprs *e = palloc0(sizeof(InsertExprs));
 
-		e->relid = RelationGetRelid(rel);
+		e->cxt = shape->cxt;
 		e->natts = desc->natts;
 		e->defaults = palloc0(sizeof(Expr *) * desc->natts);
 		for (int a = 0; a < desc->natts; a++)
@@ -89,10 +69,10 @@ taskq_insert_exprs(Relation rel)
 		e->check_states = palloc0(sizeof(ExprState *) * Max(e->ncheck, 1));
 		for (int i = 0; i < e->ncheck; i++)
 			e->check_states[i] = ExecInitExpr(e->checks[i], NULL);
-		exprs = e;
+		shape->insert = e;
 	}
 	MemoryContextSwitchTo(old);
-	return exprs;
+	return shape->insert;
 }
 
 /*
@@ -106,7 +86,7 @@ taskq_insert_slots(InsertExprs *ie, Relation rel, int n)
 {
 	if (ie->nslots < n)
 	{
-		MemoryContext old = MemoryContextSwitchTo(exprs_cxt);
+		MemoryContext old = MemoryContextSwitchTo(ie->cxt);
 
 		for (int k = ie->nslots; k < n; k++)
 			ie->slots[k] = MakeSingleTupleTableSlot(ie->desc, table_slot_callbacks(rel));

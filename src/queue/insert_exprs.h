@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * insert_exprs.h
- *	  The column defaults, CHECK constraints and row
- *	  slots of taskq.tasks that the direct insert (row_insert.c) keeps per
- *	  backend: see insert_exprs.c.
+ *	  The column defaults, CHECK constraints and row slots of taskq.tasks
+ *	  that the direct insert (row_insert.c) keeps with the table's shape:
+ *	  see insert_exprs.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,20 +13,19 @@
 #include "executor/executor.h"
 #include "utils/relcache.h"
 
+#include "queue/relation.h"
+
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000
 
 /*
  * The planned column defaults and CHECK constraints of taskq.tasks, kept
- * for the backend: reading them from the catalog's node strings and
- * planning them cost more than writing a row of a small batch.  A relcache
- * invalidation of the table (ALTER TABLE, DROP EXTENSION) marks them stale;
- * they are built again at the start of the next direct insert, never while
- * one runs.
+ * with its shape: reading them from the catalog's node strings and
+ * planning them cost more than writing a row of a small batch.
  */
 typedef struct InsertExprs
 {
-	Oid			relid;
+	MemoryContext cxt;			/* the shape's */
 	int			natts;
 	Expr	  **defaults;		/* per attribute: planned default, or NULL */
 	int			ncheck;
@@ -44,7 +43,7 @@ typedef struct InsertExprs
 	ExprState **check_states;
 } InsertExprs;
 
-extern InsertExprs *taskq_insert_exprs(Relation rel);
+extern InsertExprs *taskq_insert_exprs(TaskqRelShape *shape, Relation rel);
 extern TupleTableSlot **taskq_insert_slots(InsertExprs *ie, Relation rel, int n);
 
 #endif

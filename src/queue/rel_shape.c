@@ -4,8 +4,9 @@
  *	  What every direct path (claim walk, completion, insert) needs to know
  *	  of taskq.tasks before it writes a row, kept per backend: whether the
  *	  direct paths apply to the table as it is, its columns and status
- *	  labels, and its indexes' IndexInfos with the partial indexes'
- *	  predicates ready to evaluate.
+ *	  labels, its indexes' IndexInfos with the partial indexes' predicates
+ *	  ready to evaluate, and from its first direct insert the insert's
+ *	  column defaults, CHECK constraints and row slots (insert_exprs.c).
  *
  * Opening the table found all of it again for each call: about thirty
  * column lookups by name, three label lookups, the triggers read, and

@@ -172,6 +172,7 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 		table_close(d->rel, RowExclusiveLock);
 		return false;
 	}
+	d->shape = s;
 	d->col = s->col;
 	d->ready = s->ready;
 	d->in_progress = s->in_progress;

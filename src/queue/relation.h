@@ -77,10 +77,12 @@ typedef struct TaskqRelShape
 	int			nupdated;		/* updatedCols per list of changed columns */
 	const char *const *updated_names[TASKQ_SHAPE_UPDATES];
 	Bitmapset  *updated[TASKQ_SHAPE_UPDATES];
+	struct InsertExprs *insert; /* made at the first direct insert (insert_exprs.c) */
 } TaskqRelShape;
 
 typedef struct TaskqRel
 {
+	TaskqRelShape *shape;		/* what is kept of the table (rel_shape.c) */
 	Relation	rel;
 	TupleDesc	desc;
 	TaskColumns col;

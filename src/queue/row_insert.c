@@ -160,7 +160,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		given[att - 1] = c;
 	}
 	not_before = d.col.not_before;
-	ie = taskq_insert_exprs(d.rel);
+	ie = taskq_insert_exprs(d.shape, d.rel);
 	for (int a = 0; a < natts; a++)
 	{
 		if (TupleDescAttr(d.desc, a)->attisdropped ||
