@@ -22,7 +22,10 @@
  *                         moment less the insert's reply (negative: the
  *                         claim came first); --async-producer 1: the
  *                         producer commits with synchronous_commit = off,
- *                         so that the wake-up shows without the flush
+ *                         so that the wake-up shows without the flush;
+ *                         --producer insert_tasks: the producer's call is
+ *                         insert_tasks with a one-task JSON array (default
+ *                         enqueue, the one-task call)
  *     taskq only, the depth, fan-in, chain and soak workloads:
  *               depth     rounds of: enqueue --backlog tasks (not timed,
  *                         then VACUUM ANALYZE and CHECKPOINT), drain
@@ -94,6 +97,7 @@ typedef struct Options
 	int			window;			/* soak: seconds of the first and last window */
 	int			wait;			/* latency: workers wait in own_tasks (ms), not on LISTEN */
 	int			async_producer;	/* latency: the producer commits without waiting for the flush */
+	const char *producer;		/* latency: "enqueue" or "insert_tasks" */
 } Options;
 
 static Options opt = {
@@ -104,6 +108,7 @@ static Options opt = {
 	.rate = 300,
 	.seconds = 20,
 	.action = "work",
+	.producer = "enqueue",
 	.prefix = "e",
 	.trigger = NULL,
 	.claims = 0,
@@ -497,14 +502,19 @@ producer_thread(void *arg)
 
 	(void) arg;
 
-	prepare(conn, "enq", "SELECT taskq.insert_tasks($1::jsonb)");
+	int			json = strcmp(opt.producer, "insert_tasks") == 0;
+	char		id[128];
+
+	if (json)
+		prepare(conn, "enq", "SELECT taskq.insert_tasks($1::jsonb)");
+	else
+		prepare(conn, "enq", "SELECT taskq.enqueue($1, $2::jsonb, $3)");
 	if (opt.async_producer)
 		PQclear(PQexec(conn, "SET synchronous_commit = off"));
 	for (long i = 0; i < total; i++)
 	{
 		double		due = start + (double) i / opt.rate;
 		double		wait = due - now_s();
-		const char *params[1] = {buf};
 
 		if (wait > 0)
 		{
@@ -515,10 +525,24 @@ producer_thread(void *arg)
 		{
 			double		sent = wall_s();
 
-			snprintf(buf, sizeof(buf),
-					 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, \"n\": %ld, %s}}]",
-					 opt.prefix, i, opt.action, sent, i, BODY);
-			PQclear(exec_prepared(conn, "enq", 1, params));
+			if (json)
+			{
+				const char *params[1] = {buf};
+
+				snprintf(buf, sizeof(buf),
+						 "[{\"id\": \"%s-%ld\", \"action\": \"%s\", \"body\": {\"sent\": %.6f, \"n\": %ld, %s}}]",
+						 opt.prefix, i, opt.action, sent, i, BODY);
+				PQclear(exec_prepared(conn, "enq", 1, params));
+			}
+			else
+			{
+				const char *params[3] = {opt.action, buf, id};
+
+				snprintf(id, sizeof(id), "%s-%ld", opt.prefix, i);
+				snprintf(buf, sizeof(buf), "{\"sent\": %.6f, \"n\": %ld, %s}",
+						 sent, i, BODY);
+				PQclear(exec_prepared(conn, "enq", 3, params));
+			}
 			replied_at[i] = wall_s();
 			insert_ms[i] = (replied_at[i] - sent) * 1000;
 		}
@@ -1083,6 +1107,8 @@ main(int argc, char **argv)
 			opt.wait = atoi(v);
 		else if (strcmp(k, "--async-producer") == 0)
 			opt.async_producer = atoi(v);
+		else if (strcmp(k, "--producer") == 0)
+			opt.producer = v;
 		else
 		{
 			fprintf(stderr, "driver: unknown option %s\n", k);

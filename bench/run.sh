@@ -20,7 +20,8 @@
 # random text ids, enqueue / enqueue_many with ids made by taskq and with
 # random ones, against the hand-written INSERT: bench/pgbench/; not in the
 # default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
-# producer at 300 tasks/s, 4 idle workers on LISTEN; and 4 idle workers
+# producer at 300 tasks/s calling enqueue, or insert_tasks with
+# LATENCY_PRODUCER=insert_tasks; 4 idle workers on LISTEN; and 4 idle workers
 # waiting inside own_tasks with wait => 1 s; each also with a producer
 # that commits with synchronous_commit = off), lag (LAG_TASKS
 # (300,000) pending, autovacuum off, one worker drains 50 per claim in
@@ -398,6 +399,7 @@ fi
 # waiting for the WAL flush (lata, latwa), so that the wake-up shows
 # without the disk.  The systems take turns within each round.
 declare -A LATL=()
+LATENCY_PRODUCER=${LATENCY_PRODUCER:-enqueue}   # or insert_tasks (a one-task JSON array)
 want latency || RUNS_LAT=0
 lat_kinds=(lat latw lata latwa)
 for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
@@ -407,7 +409,7 @@ for ((r = 1; r <= ${RUNS_LAT:-$RUNS}; r++)); do
         [[ $kind == lata || $kind == latwa ]] && async=1
         reset_tables
         line=$("$TQ_WORK/driver" taskq latency --clients 4 --rate 300 --seconds "$LATENCY_SECONDS" --action lat \
-            --prefix "$kind$r" --wait "$wait" --async-producer "$async")
+            --prefix "$kind$r" --wait "$wait" --async-producer "$async" --producer "$LATENCY_PRODUCER")
         echo "  latency $kind run $r: $line" >&2
         LATL[$kind]+="$line"$'\n'
     done
@@ -816,7 +818,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo
     fi
     if want latency; then
-        echo "| latency, producer at 300 tasks/s for ${LATENCY_SECONDS} s, 4 idle workers (ms, medians of the runs) | enqueue → claim p50 | p95 | p99 | insert call p50 | p99 | claim − insert's reply p50 | p99 |"
+        echo "| latency, producer ($LATENCY_PRODUCER) at 300 tasks/s for ${LATENCY_SECONDS} s, 4 idle workers (ms, medians of the runs) | enqueue → claim p50 | p95 | p99 | insert call p50 | p99 | claim − insert's reply p50 | p99 |"
         echo "|---|---:|---:|---:|---:|---:|---:|---:|"
         for kind in lat latw lata latwa; do
             case $kind in

@@ -110,10 +110,10 @@ taskq_enum_label(Oid enumtype, const char *label)
 }
 
 /*
- * An executor state and a result relation with rel's indexes open, for
- * adding the index entries of new versions as an UPDATE or INSERT adds
- * them: through the kept shape of taskq.tasks if given, else as
- * ExecOpenIndices opens them.  updated: the columns an update changes
+ * An executor state and a result relation with rel's indexes, for adding
+ * the index entries of new versions as an UPDATE or INSERT adds them:
+ * through the kept shape of taskq.tasks if given (each index opened when
+ * first needed), else open as ExecOpenIndices opens them.  updated: the columns an update changes
  * (attribute numbers offset as in RangeTblEntry.updatedCols), which tell
  * the indexes which new entries repeat a key.  ExecCloseIndices and
  * FreeExecutorState undo it.
@@ -133,7 +133,7 @@ index_state(Relation rel, const TaskqRelShape *shape, Bitmapset *updated, Result
 	*rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(*rri, rel, 1, NULL, 0);
 	if (shape != NULL)
-		taskq_rel_shape_open_indexes(shape, *rri);
+		taskq_rel_shape_indexes(shape, *rri);
 	else
 		ExecOpenIndices(*rri, false);
 	return estate;
@@ -207,26 +207,55 @@ taskq_rel_close(TaskqRel *d)
 }
 
 /*
- * An index of taskq.tasks by name, if it is a btree with nkeys key columns;
- * its IndexInfo in *info, if info is given.
+ * An index of taskq.tasks by name, opened, if it is a btree with nkeys key
+ * columns; its IndexInfo in *info, if info is given.
  */
 Relation
 taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info)
 {
 	for (int i = 0; i < d->rri->ri_NumIndices; i++)
 	{
-		Relation	idx = d->rri->ri_IndexRelationDescs[i];
+		Relation	idx;
 
-		if (strcmp(RelationGetRelationName(idx), name) == 0 &&
-			idx->rd_rel->relam == BTREE_AM_OID &&
-			IndexRelationGetNumberOfKeyAttributes(idx) == nkeys)
-		{
-			if (info != NULL)
-				*info = d->rri->ri_IndexRelationInfo[i];
-			return idx;
-		}
+		if (strcmp(d->shape->index_names[i], name) != 0)
+			continue;
+		idx = taskq_rel_shape_index(d->shape, d->rri, i);
+		if (idx->rd_rel->relam != BTREE_AM_OID ||
+			IndexRelationGetNumberOfKeyAttributes(idx) != nkeys)
+			return NULL;
+		if (info != NULL)
+			*info = d->rri->ri_IndexRelationInfo[i];
+		return idx;
 	}
 	return NULL;
+}
+
+/*
+ * Add the index entries of the row in slot, new (update false) or a new
+ * version (update true), opening first the indexes it goes into.  With
+ * repeat given, a unique index's conflict does not fail: *repeat says
+ * whether there may be one, for the caller to check.
+ */
+void
+taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
+{
+	ResultRelInfo *rri = d->rri;
+	ExprContext *econtext = GetPerTupleExprContext(d->estate);
+
+	econtext->ecxt_scantuple = slot;
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+		if (rri->ri_IndexRelationDescs[i] != NULL || !ii->ii_ReadyForInserts)
+			continue;
+		/* the kept shape prepared every predicate */
+		if (ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext))
+			continue;
+		taskq_rel_shape_index(d->shape, rri, i);
+	}
+	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL,
+									repeat, NIL));
 }
 
 /* Write the new version over the old one found at tid; wait or not. */
@@ -242,8 +271,7 @@ taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 								InvalidSnapshot, wait, tmfd, &lockmode,
 								&update_indexes);
 	if (result == TM_Ok && update_indexes)
-		list_free(ExecInsertIndexTuples(d->rri, d->newslot, d->estate, true,
-										false, NULL, NIL));
+		taskq_rel_index_entries(d, d->newslot, true, NULL);
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }

@@ -73,6 +73,7 @@ typedef struct TaskqRelShape
 				completed;
 	int			nindexes;		/* as RelationGetIndexList has them */
 	Oid		   *index_oids;
+	char	  **index_names;
 	IndexInfo **infos;			/* with the predicates' states made */
 	int			nupdated;		/* updatedCols per list of changed columns */
 	const char *const *updated_names[TASKQ_SHAPE_UPDATES];
@@ -110,6 +111,8 @@ extern EState *taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo
 extern bool taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged);
 extern void taskq_rel_close(TaskqRel *d);
 extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info);
+extern void taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update,
+									bool *repeat);
 extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
 extern bool taskq_action_listed(List *actions, Datum action);
 
@@ -117,7 +120,8 @@ extern bool taskq_action_listed(List *actions, Datum action);
 extern TaskqRelShape *taskq_rel_shape(Relation rel);
 extern Bitmapset *taskq_rel_shape_updated(TaskqRelShape *s, Relation rel,
 										  const char *const *changed, int nchanged);
-extern void taskq_rel_shape_open_indexes(const TaskqRelShape *s, ResultRelInfo *rri);
+extern void taskq_rel_shape_indexes(const TaskqRelShape *s, ResultRelInfo *rri);
+extern Relation taskq_rel_shape_index(const TaskqRelShape *s, ResultRelInfo *rri, int i);
 
 /*
  * The small helpers of the direct paths' row loops, inline as they were

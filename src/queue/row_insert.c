@@ -220,8 +220,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		{
 			bool		repeat = false;
 
-			list_free(ExecInsertIndexTuples(d.rri, slots[j], d.estate, false, true,
-											&repeat, NIL));
+			taskq_rel_index_entries(&d, slots[j], false, &repeat);
 			ResetPerTupleExprContext(d.estate);
 			if (repeat)
 			{
