@@ -178,6 +178,9 @@ extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 extern void taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 							   Jsonb **results, bool *done, List **succs);
 extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
+
+/* action_policy.c: the actions' default max_tries, kept per session */
+extern List *taskq_policy_max_tries(List *specs, List **tries);
 extern bool taskq_insert_direct(int n, int ncols, const char *const *names,
 								Datum **cols, bool **nulls, int *stored);
 

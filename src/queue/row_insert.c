@@ -322,13 +322,6 @@ static TaskqPlan stored_ids_plan = {
 	1, {TEXTARRAYOID}
 };
 
-/* The default max_tries of these actions (taskq.set_action_policy). */
-static TaskqPlan policy_tries_plan = {
-	"SELECT action, max_tries FROM taskq.action_policies"
-	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
-	1, {TEXTARRAYOID}, NULL, true
-};
-
 /* A text[] literal, every element quoted: {"a","b\\"c"}. */
 static char *
 array_literal(List *strings)
@@ -435,107 +428,6 @@ typedef struct BatchColumns
 	Datum	   *cols[NCOLS];
 	bool	   *nulls[NCOLS];
 } BatchColumns;
-
-/*
- * A task without max_tries gets its action's, if the action has a policy,
- * looked up here once per batch, not once per row.  The lookup reads
- * action_policies through its primary key without the executor (a lookup
- * by SQL cost a tenth of a one-task insert), with a snapshot of this
- * moment, as a statement of its own would; if the table is not as the
- * install script made it, the SQL does it.  Returns the actions with a
- * policy, and their tries in *tries.
- */
-static List *
-policy_max_tries(List *specs, List **tries)
-{
-	List	   *no_tries = NIL;
-	List	   *actions = NIL;
-	ListCell   *lc;
-	Oid			nsp;
-	Oid			relid;
-	Relation	rel;
-	Relation	idx = NULL;
-	AttrNumber	tries_att;
-
-	*tries = NIL;
-	foreach(lc, specs)
-	{
-		TaskSpec   *s = lfirst(lc);
-
-		if (!s->has_max_tries && !taskq_string_member(no_tries, s->action))
-			no_tries = lappend(no_tries, s->action);
-	}
-	if (no_tries == NIL)
-		return NIL;
-
-	nsp = get_namespace_oid("taskq", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("action_policies", nsp) : InvalidOid;
-	if (OidIsValid(relid))
-	{
-		Oid			idxid = get_relname_relid("action_policies_pkey", nsp);
-
-		rel = table_open(relid, AccessShareLock);
-		tries_att = taskq_column(RelationGetDescr(rel), "max_tries");
-		if (OidIsValid(idxid) && tries_att != InvalidAttrNumber &&
-			!rel->rd_rel->relrowsecurity && rel->rd_rel->relam == HEAP_TABLE_AM_OID)
-		{
-			idx = index_open(idxid, AccessShareLock);
-			if (idx->rd_index->indrelid != relid || idx->rd_index->indnatts != 1 ||
-				idx->rd_index->indkey.values[0] != taskq_column(RelationGetDescr(rel), "action") ||
-				idx->rd_opfamily[0] != TEXT_BTREE_FAM_OID)
-			{
-				index_close(idx, AccessShareLock);
-				idx = NULL;
-			}
-		}
-		if (idx == NULL)
-			table_close(rel, AccessShareLock);
-	}
-	if (idx == NULL)
-	{
-		Datum		arg = taskq_text_array_datum(no_tries);
-
-		taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			actions = lappend(actions, taskq_get_text(r, 1, NULL));
-			*tries = lappend_int(*tries, taskq_get_int32(r, 2, NULL));
-		}
-		return actions;
-	}
-	{
-		Snapshot	snap = RegisterSnapshot(GetTransactionSnapshot());
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-
-		foreach(lc, no_tries)
-		{
-			ScanKeyData key;
-			IndexScanDesc scan;
-			bool		isnull;
-			Datum		v;
-
-			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
-						CStringGetTextDatum(lfirst(lc)));
-			scan = index_beginscan(rel, idx, snap, 1, 0);
-			index_rescan(scan, &key, 1, NULL, 0);
-			if (index_getnext_slot(scan, ForwardScanDirection, slot))
-			{
-				v = slot_getattr(slot, tries_att, &isnull);
-				if (!isnull)
-				{
-					actions = lappend(actions, lfirst(lc));
-					*tries = lappend_int(*tries, DatumGetInt32(v));
-				}
-			}
-			index_endscan(scan);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-		UnregisterSnapshot(snap);
-	}
-	index_close(idx, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	return actions;
-}
 
 /*
  * The batch's rows as column arrays.  The successors of a row are a text[]
@@ -781,7 +673,7 @@ taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 	foreach(lc, specs)
 		rules |= ((TaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
 	if (!small)
-		policy_actions = policy_max_tries(specs, &policy_tries);
+		policy_actions = taskq_policy_max_tries(specs, &policy_tries);	/* action_policy.c */
 	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);
 	if (small)
 		insert_small(specs, &bc, if_absent, rules);

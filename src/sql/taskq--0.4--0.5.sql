@@ -1120,3 +1120,22 @@ SELECT t.id, t.action, t.status, t.num_tries, t.max_tries, t.workflow, t.cancell
 COMMENT ON VIEW taskq.dead_letters IS
     'aborted tasks (not those a trigger rule skipped) with their last status and tries; re-drive them with taskq.redrive_tasks';
 GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
+
+-- Each session keeps the default max_tries it looked up per action; every
+-- write of the table tells all sessions to drop them.
+CREATE FUNCTION taskq.action_policies_written()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_action_policies_written'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq.action_policies_written() IS
+    'trigger: every session drops the action policies it kept when taskq.action_policies is written';
+REVOKE ALL ON FUNCTION taskq.action_policies_written() FROM PUBLIC;
+-- rows, not statements: logical replication's apply worker fires row triggers only
+CREATE TRIGGER action_policies_written
+    AFTER INSERT OR UPDATE OR DELETE ON taskq.action_policies
+    FOR EACH ROW EXECUTE FUNCTION taskq.action_policies_written();
+CREATE TRIGGER action_policies_truncated
+    AFTER TRUNCATE ON taskq.action_policies
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.action_policies_written();
+ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_written;
+ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_truncated;

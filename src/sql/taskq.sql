@@ -309,6 +309,29 @@ SELECT pg_catalog.pg_extension_config_dump('taskq.action_policies', '');
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.action_policies TO taskq_admin;
 
+/*
+ * Each session keeps the default max_tries it looked up per action; every
+ * write of the table (set_action_policy, or an admin's own) tells all
+ * sessions to drop them, through these triggers.
+ */
+CREATE FUNCTION taskq.action_policies_written()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_action_policies_written'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq.action_policies_written() IS
+    'trigger: every session drops the action policies it kept when taskq.action_policies is written';
+REVOKE ALL ON FUNCTION taskq.action_policies_written() FROM PUBLIC;
+-- rows, not statements: logical replication's apply worker fires row triggers only
+CREATE TRIGGER action_policies_written
+    AFTER INSERT OR UPDATE OR DELETE ON taskq.action_policies
+    FOR EACH ROW EXECUTE FUNCTION taskq.action_policies_written();
+CREATE TRIGGER action_policies_truncated
+    AFTER TRUNCATE ON taskq.action_policies
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.action_policies_written();
+-- also in sessions with session_replication_role = replica (pg_restore, replication tools)
+ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_written;
+ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_truncated;
+
 -- Retry policies (an action's, or a task's own "retry"): the check that
 -- set_action_policy makes, and the backoff a retried task waits.
 CREATE FUNCTION taskq._check_retry(retry jsonb)

@@ -1,0 +1,319 @@
+/*-------------------------------------------------------------------------
+ *
+ * action_policy.c
+ *	  The default max_tries of actions (taskq.set_action_policy), for the
+ *	  tasks of a batch that give none: looked up in taskq.action_policies
+ *	  once per action, then kept per session until the table changes.
+ *
+ * Looking it up for each call cost a one-task enqueue about 8 µs: the
+ * table and its primary key opened and locked, a snapshot, and a descent
+ * of an index that usually holds nothing for the action.  So each answer
+ * (the action's tries, or that it has none) is kept, and all of them are
+ * dropped when taskq.action_policies is written: the triggers of
+ * taskq.action_policies_written() -- for each row inserted, updated or
+ * deleted, and for each TRUNCATE; enabled ALWAYS, so that they also fire
+ * under session_replication_role = replica and in logical replication's
+ * apply worker, which fires row triggers only -- send a relcache
+ * invalidation of the table for every write: set_action_policy, an admin's
+ * INSERT, UPDATE, DELETE, TRUNCATE or COPY.  Other sessions get it when the
+ * writing transaction commits, this one at its next command (and again if
+ * the transaction rolls back).  If the trigger is missing or not enabled
+ * ALWAYS, or the table is not as the install script made it, nothing is
+ * kept and each call looks its actions up, as SQL if need be.
+ *
+ * No locking: the answers are backend-local.  Invalidations are read before
+ * each use, so a call sees every policy committed before it began, except
+ * during the instant between a writer's commit becoming visible and its
+ * invalidation being sent: a call in that instant may use the answer
+ * before, as if it had run an instant earlier (the writer's client has
+ * not been told of its commit yet).  A lookup during which an invalidation
+ * arrived keeps nothing of what it read (the generation count), so an
+ * answer read under an older snapshot never outlives the invalidation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "common/args.h"
+#include "common/limits.h"
+#include "common/local_table.h"
+#include "common/plan.h"
+#include "queue/queue.h"
+#include "queue/relation.h"
+
+/* Most answers kept; past it the table starts over (local_table.c). */
+#define POLICY_CACHE_MAX 4096
+
+typedef struct PolicyAnswer
+{
+	char		action[TASKQ_MAX_ACTION_LEN + 1];	/* key */
+	bool		has_tries;
+	int32		tries;
+} PolicyAnswer;
+
+static HTAB *answers = NULL;
+static Oid	policies_relid = InvalidOid;	/* the table the answers came from */
+static uint64 generation = 0;	/* invalidations of it seen */
+static bool stale = false;		/* answers to be dropped before the next use */
+
+static void
+policies_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == policies_relid)
+	{
+		generation++;
+		stale = true;
+	}
+}
+
+/* The default max_tries of these actions (the SQL form). */
+static TaskqPlan policy_tries_plan = {
+	"SELECT action, max_tries FROM taskq.action_policies"
+	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
+	1, {TEXTARRAYOID}, NULL, true
+};
+
+/*
+ * Are taskq.action_policies' triggers there and enabled ALWAYS, for each
+ * row inserted, updated or deleted and for TRUNCATE?  Only then do their
+ * invalidations tell of each change.
+ */
+static bool
+triggers_tell(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	int16		kinds = 0;
+	Oid			fn;
+
+	if (td == NULL)
+		return false;
+	fn = LookupFuncName(list_make2(makeString("taskq"), makeString("action_policies_written")),
+						0, NULL, true);
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
+			t->tgnattr != 0)
+			continue;
+		if (TRIGGER_FOR_ROW(t->tgtype))
+			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+		else
+			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
+	}
+	return kinds == all;
+}
+
+/*
+ * Look actions up in taskq.action_policies through its primary key, with a
+ * snapshot of this moment, as a statement of its own would; their answers
+ * in out (one per action, in order).  *keep: the answers may be kept.
+ * False if the table is not as the install script made it.
+ */
+static bool
+lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("action_policies", nsp) : InvalidOid;
+	Oid			idxid;
+	Relation	rel;
+	Relation	idx;
+	AttrNumber	tries_att;
+	Snapshot	snap;
+	TupleTableSlot *slot;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (!OidIsValid(relid) || !OidIsValid(idxid = get_relname_relid("action_policies_pkey", nsp)))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	tries_att = taskq_column(RelationGetDescr(rel), "max_tries");
+	if (tries_att == InvalidAttrNumber || rel->rd_rel->relrowsecurity ||
+		rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	idx = index_open(idxid, AccessShareLock);
+	if (idx->rd_index->indrelid != relid || idx->rd_index->indnatts != 1 ||
+		idx->rd_index->indkey.values[0] != taskq_column(RelationGetDescr(rel), "action") ||
+		idx->rd_opfamily[0] != TEXT_BTREE_FAM_OID)
+	{
+		index_close(idx, AccessShareLock);
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	/* the relcache callback now knows which invalidations are this table's */
+	policies_relid = relid;
+	*keep = triggers_tell(rel);
+
+	snap = RegisterSnapshot(GetTransactionSnapshot());
+	slot = table_slot_create(rel, NULL);
+	foreach(lc, actions)
+	{
+		ScanKeyData key;
+		IndexScanDesc scan;
+		PolicyAnswer *a = &out[i++];
+
+		a->has_tries = false;
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+					CStringGetTextDatum(lfirst(lc)));
+		scan = index_beginscan(rel, idx, snap, 1, 0);
+		index_rescan(scan, &key, 1, NULL, 0);
+		if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		v = slot_getattr(slot, tries_att, &isnull);
+
+			a->has_tries = !isnull;
+			a->tries = isnull ? 0 : DatumGetInt32(v);
+		}
+		index_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snap);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return true;
+}
+
+/* The same through SQL, for a table not as the install script made it. */
+static void
+lookup_sql(List *actions, PolicyAnswer *out)
+{
+	Datum		arg = taskq_text_array_datum(actions);
+	ListCell   *lc;
+	int			i = 0;
+
+	taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+	foreach(lc, actions)
+	{
+		out[i].has_tries = false;
+		for (uint64 r = 0; r < SPI_processed; r++)
+			if (strcmp(taskq_get_text(r, 1, NULL), lfirst(lc)) == 0)
+			{
+				out[i].has_tries = true;
+				out[i].tries = taskq_get_int32(r, 2, NULL);
+			}
+		i++;
+	}
+}
+
+/*
+ * The default max_tries of the tasks of specs that give none: the actions
+ * with a policy that sets one, and their tries in *tries.
+ */
+List *
+taskq_policy_max_tries(List *specs, List **tries)
+{
+	static bool registered = false;
+	List	   *missing = NIL;
+	List	   *actions = NIL;
+	ListCell   *lc;
+
+	*tries = NIL;
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(policies_invalidate, (Datum) 0);
+		registered = true;
+	}
+	AcceptInvalidationMessages();
+	if (stale)
+	{
+		if (answers != NULL)
+			hash_destroy(answers);
+		answers = NULL;
+		policies_relid = InvalidOid;
+		stale = false;
+	}
+
+	foreach(lc, specs)
+	{
+		TaskSpec   *s = lfirst(lc);
+		PolicyAnswer *a;
+
+		if (s->has_max_tries || taskq_string_member(actions, s->action) ||
+			taskq_string_member(missing, s->action))
+			continue;
+		a = taskq_local_find(answers, sizeof(a->action), s->action);
+		if (a == NULL)
+			missing = lappend(missing, s->action);
+		else if (a->has_tries)
+		{
+			actions = lappend(actions, s->action);
+			*tries = lappend_int(*tries, a->tries);
+		}
+	}
+
+	if (missing != NIL)
+	{
+		PolicyAnswer *got = palloc(sizeof(PolicyAnswer) * list_length(missing));
+		uint64		seen = generation;
+		bool		keep = false;
+		int			i = 0;
+
+		if (!lookup_direct(missing, got, &keep))
+		{
+			keep = false;
+			lookup_sql(missing, got);
+		}
+		/* an invalidation while reading: what was read may be out of date already */
+		keep &= seen == generation;
+		foreach(lc, missing)
+		{
+			PolicyAnswer *a = &got[i++];
+
+			if (a->has_tries)
+			{
+				actions = lappend(actions, lfirst(lc));
+				*tries = lappend_int(*tries, a->tries);
+			}
+			if (keep)
+			{
+				bool		found;
+				PolicyAnswer *k = taskq_local_enter(&answers, "taskq action policies",
+													sizeof(k->action), sizeof(PolicyAnswer),
+													POLICY_CACHE_MAX, lfirst(lc), &found);
+
+				if (k != NULL)
+				{
+					k->has_tries = a->has_tries;
+					k->tries = a->tries;
+				}
+			}
+		}
+		pfree(got);
+	}
+	return actions;
+}
+
+/*
+ * taskq.action_policies was written (its triggers): the answers every
+ * session kept go, at this transaction's commit (at its next command, here).
+ */
+void
+taskq_forget_action_policies(Relation rel)
+{
+	CacheInvalidateRelcache(rel);
+}
