@@ -68,14 +68,14 @@ static bool
 claimable(TaskqRel *d, bool one_action, List *actions, TimestampTz now)
 {
 	bool		isnull;
-	Datum		status_code = taskq_rel_old(d, d->ready.status_code, &isnull);
+	Datum		status_code = taskq_rel_old(d, d->ready->status_code, &isnull);
 
-	if (isnull || DatumGetObjectId(status_code) != d->ready.pending ||
-		DatumGetInt32(taskq_rel_old(d, d->ready.num_signals, &isnull)) != 0 ||
-		DatumGetTimestampTz(taskq_rel_old(d, d->col.not_before, &isnull)) > now)
+	if (isnull || DatumGetObjectId(status_code) != d->ready->pending ||
+		DatumGetInt32(taskq_rel_old(d, d->ready->num_signals, &isnull)) != 0 ||
+		DatumGetTimestampTz(taskq_rel_old(d, d->col->not_before, &isnull)) > now)
 		return false;
 	return one_action || actions == NIL ||
-		taskq_action_listed(actions, taskq_rel_old(d, d->ready.action, &isnull));
+		taskq_action_listed(actions, taskq_rel_old(d, d->ready->action, &isnull));
 }
 
 /* What one claim is doing: its arguments, its output and its walk. */
@@ -217,21 +217,21 @@ claim_row(ClaimWalk *w)
 	taskq_rel_new_row(d);
 	if (!claimable(d, w->one_action, w->actions, w->now))
 		return;
-	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col.num_tries, &isnull)),
+	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col->num_tries, &isnull)),
 							1, &tries))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("task \"%s\" cannot be owned again: its number of tries is at the maximum",
-						TextDatumGetCString(taskq_rel_old(d, d->col.id, &isnull)))));
+						TextDatumGetCString(taskq_rel_old(d, d->col->id, &isnull)))));
 	token = palloc(sizeof(pg_uuid_t));
 	taskq_new_token(token);
 	/* claimable() found it pending */
 	(void) taskq_status_transition(TASKQ_PENDING, TASKQ_CLAIM, "(claimed)");
-	taskq_rel_set(d, d->ready.status_code, ObjectIdGetDatum(d->in_progress), false);
-	taskq_rel_set(d, d->col.num_tries, Int32GetDatum(tries), false);
-	taskq_rel_set(d, d->col.actor_id, w->actor, false);
-	taskq_rel_set(d, d->col.performance_token, UUIDPGetDatum(token), false);
-	taskq_rel_set(d, d->col.action_deadline, w->deadline, !w->has_deadline);
+	taskq_rel_set(d, d->ready->status_code, ObjectIdGetDatum(d->in_progress), false);
+	taskq_rel_set(d, d->col->num_tries, Int32GetDatum(tries), false);
+	taskq_rel_set(d, d->col->actor_id, w->actor, false);
+	taskq_rel_set(d, d->col->performance_token, UUIDPGetDatum(token), false);
+	taskq_rel_set(d, d->col->action_deadline, w->deadline, !w->has_deadline);
 
 	result = taskq_rel_update(d, &d->oldslot->tts_tid, false, &tmfd);
 	if (result == TM_BeingModified && held_by_us(d, &tmfd))
@@ -240,12 +240,12 @@ claim_row(ClaimWalk *w)
 		return;					/* another claimer has it, or had it */
 	taskq_claim_start_ready_changed();
 
-	row[0] = taskq_rel_old(d, d->col.id, &rownulls[0]);
+	row[0] = taskq_rel_old(d, d->col->id, &rownulls[0]);
 	taskq_remember_claimed(d, row[0], &d->newslot->tts_tid);
 	row[1] = UUIDPGetDatum(token);
 	rownulls[1] = false;
-	row[2] = taskq_rel_old(d, d->ready.action, &rownulls[2]);
-	row[3] = taskq_rel_old(d, d->col.body, &rownulls[3]);
+	row[2] = taskq_rel_old(d, d->ready->action, &rownulls[2]);
+	row[3] = taskq_rel_old(d, d->col->body, &rownulls[3]);
 	row[4] = Int32GetDatum(tries);
 	rownulls[4] = false;
 	row[5] = w->deadline;

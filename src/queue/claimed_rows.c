@@ -110,5 +110,5 @@ taskq_fetch_claimed(TaskqRel *d, const char *id, BlockNumber *nblocks)
 		!table_tuple_fetch_row_version(d->rel, &tid, d->snapshot, d->oldslot))
 		return false;
 	slot_getallattrs(d->oldslot);
-	return taskq_text_matches(taskq_rel_old(d, d->col.id, &isnull), id) && !isnull;
+	return taskq_text_matches(taskq_rel_old(d, d->col->id, &isnull), id) && !isnull;
 }

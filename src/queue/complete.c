@@ -141,13 +141,13 @@ held_with(TaskqRel *d, pg_uuid_t *token)
 	Datum		v;
 
 	slot_getallattrs(d->oldslot);
-	v = taskq_rel_old(d, d->col.performance_token, &isnull);
+	v = taskq_rel_old(d, d->col->performance_token, &isnull);
 	if (isnull || memcmp(DatumGetUUIDP(v), token, UUID_LEN) != 0)
 		return false;
-	v = taskq_rel_old(d, d->ready.status_code, &isnull);
-	if (isnull || (DatumGetObjectId(v) != d->ready.pending && DatumGetObjectId(v) != d->in_progress))
+	v = taskq_rel_old(d, d->ready->status_code, &isnull);
+	if (isnull || (DatumGetObjectId(v) != d->ready->pending && DatumGetObjectId(v) != d->in_progress))
 		return false;
-	return !DatumGetBool(taskq_rel_old(d, d->col.cancelled, &isnull));
+	return !DatumGetBool(taskq_rel_old(d, d->col->cancelled, &isnull));
 }
 
 /*
@@ -161,18 +161,18 @@ delete_on_completion(TaskqRel *d, Jsonb *result)
 {
 	bool		isnull;
 
-	if (taskq_retention != 0 || DatumGetBool(taskq_rel_old(d, d->col.post_result, &isnull)))
+	if (taskq_retention != 0 || DatumGetBool(taskq_rel_old(d, d->col->post_result, &isnull)))
 		return false;
-	(void) taskq_rel_old(d, d->col.to_signal_after, &isnull);
-	if (!isnull && d->col.result != InvalidAttrNumber)
+	(void) taskq_rel_old(d, d->col->to_signal_after, &isnull);
+	if (!isnull && d->col->result != InvalidAttrNumber)
 	{
 		bool		no_result;
 
-		(void) taskq_rel_old(d, d->col.result, &no_result);
+		(void) taskq_rel_old(d, d->col->result, &no_result);
 		if (result != NULL || !no_result)
 			return false;
 	}
-	(void) taskq_rel_old(d, d->col.workflow, &isnull);
+	(void) taskq_rel_old(d, d->col->workflow, &isnull);
 	return isnull;
 }
 
@@ -241,22 +241,22 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 				taskq_rel_new_row(&d);
 				/* held_with() found it pending or in progress */
 				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, ids[i]);
-				taskq_rel_set(&d, d.ready.status_code, ObjectIdGetDatum(d.completed), false);
+				taskq_rel_set(&d, d.ready->status_code, ObjectIdGetDatum(d.completed), false);
 				if (statuses[i] != NULL)
-					taskq_rel_set(&d, d.col.status, CStringGetTextDatum(statuses[i]), false);
-				taskq_rel_set(&d, d.col.finished_at, TimestampTzGetDatum(now), false);
-				taskq_rel_set(&d, d.col.action_deadline, (Datum) 0, true);
-				if (results[i] != NULL && d.col.result != InvalidAttrNumber)
-					taskq_rel_set(&d, d.col.result, JsonbPGetDatum(results[i]), false);
+					taskq_rel_set(&d, d.col->status, CStringGetTextDatum(statuses[i]), false);
+				taskq_rel_set(&d, d.col->finished_at, TimestampTzGetDatum(now), false);
+				taskq_rel_set(&d, d.col->action_deadline, (Datum) 0, true);
+				if (results[i] != NULL && d.col->result != InvalidAttrNumber)
+					taskq_rel_set(&d, d.col->result, JsonbPGetDatum(results[i]), false);
 				result = taskq_rel_update(&d, &tid, true, &tmfd);
 			}
 			if (result == TM_Ok)
 			{
-				Datum		s = taskq_rel_old(&d, d.col.to_signal_after, &isnull);
+				Datum		s = taskq_rel_old(&d, d.col->to_signal_after, &isnull);
 				bool		status_null;
 
 				/* a pending task held since a lease expiry: its ready version is gone */
-				if (DatumGetObjectId(taskq_rel_old(&d, d.ready.status_code, &status_null)) == d.ready.pending)
+				if (DatumGetObjectId(taskq_rel_old(&d, d.ready->status_code, &status_null)) == d.ready->pending)
 					taskq_claim_start_ready_changed();
 
 				done[i] = true;

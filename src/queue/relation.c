@@ -173,8 +173,8 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 		return false;
 	}
 	d->shape = s;
-	d->col = s->col;
-	d->ready = s->ready;
+	d->col = &s->col;
+	d->ready = &s->ready;
 	d->in_progress = s->in_progress;
 	d->completed = s->completed;
 	d->starts_ok = s->starts_ok;

@@ -86,8 +86,8 @@ typedef struct TaskqRel
 	TaskqRelShape *shape;		/* what is kept of the table (rel_shape.c) */
 	Relation	rel;
 	TupleDesc	desc;
-	TaskColumns col;
-	TaskqReadyCols ready;		/* status_code, num_signals, action, ...; pending */
+	const TaskColumns *col;		/* the shape's */
+	const TaskqReadyCols *ready;	/* the shape's: status_code, num_signals, action, ...; pending */
 	Oid			in_progress,
 				completed;
 	EState	   *estate;

@@ -159,7 +159,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 		}
 		given[att - 1] = c;
 	}
-	not_before = d.col.not_before;
+	not_before = d.col->not_before;
 	ie = taskq_insert_exprs(d.shape, d.rel);
 	for (int a = 0; a < natts; a++)
 	{
@@ -227,7 +227,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 				repeat_rows[nrepeats] = done + j;
 				repeat_tids[nrepeats++] = slots[j]->tts_tid;
 			}
-			taskq_ready_batch_note(&ready, slots[j], &d.ready);	/* claim_start.c */
+			taskq_ready_batch_note(&ready, slots[j], d.ready);	/* claim_start.c */
 		}
 		done += k;
 	}
