@@ -19,7 +19,7 @@
  *
  * The limit of the session user is computed once per backend and cached.
  * A statement trigger on taskq.action_grants sends a relcache invalidation
- * for the table; changes to role membership or role attributes send
+ * for the table (cache_triggers.c); changes to role membership or role attributes send
  * catcache invalidations; each clears the cache.  So a caller that is not
  * limited pays one comparison per call, and a limited one a lookup of the
  * actions of the tasks it extends or returns.
@@ -32,7 +32,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -49,7 +48,6 @@
 #include "api/action_limits.h"
 
 
-PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
 
 /* The cached limit of one session user. */
 typedef struct ActionLimit
@@ -311,23 +309,5 @@ taskq_acl_check_return(List *ids)
 						(char *) linitial(foreign)),
 				 errdetail("Role \"%s\" may handle only tasks of the actions that taskq.action_grants lists for it.",
 						   GetUserNameFromId(l->roleid, false))));
-}
-
-/*
- * _action_grants_changed(): statement trigger on taskq.action_grants.
- * Every backend drops its cached limits when the change commits (this one
- * at once).
- */
-Datum
-taskq_action_grants_changed(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("taskq._action_grants_changed() must be called as a trigger")));
-	CacheInvalidateRelcache(trigdata->tg_relation);
-	return PointerGetDatum(NULL);
 }
 

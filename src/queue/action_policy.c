@@ -10,7 +10,7 @@
  * of an index that usually holds nothing for the action.  So each answer
  * (the action's tries, or that it has none) is kept, and all of them are
  * dropped when taskq.action_policies is written: the triggers of
- * taskq.action_policies_written() -- for each row inserted, updated or
+ * taskq.action_policies_written() (api/cache_triggers.c) -- for each row inserted, updated or
  * deleted, and for each TRUNCATE; enabled ALWAYS, so that they also fire
  * under session_replication_role = replica and in logical replication's
  * apply worker, which fires row triggers only -- send a relcache
@@ -306,14 +306,4 @@ taskq_policy_max_tries(List *specs, List **tries)
 		pfree(got);
 	}
 	return actions;
-}
-
-/*
- * taskq.action_policies was written (its triggers): the answers every
- * session kept go, at this transaction's commit (at its next command, here).
- */
-void
-taskq_forget_action_policies(Relation rel)
-{
-	CacheInvalidateRelcache(rel);
 }

@@ -18,7 +18,6 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
-#include "utils/relcache.h"
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
 
@@ -68,12 +67,6 @@ typedef enum TaskqInsertMode
  */
 extern int64 taskq_insert(List *specs, TaskqInsertMode mode, List *afters,
 						  List *waiting, bool *inserted);
-
-/*
- * taskq.action_policies was written: every session drops the actions'
- * default max_tries it kept (action_policy.c), from this one's commit.
- */
-extern void taskq_forget_action_policies(Relation rel);
 
 /* ----------
  * Claim (claim.c, claim_walk.c, claim_start.c, claim_commit.c)

@@ -1,0 +1,56 @@
+/*-------------------------------------------------------------------------
+ *
+ * cache_triggers.c
+ *	  The triggers through which a write of one of taskq's settings tables
+ *	  reaches what every session keeps of it: taskq._action_grants_changed()
+ *	  on taskq.action_grants (the per-action limits of workers,
+ *	  action_limits.c) and taskq.action_policies_written() on
+ *	  taskq.action_policies (the actions' default max_tries,
+ *	  queue/action_policy.c).
+ *
+ * Each sends a relcache invalidation of its table, which the sessions'
+ * relcache callbacks turn into dropping what they kept: other sessions when
+ * the writing transaction commits, this one at its next command (and again
+ * if the transaction rolls back).  No locking of its own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "utils/inval.h"
+
+PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
+PG_FUNCTION_INFO_V1(taskq_action_policies_written);
+
+/* The trigger's table changed: every session drops what it kept of it. */
+static Datum
+table_written(FunctionCallInfo fcinfo, const char *name)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be called as a trigger", name)));
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	return PointerGetDatum(NULL);
+}
+
+/* taskq._action_grants_changed(): statement trigger on taskq.action_grants. */
+Datum
+taskq_action_grants_changed(PG_FUNCTION_ARGS)
+{
+	return table_written(fcinfo, "taskq._action_grants_changed()");
+}
+
+/*
+ * taskq.action_policies_written(): on taskq.action_policies, for each row
+ * inserted, updated or deleted, and for each TRUNCATE.
+ */
+Datum
+taskq_action_policies_written(PG_FUNCTION_ARGS)
+{
+	return table_written(fcinfo, "taskq.action_policies_written()");
+}
