@@ -45,7 +45,10 @@ taskq_shmem_startup(void)
 		for (int i = 0; i < TASKQ_FINISH_SLOTS; i++)
 			ConditionVariableInit(&taskq_shared->finish_cv[i]);
 		for (int i = 0; i < TASKQ_READY_SLOTS; i++)
+		{
 			ConditionVariableInit(&taskq_shared->ready_cv[i]);
+			SpinLockInit(&taskq_shared->ready_waiters[i].mutex);
+		}
 		for (int i = 0; i < TASKQ_ANY_READY_SLOTS; i++)
 			ConditionVariableInit(&taskq_shared->any_ready_cv[i]);
 	}

@@ -7,8 +7,10 @@
  * need no lock.  finish_cv wakes wait_for_task; ready_cv and any_ready_cv
  * wake claims that wait for work (queue/claim_wait.c): a claim of one
  * action sleeps on the slot of (database, action), any other on its
- * database's slot of any_ready_cv, and a commit that made work ready
- * broadcasts both (ipc/wakeup.c).  (The claims' starts have shared memory of their own:
+ * database's slot of any_ready_cv, and a commit that made work ready wakes
+ * as many claims of the first as it made tasks ready and every claim of
+ * the second (ipc/wakeup.c).  ready_waiters says who sleeps in each slot
+ * of ready_cv, under its own spinlock.  (The claims' starts have shared memory of their own:
  * queue/claim_start.c.)  A slot belongs to one database: the launcher fills dboid
  * and the worker handle, the worker publishes its latch, producers add the
  * actions that got ready work at commit, and the worker takes them.
@@ -24,6 +26,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 
 #include "datatype/timestamp.h"
 
@@ -71,6 +74,18 @@ typedef struct TaskqListeners
 	int			count;
 } TaskqListeners;
 
+/*
+ * Who waits in a slot of ready_cv: the claims of one (database, action), by
+ * a 64-bit hash of both, or (mixed) of several, which must all be woken.
+ */
+typedef struct TaskqReadyWaiters
+{
+	slock_t		mutex;
+	int			count;			/* claims registered in the slot */
+	uint64		key;			/* their (database, action), if not mixed */
+	bool		mixed;
+} TaskqReadyWaiters;
+
 typedef struct TaskqSharedState
 {
 	LWLock	   *lock;
@@ -79,6 +94,7 @@ typedef struct TaskqSharedState
 	TaskqDbSlot dbs[TASKQ_MAX_DATABASES];
 	ConditionVariable finish_cv[TASKQ_FINISH_SLOTS];
 	ConditionVariable ready_cv[TASKQ_READY_SLOTS];
+	TaskqReadyWaiters ready_waiters[TASKQ_READY_SLOTS];
 	ConditionVariable any_ready_cv[TASKQ_ANY_READY_SLOTS];
 	TaskqListeners listeners[TASKQ_LISTEN_DATABASES];
 	bool		listeners_overflow; /* more databases: announce everywhere */

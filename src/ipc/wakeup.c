@@ -12,9 +12,9 @@
  * callback runs after the commit is visible and publishes them: it
  * broadcasts the condition variables of the finished tasks' slots, merges
  * the actions into the database's slot and sets the worker's latch (or the
- * launcher's, if the database has no worker yet); it broadcasts the
- * condition variables of the ready actions and of the database's claims of
- * any action, and lowers the slot's next_due to the earliest not_before it
+ * launcher's, if the database has no worker yet); it wakes the claims
+ * waiting for the ready actions and every claim of the database waiting
+ * for several or any actions, and lowers the slot's next_due to the earliest not_before it
  * committed (waking the worker only if that moved).  Announcements (NOTIFY
  * taskq, taskq_progress) are merged only while some session of the
  * database has run LISTEN on one of those channels (taskq_note_listener,
@@ -27,6 +27,19 @@
  * NOTIFY themselves and never queue behind the notification lock.  Nothing
  * here may fail: an error after commit would be a PANIC, so the local
  * notes live in fixed arrays and an overflow just widens the announcement.
+ *
+ * A commit that made c tasks of an action ready wakes c of the claims
+ * waiting for that action, not all of them: with many idle workers, each
+ * task woke every one, and all but one claimed nothing (on a few cores
+ * their futile claims also delayed the producer's reply and the winner's
+ * claim).  ConditionVariableSignal wakes the longest waiting.  That is
+ * safe only if any claim in the slot can take the work: slots are hashed,
+ * so each records (ready_waiters) the (database, action) of its claims,
+ * and a slot where claims of two wait is woken whole, as is one where c is
+ * not below the number waiting.  A claim registers before its first look
+ * and stays until it returns, so one that registered after the commit
+ * looked at the slot looks at the table after that commit.  A woken claim
+ * that returns without looking again passes the wake on (claim_wait.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +63,7 @@ static bool ready_overflow = false;
 static bool deferred = false;
 static TimestampTz due = 0;		/* earliest delayed not_before written */
 static char ready[LOCAL_READY_ACTIONS][TASKQ_NOTIFY_NAME_LEN];
+static int	ready_tasks[LOCAL_READY_ACTIONS];	/* notes of each ready action */
 
 /* This session counted itself among its database's listeners. */
 static bool listener_counted = false;
@@ -67,6 +81,18 @@ taskq_finish_cv(const char *id)
 	return &taskq_shared->finish_cv[finish_slot(id)];
 }
 
+/* The slot of ready_cv of (this database, action), and a 64-bit key of both. */
+static int
+ready_slot(const char *action, uint64 *key)
+{
+	size_t		len = strlen(action);
+
+	if (key != NULL)
+		*key = hash_bytes_extended((const unsigned char *) action, len, MyDatabaseId);
+	return hash_combine(MyDatabaseId, hash_bytes((const unsigned char *) action, len)) %
+		TASKQ_READY_SLOTS;
+}
+
 /*
  * The condition variable a claim that waits for work sleeps on: that of
  * its action in this database, or (action NULL) that of the claims of
@@ -78,10 +104,95 @@ taskq_ready_cv(const char *action)
 	Assert(taskq_shared != NULL);
 	if (action == NULL)
 		return &taskq_shared->any_ready_cv[MyDatabaseId % TASKQ_ANY_READY_SLOTS];
-	return &taskq_shared->ready_cv[hash_combine(MyDatabaseId,
-												hash_bytes((const unsigned char *) action,
-														   strlen(action))) %
-								   TASKQ_READY_SLOTS];
+	return &taskq_shared->ready_cv[ready_slot(action, NULL)];
+}
+
+/* The slot this backend's waiting claim registered in, or -1. */
+static int	registered_slot = -1;
+
+static void
+ready_leave_at_exit(int code, Datum arg)
+{
+	taskq_ready_leave();
+}
+
+/*
+ * A claim that waits for work of this one action registers in its slot,
+ * before it first looks for work, until taskq_ready_leave (called as it
+ * returns, whether with tasks or with an error, and as the process exits).
+ */
+void
+taskq_ready_join(const char *action)
+{
+	static bool exit_registered = false;
+	uint64		key;
+	int			i = ready_slot(action, &key);
+	TaskqReadyWaiters *w = &taskq_shared->ready_waiters[i];
+
+	if (!exit_registered)
+	{
+		before_shmem_exit(ready_leave_at_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	taskq_ready_leave();
+	SpinLockAcquire(&w->mutex);
+	if (w->count == 0)
+	{
+		w->key = key;
+		w->mixed = false;
+	}
+	else if (w->key != key)
+		w->mixed = true;
+	w->count++;
+	SpinLockRelease(&w->mutex);
+	registered_slot = i;
+}
+
+void
+taskq_ready_leave(void)
+{
+	TaskqReadyWaiters *w;
+
+	if (registered_slot < 0 || taskq_shared == NULL)
+		return;
+	w = &taskq_shared->ready_waiters[registered_slot];
+	registered_slot = -1;
+	SpinLockAcquire(&w->mutex);
+	if (--w->count <= 0)
+	{
+		w->count = 0;
+		w->mixed = false;
+	}
+	SpinLockRelease(&w->mutex);
+}
+
+/*
+ * Wake n of the claims waiting for work of this action, if every claim in
+ * its slot is one; every claim in the slot if claims of another action
+ * wait there too; none if only those of another action do.
+ */
+static void
+wake_ready_tasks(const char *action, int n)
+{
+	uint64		key;
+	int			i = ready_slot(action, &key);
+	TaskqReadyWaiters *w = &taskq_shared->ready_waiters[i];
+	int			count;
+	bool		mixed;
+	bool		ours;
+
+	SpinLockAcquire(&w->mutex);
+	count = w->count;
+	mixed = w->mixed;
+	ours = w->key == key;
+	SpinLockRelease(&w->mutex);
+	if (count == 0 || (!mixed && !ours))
+		return;
+	if (mixed || n >= count)
+		ConditionVariableBroadcast(&taskq_shared->ready_cv[i]);
+	else
+		for (int k = 0; k < n; k++)
+			ConditionVariableSignal(&taskq_shared->ready_cv[i]);
 }
 
 /*
@@ -138,9 +249,9 @@ taskq_note_finished(const char *id)
 	finished_slots |= UINT64CONST(1) << finish_slot(id);
 }
 
-/* Remember one announcement ("<kind><name>") for the commit. */
+/* Remember one announcement ("<kind><name>") for the commit, n times. */
 static void
-note_announcement(char kind, const char *name)
+note_announcement(char kind, const char *name, int n)
 {
 	char		entry[TASKQ_NOTIFY_NAME_LEN];
 
@@ -155,23 +266,35 @@ note_announcement(char kind, const char *name)
 	strlcpy(entry + 1, name, TASKQ_NOTIFY_NAME_LEN - 1);
 	for (int i = nready - 1; i >= 0; i--)
 		if (strcmp(ready[i], entry) == 0)
+		{
+			ready_tasks[i] = Min((int64) ready_tasks[i] + n, PG_INT32_MAX);
 			return;
+		}
 	if (nready == LOCAL_READY_ACTIONS)
 	{
 		ready_overflow = true;
 		return;
 	}
+	ready_tasks[nready] = n;
 	strlcpy(ready[nready++], entry, TASKQ_NOTIFY_NAME_LEN);
 }
 
 /*
- * The current transaction made work of this action ready; NULL means some
- * action we did not look up (announce all).
+ * The current transaction made a task of this action ready (once per task,
+ * or more: an extra note only wakes a claim more); NULL means some action
+ * we did not look up (announce all).
  */
 void
 taskq_note_ready(const char *action)
 {
-	note_announcement('a', action);
+	note_announcement('a', action, 1);
+}
+
+/* The same for n tasks of the action. */
+void
+taskq_note_ready_tasks(const char *action, int n)
+{
+	note_announcement('a', action, n);
 }
 
 /*
@@ -185,7 +308,7 @@ taskq_note_progress(const char *job)
 {
 	/* job ids may say something about the data: only when asked for */
 	if (taskq_announce_progress)
-		note_announcement('j', job);
+		note_announcement('j', job, 1);
 }
 
 /* The current transaction deferred signals: the worker must fold them. */
@@ -375,7 +498,7 @@ reset_notes(void)
 	due = 0;
 }
 
-/* Broadcast the condition variables of the claims waiting for the ready actions. */
+/* Wake the claims waiting for the ready actions, and those waiting for any. */
 static void
 wake_waiting_claims(void)
 {
@@ -389,7 +512,7 @@ wake_waiting_claims(void)
 	for (int i = 0; i < nready; i++)
 		if (ready[i][0] == 'a')
 		{
-			ConditionVariableBroadcast(taskq_ready_cv(ready[i] + 1));
+			wake_ready_tasks(ready[i] + 1, ready_tasks[i]);
 			any = true;
 		}
 	if (any)

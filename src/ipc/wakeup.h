@@ -19,12 +19,15 @@
 
 extern void taskq_note_finished(const char *id);
 extern void taskq_note_ready(const char *action);
+extern void taskq_note_ready_tasks(const char *action, int n);
 extern void taskq_note_progress(const char *job);
 extern void taskq_note_deferred(void);
 extern void taskq_note_due(TimestampTz not_before);
 extern void taskq_note_listener(void);
 extern TimestampTz taskq_next_due_take(void);
 extern ConditionVariable *taskq_ready_cv(const char *action);
+extern void taskq_ready_join(const char *action);
+extern void taskq_ready_leave(void);
 extern void taskq_wake_ready(const char *action);
 extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);

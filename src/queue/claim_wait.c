@@ -13,10 +13,14 @@
  * the worker folds), a retry or release without delay, a redrive, a lease
  * the worker expired.  Work that becomes ready with time (a not_before
  * that comes, a retry delay that passes) has no commit: the background
- * worker wakes at that moment and broadcasts (worker/loop.c).  A broadcast
- * wakes every sleeper of its slot; they all claim, and a task goes to one
- * of them because claims skip rows others hold (claim_walk.c), the others
- * sleep again.  A long recheck guards against ready work that sent no
+ * worker wakes at that moment and broadcasts (worker/loop.c).  A commit
+ * wakes as many claims waiting for one action as it made tasks of it ready
+ * (all of them if claims of another action share the slot), and every
+ * claim waiting for several or any actions; a task goes to one of those
+ * that look because claims skip rows others hold (claim_walk.c), the
+ * others sleep again.  A claim of one action registers in its slot before
+ * its first look and leaves when it returns; one woken after its last look
+ * passes the wake on as it returns (ipc/wakeup.c has the rule).  A long recheck guards against ready work that sent no
  * broadcast (a prepared transaction, a row changed by hand); it is not a
  * polling loop.
  *
@@ -35,6 +39,9 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
+#include "storage/proc.h"
+#include "storage/proclist.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -44,13 +51,57 @@
 /* Claim again at least this often even without a wakeup. */
 #define CLAIM_WAIT_RECHECK_MS 10000
 
+/* Claim, sleep on cv while there is nothing, until the deadline. */
+static int
+claim_or_sleep(TaskqClaimRequest *r, ConditionVariable *cv, TimestampTz deadline,
+			   Tuplestorestate *out, TupleDesc outdesc)
+{
+	int			n;
+
+	for (;;)
+	{
+		long		left;
+
+		ConditionVariablePrepareToSleep(cv);
+		r->now = GetCurrentTimestamp();
+		n = taskq_claim(r, out, outdesc);
+		if (n > 0)
+			break;
+		if (r->max_tasks == 0)
+			break;				/* nothing asked for: nothing to wait for */
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (left <= 0)
+			break;
+		(void) ConditionVariableTimedSleep(cv, Min(left, CLAIM_WAIT_RECHECK_MS),
+										   PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return n;
+}
+
+/*
+ * Was this claim woken since its last look (it is no longer in cv's
+ * queue, where the look's ConditionVariablePrepareToSleep put it)?
+ */
+static bool
+woken_since_look(ConditionVariable *cv)
+{
+	bool		queued;
+
+	SpinLockAcquire(&cv->mutex);
+	queued = proclist_contains(&cv->wakeup, MyProc->pgprocno, cvWaitLink);
+	SpinLockRelease(&cv->mutex);
+	return !queued;
+}
+
 int
 taskq_claim_wait(const TaskqClaimRequest *req, TimestampTz deadline,
 				 Tuplestorestate *out, TupleDesc outdesc)
 {
 	TaskqClaimRequest r = *req;
 	ConditionVariable *cv;
-	int			n;
+	volatile bool one_action;
+	volatile int n = 0;
 
 	if (!taskq_shmem_available())
 		ereport(ERROR,
@@ -63,30 +114,36 @@ taskq_claim_wait(const TaskqClaimRequest *req, TimestampTz deadline,
 				 errmsg("argument \"wait\" of taskq.own_tasks requires the READ COMMITTED isolation level"),
 				 errdetail("A transaction with one snapshot cannot see the work a wait is for.")));
 
-	if (!r.all_actions && list_length(r.actions) == 1)
+	one_action = !r.all_actions && list_length(r.actions) == 1;
+	if (one_action)
+	{
 		cv = taskq_ready_cv(linitial(r.actions));
+		taskq_ready_join(linitial(r.actions));	/* before the first look */
+	}
 	else
 		cv = taskq_ready_cv(NULL);
 	r.skip_sweep = true;
 
-	for (;;)
+	PG_TRY();
 	{
-		long		left;
-
-		ConditionVariablePrepareToSleep(cv);
-		r.now = GetCurrentTimestamp();
-		n = taskq_claim(&r, out, outdesc);
-		if (n > 0)
-			break;
-		if (r.max_tasks == 0)
-			break;				/* nothing asked for: nothing to wait for */
-		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-		if (left <= 0)
-			break;
-		(void) ConditionVariableTimedSleep(cv, Min(left, CLAIM_WAIT_RECHECK_MS),
-										   PG_WAIT_EXTENSION);
-		CHECK_FOR_INTERRUPTS();
+		n = claim_or_sleep(&r, cv, deadline, out, outdesc);
 	}
-	ConditionVariableCancelSleep();
+	PG_FINALLY();
+	{
+		/*
+		 * A commit wakes as many claims of one action as it made tasks
+		 * ready: a wake that came after this claim's last look may have been
+		 * for work it did not see, so it goes to the next claim waiting
+		 * (an error, a deadline, or a look that began before that commit).
+		 */
+		if (one_action)
+		{
+			if (woken_since_look(cv))
+				ConditionVariableSignal(cv);
+			taskq_ready_leave();
+		}
+		ConditionVariableCancelSleep();
+	}
+	PG_END_TRY();
 	return n;
 }

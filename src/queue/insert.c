@@ -322,6 +322,7 @@ note_ready(List *specs, HTAB *ids)
 {
 	ListCell   *lc;
 	const char *last = NULL;
+	int			run = 0;		/* ready tasks of action last, noted at its end */
 
 	foreach(lc, specs)
 	{
@@ -332,12 +333,18 @@ note_ready(List *specs, HTAB *ids)
 			continue;
 		if (s->has_not_before && s->not_before > GetCurrentTransactionStartTimestamp())
 			taskq_note_due(s->not_before);	/* the worker wakes for it */
-		else if (last == NULL || strcmp(last, s->action) != 0)
+		else if (last != NULL && strcmp(last, s->action) == 0)
+			run++;
+		else
 		{
-			taskq_note_ready(s->action);
+			if (last != NULL)
+				taskq_note_ready_tasks(last, run);
 			last = s->action;
+			run = 1;
 		}
 	}
+	if (last != NULL)
+		taskq_note_ready_tasks(last, run);
 }
 
 /*

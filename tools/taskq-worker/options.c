@@ -258,7 +258,9 @@ parse_options(int argc, char **argv)
 		if (r == NULL)
 			usage_error("--timeout names action \"%s\", which has no --run", timeouts[i].action);
 		r->timeout_ms = timeouts[i].ms;
+		free(timeouts[i].action);
 	}
+	free(timeouts);
 	if (opts.actor == NULL)
 	{
 		static char host[256];
