@@ -8,7 +8,7 @@
  * wake claims that wait for work (queue/claim_wait.c): a claim of one
  * action sleeps on the slot of (database, action), any other on its
  * database's slot of any_ready_cv, and a commit that made work ready wakes
- * as many claims of the first as it made tasks ready and every claim of
+ * one more claim of the first than it made tasks ready and every claim of
  * the second (ipc/wakeup.c).  ready_waiters says who sleeps in each slot
  * of ready_cv, under its own spinlock.  (The claims' starts have shared memory of their own:
  * queue/claim_start.c.)  A slot belongs to one database: the launcher fills dboid

@@ -14,8 +14,8 @@
  * the worker expired.  Work that becomes ready with time (a not_before
  * that comes, a retry delay that passes) has no commit: the background
  * worker wakes at that moment and broadcasts (worker/loop.c).  A commit
- * wakes as many claims waiting for one action as it made tasks of it ready
- * (all of them if claims of another action share the slot), and every
+ * wakes one more claim waiting for one action than it made tasks of it
+ * ready (all of them if claims of another action share the slot), and every
  * claim waiting for several or any actions; a task goes to one of those
  * that look because claims skip rows others hold (claim_walk.c), the
  * others sleep again.  A claim of one action registers in its slot before
@@ -131,8 +131,8 @@ taskq_claim_wait(const TaskqClaimRequest *req, TimestampTz deadline,
 	PG_FINALLY();
 	{
 		/*
-		 * A commit wakes as many claims of one action as it made tasks
-		 * ready: a wake that came after this claim's last look may have been
+		 * A commit wakes only some of the claims of one action: a wake
+		 * that came after this claim's last look may have been
 		 * for work it did not see, so it goes to the next claim waiting
 		 * (an error, a deadline, or a look that began before that commit).
 		 */
