@@ -299,6 +299,14 @@ SELECT * FROM dblink('copier', $$SELECT string_agg(id, ',' ORDER BY id) FROM tas
 GRANT regress_zip_pool TO regress_copier;
 SELECT taskq.insert_tasks('[{"id": "zip-3", "action": "zip"}, {"id": "mail-4", "action": "mail"}]');
 SELECT * FROM dblink('copier', $$SELECT string_agg(id, ',' ORDER BY id) FROM taskq.own_tasks('copier', 10, NULL, '1 hour')$$) AS t(owned text);
+-- ... and a grant written under session_replication_role = replica (pg_restore, replication tools)
+SELECT taskq.insert_tasks('[{"id": "fax-1", "action": "fax"}]');
+SELECT * FROM dblink('copier', $$SELECT string_agg(id, ',' ORDER BY id) FROM taskq.own_tasks('copier', 10, '{fax}', '1 hour')$$) AS t(owned text);
+SET session_replication_role = replica;
+INSERT INTO taskq.action_grants VALUES ('regress_copier', 'fax');
+RESET session_replication_role;
+SELECT * FROM dblink('copier', $$SELECT string_agg(id, ',' ORDER BY id) FROM taskq.own_tasks('copier', 10, '{fax}', '1 hour')$$) AS t(owned text);
+DELETE FROM taskq.action_grants WHERE role = 'regress_copier'::regrole;
 SELECT dblink_disconnect('copier');
 DROP EXTENSION dblink;
 
@@ -322,7 +330,7 @@ SELECT public.as_role('regress_producer', $$SELECT taskq.start_saga('sec-saga', 
 SELECT public.as_role('regress_admin', $$SELECT taskq.start_saga('sec-saga', 'sec-0', '{}', '{"restart_each_step": true}')$$) AS admin_debug;
 SELECT public.as_role('regress_producer', $$SELECT taskq.start_saga('sec-saga', 'sec-1')$$) AS producer_starts;
 SELECT public.as_role('regress_worker', $$SELECT taskq.start_saga('sec-saga', 'sec-2')$$) AS worker_starts;
-SELECT id FROM taskq.own_tasks('w', 1, '{copy}', '1 hour') WHERE id = 'sec-1/1';
+SELECT id FROM taskq.own_tasks('w', 100, '{copy}', '1 hour') WHERE id = 'sec-1/1';
 SELECT performance_token AS sec_token FROM taskq.tasks WHERE id = 'sec-1/1' \gset
 INSERT INTO taskq.action_grants VALUES ('regress_copier', 'mail');
 SELECT public.as_role('regress_copier', $$SELECT taskq.return_step('sec-1/1', '$$ || :'sec_token' || $$', 'success')$$) AS limited_worker_returns;

@@ -18,8 +18,8 @@
  * user is the owner anyway.
  *
  * The limit of the session user is computed once per backend and cached.
- * A statement trigger on taskq.action_grants sends a relcache invalidation
- * for the table (cache_triggers.c); changes to role membership or role attributes send
+ * Triggers on taskq.action_grants send a relcache invalidation for the
+ * table (cache_triggers.c); changes to role membership or role attributes send
  * catcache invalidations; each clears the cache.  So a caller that is not
  * limited pays one comparison per call, and a limited one a lookup of the
  * actions of the tasks it extends or returns.

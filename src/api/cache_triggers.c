@@ -8,7 +8,10 @@
  *	  taskq.action_policies (the actions' default max_tries,
  *	  queue/action_policy.c).
  *
- * Each sends a relcache invalidation of its table, which the sessions'
+ * Each table has a row trigger and a TRUNCATE trigger, enabled ALWAYS: a
+ * statement trigger would not fire in logical replication's apply worker,
+ * nor an ordinary one under session_replication_role = replica.  Each
+ * sends a relcache invalidation of its table, which the sessions'
  * relcache callbacks turn into dropping what they kept: other sessions when
  * the writing transaction commits, this one at its next command (and again
  * if the transaction rolls back).  No locking of its own.
@@ -38,7 +41,10 @@ table_written(FunctionCallInfo fcinfo, const char *name)
 	return PointerGetDatum(NULL);
 }
 
-/* taskq._action_grants_changed(): statement trigger on taskq.action_grants. */
+/*
+ * taskq._action_grants_changed(): on taskq.action_grants, for each row
+ * inserted, updated or deleted, and for each TRUNCATE.
+ */
 Datum
 taskq_action_grants_changed(PG_FUNCTION_ARGS)
 {

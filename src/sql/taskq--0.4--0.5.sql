@@ -1139,3 +1139,16 @@ CREATE TRIGGER action_policies_truncated
     FOR EACH STATEMENT EXECUTE FUNCTION taskq.action_policies_written();
 ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_written;
 ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_truncated;
+
+-- The limits' cache trigger: row triggers enabled ALWAYS, so that writes
+-- under session_replication_role = replica and by logical replication's
+-- apply worker (row triggers only) clear the caches too.
+DROP TRIGGER action_grants_changed ON taskq.action_grants;
+CREATE TRIGGER action_grants_changed
+    AFTER INSERT OR UPDATE OR DELETE ON taskq.action_grants
+    FOR EACH ROW EXECUTE FUNCTION taskq._action_grants_changed();
+CREATE TRIGGER action_grants_truncated
+    AFTER TRUNCATE ON taskq.action_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq._action_grants_changed();
+ALTER TABLE taskq.action_grants ENABLE ALWAYS TRIGGER action_grants_changed;
+ALTER TABLE taskq.action_grants ENABLE ALWAYS TRIGGER action_grants_truncated;

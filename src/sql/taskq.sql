@@ -389,7 +389,9 @@ COMMENT ON COLUMN taskq.action_grants.action IS 'an action the role may own, ext
 SELECT pg_catalog.pg_extension_config_dump('taskq.action_grants', '');
 
 -- Every backend caches the limits of its session user; a change here
--- clears the caches when it commits.
+-- clears the caches when it commits.  Row triggers, enabled ALWAYS: they also
+-- fire under session_replication_role = replica and in logical
+-- replication's apply worker (which fires row triggers only).
 CREATE FUNCTION taskq._action_grants_changed()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'taskq_action_grants_changed'
@@ -399,8 +401,13 @@ COMMENT ON FUNCTION taskq._action_grants_changed() IS
 REVOKE ALL ON FUNCTION taskq._action_grants_changed() FROM PUBLIC;
 
 CREATE TRIGGER action_grants_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON taskq.action_grants
+    AFTER INSERT OR UPDATE OR DELETE ON taskq.action_grants
+    FOR EACH ROW EXECUTE FUNCTION taskq._action_grants_changed();
+CREATE TRIGGER action_grants_truncated
+    AFTER TRUNCATE ON taskq.action_grants
     FOR EACH STATEMENT EXECUTE FUNCTION taskq._action_grants_changed();
+ALTER TABLE taskq.action_grants ENABLE ALWAYS TRIGGER action_grants_changed;
+ALTER TABLE taskq.action_grants ENABLE ALWAYS TRIGGER action_grants_truncated;
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.action_grants TO taskq_admin;
 
