@@ -83,16 +83,20 @@ taskq_finish_cv(const char *id)
 	return &taskq_shared->finish_cv[finish_slot(id)];
 }
 
-/* The slot of ready_cv of (this database, action), and a 64-bit key of both. */
+/*
+ * The slot of ready_cv of (this database, action), and (if key is given)
+ * the 64-bit hash of both that the slot is taken from, which tells the
+ * claims of different actions in one slot apart.
+ */
 static int
 ready_slot(const char *action, uint64 *key)
 {
-	size_t		len = strlen(action);
+	uint64		h = hash_bytes_extended((const unsigned char *) action, strlen(action),
+										MyDatabaseId);
 
 	if (key != NULL)
-		*key = hash_bytes_extended((const unsigned char *) action, len, MyDatabaseId);
-	return hash_combine(MyDatabaseId, hash_bytes((const unsigned char *) action, len)) %
-		TASKQ_READY_SLOTS;
+		*key = h;
+	return h % TASKQ_READY_SLOTS;
 }
 
 /*

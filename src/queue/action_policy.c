@@ -73,7 +73,7 @@ typedef struct PolicyAnswer
 static HTAB *answers = NULL;
 static Oid	policies_relid = InvalidOid;	/* the table the answers came from */
 static uint64 generation = 0;	/* invalidations of it seen */
-static bool stale = false;		/* answers to be dropped before the next use */
+static uint64 answers_generation = 0;	/* the generation the answers were read in */
 
 static void
 policies_invalidate(Datum arg, Oid relid)
@@ -81,7 +81,6 @@ policies_invalidate(Datum arg, Oid relid)
 	if (relid == InvalidOid || relid == policies_relid)
 	{
 		generation++;
-		stale = true;
 	}
 }
 
@@ -239,13 +238,10 @@ taskq_policy_max_tries(List *specs, List **tries)
 		registered = true;
 	}
 	AcceptInvalidationMessages();
-	if (stale)
+	if (answers != NULL && answers_generation != generation)
 	{
-		if (answers != NULL)
-			hash_destroy(answers);
+		hash_destroy(answers);
 		answers = NULL;
-		policies_relid = InvalidOid;
-		stale = false;
 	}
 
 	foreach(lc, specs)
@@ -280,6 +276,8 @@ taskq_policy_max_tries(List *specs, List **tries)
 		}
 		/* an invalidation while reading: what was read may be out of date already */
 		keep &= seen == generation;
+		if (keep)
+			answers_generation = generation;	/* those kept so far are of it too */
 		foreach(lc, missing)
 		{
 			PolicyAnswer *a = &got[i++];

@@ -227,7 +227,7 @@ claim_row(ClaimWalk *w)
 	taskq_new_token(token);
 	/* claimable() found it pending */
 	(void) taskq_status_transition(TASKQ_PENDING, TASKQ_CLAIM, "(claimed)");
-	taskq_rel_set(d, d->ready->status_code, ObjectIdGetDatum(d->in_progress), false);
+	taskq_rel_set(d, d->ready->status_code, ObjectIdGetDatum(d->shape->in_progress), false);
 	taskq_rel_set(d, d->col->num_tries, Int32GetDatum(tries), false);
 	taskq_rel_set(d, d->col->actor_id, w->actor, false);
 	taskq_rel_set(d, d->col->performance_token, UUIDPGetDatum(token), false);
@@ -417,7 +417,7 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 
 	hs.slot = -1;
 	hs.valid = false;
-	if (d.starts_ok && taskq_shared_claim_start)
+	if (d.shape->starts_ok && taskq_shared_claim_start)
 		taskq_claim_start_begin(one_action ? linitial(actions) : NULL, &hs);
 	w.advancing = hs.slot >= 0 && taskq_claim_start_may_move(writes_noted);
 	w.covering = w.advancing;

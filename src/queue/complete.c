@@ -145,7 +145,7 @@ held_with(TaskqRel *d, pg_uuid_t *token)
 	if (isnull || memcmp(DatumGetUUIDP(v), token, UUID_LEN) != 0)
 		return false;
 	v = taskq_rel_old(d, d->ready->status_code, &isnull);
-	if (isnull || (DatumGetObjectId(v) != d->ready->pending && DatumGetObjectId(v) != d->in_progress))
+	if (isnull || (DatumGetObjectId(v) != d->ready->pending && DatumGetObjectId(v) != d->shape->in_progress))
 		return false;
 	return !DatumGetBool(taskq_rel_old(d, d->col->cancelled, &isnull));
 }
@@ -241,7 +241,7 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 				taskq_rel_new_row(&d);
 				/* held_with() found it pending or in progress */
 				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, ids[i]);
-				taskq_rel_set(&d, d.ready->status_code, ObjectIdGetDatum(d.completed), false);
+				taskq_rel_set(&d, d.ready->status_code, ObjectIdGetDatum(d.shape->completed), false);
 				if (statuses[i] != NULL)
 					taskq_rel_set(&d, d.col->status, CStringGetTextDatum(statuses[i]), false);
 				taskq_rel_set(&d, d.col->finished_at, TimestampTzGetDatum(now), false);

@@ -113,10 +113,10 @@ taskq_enum_label(Oid enumtype, const char *label)
  * An executor state and a result relation with rel's indexes, for adding
  * the index entries of new versions as an UPDATE or INSERT adds them:
  * through the kept shape of taskq.tasks if given (each index opened when
- * first needed), else open as ExecOpenIndices opens them.  updated: the columns an update changes
- * (attribute numbers offset as in RangeTblEntry.updatedCols), which tell
- * the indexes which new entries repeat a key.  ExecCloseIndices and
- * FreeExecutorState undo it.
+ * first needed), else opened as ExecOpenIndices opens them.  updated: the
+ * columns an update changes (attribute numbers offset as in
+ * RangeTblEntry.updatedCols), which tell the indexes which new entries
+ * repeat a key.  ExecCloseIndices and FreeExecutorState undo it.
  */
 static EState *
 index_state(Relation rel, const TaskqRelShape *shape, Bitmapset *updated, ResultRelInfo **rri)
@@ -175,9 +175,6 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 	d->shape = s;
 	d->col = &s->col;
 	d->ready = &s->ready;
-	d->in_progress = s->in_progress;
-	d->completed = s->completed;
-	d->starts_ok = s->starts_ok;
 	d->estate = index_state(d->rel, s, taskq_rel_shape_updated(s, d->rel, changed, nchanged),
 							&d->rri);
 

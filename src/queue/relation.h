@@ -88,13 +88,10 @@ typedef struct TaskqRel
 	TupleDesc	desc;
 	const TaskColumns *col;		/* the shape's */
 	const TaskqReadyCols *ready;	/* the shape's: status_code, num_signals, action, ...; pending */
-	Oid			in_progress,
-				completed;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	Snapshot	snapshot;
 	CommandId	cid;
-	bool		starts_ok;		/* the tasks_ready_hint triggers note SQL writes */
 	TupleTableSlot *oldslot;	/* the row as found */
 	TupleTableSlot *newslot;	/* the row as written */
 } TaskqRel;
