@@ -68,7 +68,7 @@ taskq_define_settings(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("taskq.shared_claim_start",
-							 "Starts claims past the dead entries at the head of the ready indexes.",
+							 "Starts claims past the dead entries at the head of the ready index.",
 							 "The claims of a database share the start in shared memory; off: this session's claims walk from the first entry and move no start.",
 							 &taskq_shared_claim_start,
 							 true,

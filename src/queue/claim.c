@@ -9,8 +9,9 @@
  *
  * Concurrent claimers never wait for each other and never get the same
  * task, and the cost depends on the number of rows claimed, not on how many
- * tasks are blocked, delayed, in progress or finished (the ready indexes
- * are partial).  SQL plans are cached per (kind, limit): with LIMIT as a
+ * tasks are blocked, delayed, in progress or finished (the ready index is
+ * partial).  The SQL claim of several actions, or of any, sorts their ready
+ * rows: only the claim walk merges the actions' parts of the index.  SQL plans are cached per (kind, limit): with LIMIT as a
  * parameter a generic plan assumes a tenth of the table is wanted and may
  * prefer a sequential scan on a deep queue, so the limit is a constant in
  * each cached plan.

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * claim_start.c
- *	  Where claims start in the ready indexes: past the dead entries at their
- *	  head.
+ *	  Where claims start in the ready index: past the dead entries at the
+ *	  head of each action's entries.
  *
  * A claimed or finished task leaves its old entry at the head of the ready
  * index until VACUUM removes it (its row version is dead, or soon will be).
@@ -10,11 +10,11 @@
  * default naptime of a minute, a busy queue piles up a minute of claims
  * there, and each claim pays for all of them.
  *
- * So the claims of a database share, per ready index (per action for
- * tasks_ready_action_idx), a start key in shared memory.  The invariant:
- * every entry before start points at a row version that was updated or
- * deleted by a committed transaction, or inserted by an aborted one.  Such
- * a version is dead for good, and a claim could never take it.
+ * So the claims of a database share, per action, a start key in shared
+ * memory: a position in that action's entries of tasks_ready_action_idx.
+ * The invariant: every entry before start points at a row version that was
+ * updated or deleted by a committed transaction, or inserted by an aborted
+ * one.  Such a version is dead for good, and a claim could never take it.
  *
  *	- A claim moves start forward only over entries it found so
  *	  (claim_walk.c: invisible to its snapshot and to a dirty snapshot).  It
@@ -72,10 +72,9 @@
 #define TASKQ_CLAIM_START_WRITES		16	/* recent ready-entry writes a claim checks */
 
 /*
- * Where the claims of one database start in one ready index: every entry
- * before start is known to point at a row version that no claim can take
- * (the file header says why that stays true): in the index of all actions
- * (tasks_ready_idx), or in the per-action index for action.
+ * Where the claims of one database start in the entries of one action:
+ * every entry before start is known to point at a row version that no claim
+ * can take (the file header says why that stays true).
  * writes counts the ready entries written (their keys in wlog, a ring), so
  * that a claim that walked while they were written does not move start past
  * them.
@@ -83,7 +82,6 @@
 typedef struct TaskqClaimStartSlot
 {
 	Oid			dboid;			/* InvalidOid: free slot */
-	bool		all_actions;	/* tasks_ready_idx; else action's entries */
 	char		action[NAMEDATALEN];
 	bool		valid;			/* false: start at the beginning */
 	TaskqReadyKey start;
@@ -192,31 +190,24 @@ taskq_claim_start_may_move(bool writes_noted)
 	return !TransactionIdIsValid(GetTopTransactionIdIfAny()) || writes_noted;
 }
 
-/* a is before b in a ready index */
-static inline bool
-key_before(TaskqReadyKey a, TaskqReadyKey b)
-{
-	return a.priority > b.priority || (a.priority == b.priority && a.seq < b.seq);
-}
 
-/* s is the slot of dboid's index of all actions (action NULL) or of action */
+/* s is the slot of dboid's action */
 static bool
 slot_is(TaskqClaimStartSlot *s, Oid dboid, const char *action, int len)
 {
-	if (s->dboid != dboid || s->all_actions != (action == NULL))
-		return false;
-	return action == NULL || (strlen(s->action) == len && memcmp(s->action, action, len) == 0);
+	return s->dboid == dboid && strlen(s->action) == len &&
+		memcmp(s->action, action, len) == 0;
 }
 
 /*
- * Begin a claim's walk of the ready index of action (NULL: of all actions):
- * where to start, and what to check when moving the start.  hs->slot is -1
- * if there is no shared memory or the action's name is too long for a slot.
+ * Begin a claim's walk of action's entries of the ready index: where to
+ * start, and what to check when moving the start.  hs->slot is -1 if there
+ * is no shared memory or the action's name is too long for a slot.
  */
 void
 taskq_claim_start_begin(const char *action, TaskqClaimStartScan *hs)
 {
-	int			len = action ? strlen(action) : 0;
+	int			len = strlen(action);
 	TaskqClaimStartSlot *found = NULL;
 	TaskqClaimStartSlot *victim = NULL;
 
@@ -244,8 +235,7 @@ taskq_claim_start_begin(const char *action, TaskqClaimStartScan *hs)
 		/* a claim holding the old identity sees gen change and moves nothing */
 		found = victim;
 		found->dboid = MyDatabaseId;
-		found->all_actions = action == NULL;
-		memcpy(found->action, action ? action : "", len);
+		memcpy(found->action, action, len);
 		found->action[len] = '\0';
 		found->valid = false;
 		found->gen++;
@@ -271,16 +261,16 @@ taskq_claim_start_advance(TaskqClaimStartScan *hs, TaskqReadyKey to)
 	TaskqClaimStartSlot *s;
 
 	/* the walk stopped where it began (the usual case): nothing to move */
-	if (hs->slot < 0 || (hs->valid && !key_before(hs->start, to)))
+	if (hs->slot < 0 || (hs->valid && !taskq_ready_key_before(hs->start, to)))
 		return;
 	s = &starts->slots[hs->slot];
 	LWLockAcquire(starts->lock, LW_EXCLUSIVE);
 	if (s->gen == hs->gen && s->writes - hs->writes <= TASKQ_CLAIM_START_WRITES)
 	{
 		for (uint64 w = hs->writes + 1; w <= s->writes; w++)
-			if (key_before(s->wlog[w % TASKQ_CLAIM_START_WRITES], to))
+			if (taskq_ready_key_before(s->wlog[w % TASKQ_CLAIM_START_WRITES], to))
 				to = s->wlog[w % TASKQ_CLAIM_START_WRITES];
-		if (!s->valid || key_before(s->start, to))
+		if (!s->valid || taskq_ready_key_before(s->start, to))
 		{
 			s->start = to;
 			s->valid = true;
@@ -300,18 +290,23 @@ taskq_claim_start_advance(TaskqClaimStartScan *hs, TaskqReadyKey to)
  * claims), an abort or PREPARE drops it.  Writes of ready entries since the
  * claim began limit it as they do taskq_claim_start_advance.
  */
-static bool deferred = false;
-static TaskqClaimStartScan deferred_scan;
-static TaskqReadyKey deferred_to;
+#define TASKQ_DEFERRED_STARTS 8	/* actions of one claim whose start moves at commit */
+
+static int	ndeferred = 0;
+static TaskqClaimStartScan deferred_scan[TASKQ_DEFERRED_STARTS];
+static TaskqReadyKey deferred_to[TASKQ_DEFERRED_STARTS];
 
 void
 taskq_claim_start_defer(TaskqClaimStartScan *hs, TaskqReadyKey to)
 {
-	if (hs->slot < 0 || deferred)
-		return;					/* one per transaction: the first claim's */
-	deferred_scan = *hs;
-	deferred_to = to;
-	deferred = true;
+	if (hs->slot < 0 || ndeferred == TASKQ_DEFERRED_STARTS)
+		return;
+	for (int i = 0; i < ndeferred; i++)
+		if (deferred_scan[i].slot == hs->slot)
+			return;				/* one per action and transaction: the first claim's */
+	deferred_scan[ndeferred] = *hs;
+	deferred_to[ndeferred] = to;
+	ndeferred++;
 }
 
 static void
@@ -320,15 +315,16 @@ claim_start_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
-			if (deferred && starts != NULL)
-				taskq_claim_start_advance(&deferred_scan, deferred_to);
-			deferred = false;
+			if (starts != NULL)
+				for (int i = 0; i < ndeferred; i++)
+					taskq_claim_start_advance(&deferred_scan[i], deferred_to[i]);
+			ndeferred = 0;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			deferred = false;
+			ndeferred = 0;
 			break;
 		default:
 			break;				/* the PRE_ events: the outcome is not known yet */
@@ -340,7 +336,7 @@ claim_start_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		deferred = false;
+		ndeferred = 0;
 }
 
 /* Forget where the claims of a database start (the worker, every second). */
@@ -385,7 +381,7 @@ ready_batch_add(TaskqReadyBatch *b, text *action, int32 priority, int64 seq)
 
 	if (starts == NULL)
 		return;
-	if (!b->any || key_before(k, b->anymin))
+	if (!b->any || taskq_ready_key_before(k, b->anymin))
 		b->anymin = k;
 	b->any = true;
 	if (len >= NAMEDATALEN)
@@ -405,7 +401,7 @@ ready_batch_add(TaskqReadyBatch *b, text *action, int32 priority, int64 seq)
 		b->min[i] = k;
 		b->nactions++;
 	}
-	else if (key_before(k, b->min[i]))
+	else if (taskq_ready_key_before(k, b->min[i]))
 		b->min[i] = k;
 }
 
@@ -424,7 +420,7 @@ taskq_ready_batch_flush(TaskqReadyBatch *b)
 
 		if (s->dboid != MyDatabaseId)
 			continue;
-		if (s->all_actions || b->overflow)
+		if (b->overflow)
 			touched = true;
 		else
 			for (int a = 0; a < b->nactions; a++)
@@ -438,7 +434,7 @@ taskq_ready_batch_flush(TaskqReadyBatch *b)
 			continue;
 		s->writes++;
 		s->wlog[s->writes % TASKQ_CLAIM_START_WRITES] = k;
-		if (s->valid && key_before(k, s->start))
+		if (s->valid && taskq_ready_key_before(k, s->start))
 			s->start = k;
 	}
 	LWLockRelease(starts->lock);

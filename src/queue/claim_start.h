@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * claim_start.h
- *	  Where claims start in the ready indexes (claim_start.c): the start
+ *	  Where claims start in the ready index (claim_start.c): the start
  *	  key shared by a database's claims, moved forward by claims over dead
  *	  entries and back by every writer of a ready entry.
  *
@@ -22,6 +22,13 @@ typedef struct TaskqReadyKey
 	int64		seq;
 } TaskqReadyKey;
 
+/* a is before b in the ready index (within one action) */
+static inline bool
+taskq_ready_key_before(TaskqReadyKey a, TaskqReadyKey b)
+{
+	return a.priority > b.priority || (a.priority == b.priority && a.seq < b.seq);
+}
+
 /* A claim's view of its start, from taskq_claim_start_begin. */
 typedef struct TaskqClaimStartScan
 {
@@ -34,7 +41,7 @@ typedef struct TaskqClaimStartScan
 
 #define TASKQ_READY_BATCH_ACTIONS 8
 
-/* The ready entries one statement wrote: lowest key overall and per action. */
+/* The ready entries one statement wrote: lowest key per action, and overall. */
 typedef struct TaskqReadyBatch
 {
 	bool		any;

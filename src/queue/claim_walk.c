@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * claim_walk.c
- *	  The claim without the executor: a ready index walked from the shared
- *	  claim start, each ready row updated without waiting.
+ *	  The claim without the executor: each asked action's entries of the
+ *	  ready index walked from that action's claim start, the walks merged in
+ *	  claim order, each ready row updated without waiting.
  *
  * The SQL claim was UPDATE ... WHERE ctid = ANY (SELECT ... FOR UPDATE SKIP
  * LOCKED).  For every task it wrote a tuple lock and then the update: two
@@ -14,6 +15,15 @@
  * too (the SQL claim would follow the update chain; under REPEATABLE READ
  * it would fail with 40001 instead).  Each invisible entry is checked for
  * being dead while the claim start may move (claim_start.c).
+ *
+ * There is one ready index, (action, priority DESC, seq, not_before): a
+ * claim of several actions walks each action's part of it and takes the
+ * next entry in claim order from whichever walk has it, so it never steps
+ * over the ready tasks of actions it did not ask for.  A claim of any
+ * action first finds the actions that have entries, one index descent
+ * each; it costs a descent per such action more than a claim of one.  A
+ * second index over all actions, which that claim used to walk, would cost
+ * every enqueue an index entry.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,37 +73,41 @@ static const char *const claim_changes[] = {
 	"status_code", "num_tries", "actor_id", "action_deadline", "performance_token"
 };
 
-/* The ready row as the partial index promises it, and of an action asked for. */
+/* The key columns of tasks_ready_action_idx: (action, priority DESC, seq, not_before) */
+#define READY_ACTION	1
+#define READY_PRIORITY	2
+#define READY_SEQ		3
+#define READY_NOT_BEFORE 4
+
+/* The ready row as the partial index promises it. */
 static bool
-claimable(TaskqRel *d, bool one_action, List *actions, TimestampTz now)
+claimable(TaskqRel *d, TimestampTz now)
 {
 	bool		isnull;
 	Datum		status_code = taskq_rel_old(d, d->ready->status_code, &isnull);
 
-	if (isnull || DatumGetObjectId(status_code) != d->ready->pending ||
-		DatumGetInt32(taskq_rel_old(d, d->ready->num_signals, &isnull)) != 0 ||
-		DatumGetTimestampTz(taskq_rel_old(d, d->col->not_before, &isnull)) > now)
-		return false;
-	return one_action || actions == NIL ||
-		taskq_action_listed(actions, taskq_rel_old(d, d->ready->action, &isnull));
+	return !isnull && DatumGetObjectId(status_code) == d->ready->pending &&
+		DatumGetInt32(taskq_rel_old(d, d->ready->num_signals, &isnull)) == 0 &&
+		DatumGetTimestampTz(taskq_rel_old(d, d->col->not_before, &isnull)) <= now;
 }
 
-/* What one claim is doing: its arguments, its output and its walk. */
-typedef struct ClaimWalk
+/*
+ * One action's part of a claim: its entries of the ready index, walked from
+ * the action's claim start in two index scans (the rest of the start's
+ * priority from its seq on, then the lower priorities; one scan of all its
+ * entries if it has no start), and what the walk found for moving that
+ * start.  The walk stands at an entry it has read but not yet handled, so
+ * that the claim can take the walk whose entry comes first.
+ */
+typedef struct ClaimStream
 {
-	TaskqRel  *d;
-	int			limit;
-	bool		one_action;
-	List	   *actions;
-	TimestampTz now;
-	Datum		actor;
-	Datum		deadline;
-	bool		has_deadline;
-	Tuplestorestate *out;
-	TupleDesc	outdesc;
-	int			claimed;
+	char	   *action;
+	IndexScanDesc scan;
+	bool		lower;			/* in its last scan */
+	ItemPointer tid;			/* the entry it stands at; NULL: walked to the end */
+	TaskqReadyKey key;			/* ... and its position */
+	TaskqClaimStartScan hs;
 	/* moving the start of later claims (queue/claim_start.c) */
-	AttrNumber	nb_key;			/* not_before's index column; priority and seq before it */
 	bool		advancing;		/* every entry walked so far was dead */
 	bool		passed;			/* ... and there was at least one */
 	bool		stopped;		/* advancing ended at an entry not known dead */
@@ -102,20 +116,35 @@ typedef struct ClaimWalk
 	bool		covering;		/* every entry walked was dead or claimed here */
 	bool		covered;		/* ... and the walk went past the stop */
 	TaskqReadyKey cover_to;		/* the entry after the last one */
+} ClaimStream;
+
+/* What one claim is doing: its arguments, its output and its walks. */
+typedef struct ClaimWalk
+{
+	TaskqRel  *d;
+	Relation	idx;			/* tasks_ready_action_idx */
+	int			limit;
+	TimestampTz now;
+	Datum		actor;
+	Datum		deadline;
+	bool		has_deadline;
+	Tuplestorestate *out;
+	TupleDesc	outdesc;
+	int			claimed;
 	TupleTableSlot *dirtyslot;
 	IndexFetchTableData *dirtyfetch;
 } ClaimWalk;
 
-/* The index entry's position (priority, seq). */
+/* The position (priority, seq) of the entry the scan returned last. */
 static TaskqReadyKey
-entry_key(ClaimWalk *w, IndexScanDesc scan)
+entry_key(IndexScanDesc scan)
 {
 	TaskqReadyKey k;
 	bool		isnull;
 
-	k.priority = DatumGetInt32(index_getattr(scan->xs_itup, w->nb_key - 2,
+	k.priority = DatumGetInt32(index_getattr(scan->xs_itup, READY_PRIORITY,
 											 scan->xs_itupdesc, &isnull));
-	k.seq = DatumGetInt64(index_getattr(scan->xs_itup, w->nb_key - 1,
+	k.seq = DatumGetInt64(index_getattr(scan->xs_itup, READY_SEQ,
 										scan->xs_itupdesc, &isnull));
 	return k;
 }
@@ -215,7 +244,7 @@ claim_row(ClaimWalk *w)
 	if (held_by_another(d))
 		return;					/* another claimer has it */
 	taskq_rel_new_row(d);
-	if (!claimable(d, w->one_action, w->actions, w->now))
+	if (!claimable(d, w->now))
 		return;
 	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col->num_tries, &isnull)),
 							1, &tries))
@@ -261,104 +290,241 @@ claim_row(ClaimWalk *w)
  * neither ends that; entries before the first live one are the advance's.
  */
 static void
-extend_cover(ClaimWalk *w, IndexScanDesc scan)
+extend_cover(ClaimStream *s)
 {
-	if (!w->covering || w->advancing)
+	if (!s->covering || s->advancing)
 		return;
-	w->cover_to = entry_key(w, scan);
-	if (w->cover_to.seq == PG_INT64_MAX)
-		w->covering = false;	/* no key just after it in this priority */
+	s->cover_to = s->key;
+	if (s->cover_to.seq == PG_INT64_MAX)
+		s->covering = false;	/* no key just after it in this priority */
 	else
 	{
-		w->cover_to.seq++;
-		w->covered = true;
+		s->cover_to.seq++;
+		s->covered = true;
 	}
 }
 
 static void
-end_cover(ClaimWalk *w, IndexScanDesc scan)
+end_cover(ClaimStream *s)
 {
-	if (!w->covering)
+	if (!s->covering)
 		return;
-	w->covering = false;
-	if (w->covered)
-		w->cover_to = entry_key(w, scan);
+	s->covering = false;
+	if (s->covered)
+		s->cover_to = s->key;
+}
+
+/* Begin an index scan of the stream's action with nkeys of its keys. */
+static void
+stream_scan(ClaimWalk *w, ClaimStream *s, ScanKey keys, int nkeys)
+{
+	s->scan = index_beginscan(w->d->rel, w->idx, w->d->snapshot, nkeys, 0);
+	s->scan->xs_want_itup = true;	/* the keys and not_before, without the heap */
+	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+static void
+action_key(ScanKey key, const char *action)
+{
+	ScanKeyInit(key, READY_ACTION, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(action));
+}
+
+/* Go to the stream's next entry; past its first scan's last, to the lower priorities. */
+static void
+stream_next(ClaimWalk *w, ClaimStream *s)
+{
+	ScanKeyData keys[2];
+
+	while ((s->tid = index_getnext_tid(s->scan, ForwardScanDirection)) == NULL &&
+		   !s->lower)
+	{
+		/* priority DESC: the lower priorities come after in the index */
+		index_endscan(s->scan);
+		action_key(&keys[0], s->action);
+		ScanKeyInit(&keys[1], READY_PRIORITY, BTLessStrategyNumber, F_INT4LT,
+					Int32GetDatum(s->hs.start.priority));
+		stream_scan(w, s, keys, 2);
+		s->lower = true;
+	}
+	if (s->tid != NULL)
+		s->key = entry_key(s->scan);
 }
 
 /*
- * Walk idx with the given scan keys, claiming until the limit.  While the
- * walk is advancing, each entry invisible to the snapshot is checked for
- * being dead, and the first that is not (or the first visible entry) ends
- * the advance; after that, invisible entries are skipped as index_getnext_slot
- * skips them, and delayed ones without a heap visit.
+ * Begin the walk of action's entries: take the action's claim start (if
+ * the claim uses one) and read the first entry.  The start is taken before
+ * the index is read, so that a ready entry written meanwhile is logged in
+ * it (claim_start.c).
  */
 static void
-claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
+stream_begin(ClaimWalk *w, ClaimStream *s, const char *action, bool use_start, bool may_move)
+{
+	ScanKeyData keys[3];
+
+	memset(s, 0, sizeof(ClaimStream));
+	s->action = pstrdup(action);
+	s->hs.slot = -1;
+	s->hs.valid = false;
+	if (use_start)
+		taskq_claim_start_begin(action, &s->hs);
+	s->advancing = s->hs.slot >= 0 && may_move;
+	s->covering = s->advancing;
+
+	action_key(&keys[0], action);
+	if (!s->hs.valid)
+	{
+		stream_scan(w, s, keys, 1);
+		s->lower = true;
+	}
+	else
+	{
+		ScanKeyInit(&keys[1], READY_PRIORITY, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(s->hs.start.priority));
+		ScanKeyInit(&keys[2], READY_SEQ, BTGreaterEqualStrategyNumber, F_INT8GE,
+					Int64GetDatum(s->hs.start.seq));
+		stream_scan(w, s, keys, 3);
+	}
+	stream_next(w, s);
+}
+
+/*
+ * Handle the entry the stream stands at, claiming its row if it is ready.
+ * While the walk is advancing, an entry invisible to the snapshot is
+ * checked for being dead, and the first that is not (or the first visible
+ * entry) ends the advance; after that, invisible entries are skipped as
+ * index_getnext_slot skips them, and delayed ones without a heap visit.
+ */
+static void
+stream_step(ClaimWalk *w, ClaimStream *s)
 {
 	TaskqRel  *d = w->d;
-	IndexScanDesc scan;
-	ItemPointer tid;
+	bool		isnull;
+	bool		delayed;
 
-	scan = index_beginscan(d->rel, idx, d->snapshot, nkeys, 0);
-	scan->xs_want_itup = true;	/* the keys and not_before, without the heap */
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (w->claimed < w->limit &&
-		   (tid = index_getnext_tid(scan, ForwardScanDirection)) != NULL)
+	CHECK_FOR_INTERRUPTS();
+	delayed = DatumGetTimestampTz(index_getattr(s->scan->xs_itup, READY_NOT_BEFORE,
+												s->scan->xs_itupdesc, &isnull)) > w->now;
+	if (delayed && !s->advancing)
+	{
+		end_cover(s);
+		return;
+	}
+	if (!index_fetch_heap(s->scan, d->oldslot))
+	{
+		if (s->advancing)
+		{
+			s->last = s->key;
+			if (entry_dead(w, s->scan, s->tid))
+				s->passed = true;
+			else
+			{
+				s->advancing = false;
+				s->stopped = true;
+				s->covering = false;
+			}
+		}
+		else if (s->covering)
+		{
+			if (entry_dead(w, s->scan, s->tid))
+				extend_cover(s);
+			else
+				end_cover(s);
+		}
+		return;
+	}
+	if (s->advancing)
+	{
+		s->last = s->key;
+		s->advancing = false;
+		s->stopped = true;
+	}
+	if (!delayed)
+	{
+		int			before = w->claimed;
+
+		claim_row(w);
+		if (w->claimed > before)
+		{
+			extend_cover(s);
+			return;
+		}
+	}
+	end_cover(s);
+}
+
+/* End the walk: move the action's start as far as it found, now and at commit. */
+static void
+stream_end(ClaimStream *s)
+{
+	if (s->stopped || s->passed)
+	{
+		/* to the entry that ended the walk, or just past the last dead one */
+		if (!s->stopped && s->last.seq < PG_INT64_MAX)
+			s->last.seq++;
+		if (s->stopped || s->last.seq != PG_INT64_MAX)
+			taskq_claim_start_advance(&s->hs, s->last);
+	}
+	if (s->covered)
+		taskq_claim_start_defer(&s->hs, s->cover_to);
+	index_endscan(s->scan);
+}
+
+/*
+ * The actions that have entries in the ready index, for a claim of any
+ * action: the first entry's, then one descent to the first entry past each
+ * action found.  An action whose entries are all dead still counts: its walk
+ * passes them, and may move its start past them.
+ */
+static List *
+ready_actions(ClaimWalk *w)
+{
+	List	   *actions = NIL;
+	ScanKeyData key;
+	IndexScanDesc scan;
+
+	scan = index_beginscan(w->d->rel, w->idx, w->d->snapshot, 1, 0);
+	scan->xs_want_itup = true;
+	/* every text is >= '' */
+	ScanKeyInit(&key, READY_ACTION, BTGreaterEqualStrategyNumber, F_TEXT_GE,
+				CStringGetTextDatum(""));
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_tid(scan, ForwardScanDirection) != NULL)
 	{
 		bool		isnull;
-		bool		delayed;
+		char	   *action;
 
 		CHECK_FOR_INTERRUPTS();
-		delayed = DatumGetTimestampTz(index_getattr(scan->xs_itup, w->nb_key,
-													scan->xs_itupdesc, &isnull)) > w->now;
-		if (delayed && !w->advancing)
-		{
-			end_cover(w, scan);
-			continue;
-		}
-		if (!index_fetch_heap(scan, d->oldslot))
-		{
-			if (w->advancing)
-			{
-				w->last = entry_key(w, scan);
-				if (entry_dead(w, scan, tid))
-					w->passed = true;
-				else
-				{
-					w->advancing = false;
-					w->stopped = true;
-					w->covering = false;
-				}
-			}
-			else if (w->covering)
-			{
-				if (entry_dead(w, scan, tid))
-					extend_cover(w, scan);
-				else
-					end_cover(w, scan);
-			}
-			continue;
-		}
-		if (w->advancing)
-		{
-			w->last = entry_key(w, scan);
-			w->advancing = false;
-			w->stopped = true;
-		}
-		if (!delayed)
-		{
-			int			before = w->claimed;
-
-			claim_row(w);
-			if (w->claimed > before)
-			{
-				extend_cover(w, scan);
-				continue;
-			}
-		}
-		end_cover(w, scan);
+		action = TextDatumGetCString(index_getattr(scan->xs_itup, READY_ACTION,
+												   scan->xs_itupdesc, &isnull));
+		actions = lappend(actions, action);
+		ScanKeyInit(&key, READY_ACTION, BTGreaterStrategyNumber, F_TEXT_GT,
+					CStringGetTextDatum(action));
+		index_rescan(scan, &key, 1, NULL, 0);
 	}
 	index_endscan(scan);
+	return actions;
+}
+
+/* actions without repeats (a claim may list one twice) */
+static List *
+distinct_actions(List *actions)
+{
+	List	   *distinct = NIL;
+	ListCell   *lc;
+
+	foreach(lc, actions)
+	{
+		ListCell   *seen;
+		bool		repeat = false;
+
+		foreach(seen, distinct)
+			if (strcmp(lfirst(seen), lfirst(lc)) == 0)
+				repeat = true;
+		if (!repeat)
+			distinct = lappend(distinct, lfirst(lc));
+	}
+	return distinct;
 }
 
 /*
@@ -370,9 +536,9 @@ claim_walk(ClaimWalk *w, Relation idx, ScanKey keys, int nkeys)
  * not ready; the lease runs from it).  Returns the number claimed, or -1 if
  * this path does not apply and the caller must use the SQL claim.
  *
- * The walk starts where the claims of this database start (queue/claim_start.c), in two
- * index scans: the rest of the start's priority from its seq on, then the
- * lower priorities.
+ * Each action's entries are walked from where the claims of this database
+ * start for that action (queue/claim_start.c); the claim takes the next
+ * entry from the walk that has the first in claim order.
  */
 int
 taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
@@ -380,29 +546,26 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 				   Tuplestorestate *out, TupleDesc outdesc)
 {
 	TaskqRel	d;
-	Relation	idx;
 	ClaimWalk	w;
-	TaskqClaimStartScan hs;
-	ScanKeyData keys[3];
-	int			nkeys = 0;
-	AttrNumber	prio_col;
+	ClaimStream *streams;
+	ClaimStream *stepped = NULL;
+	int			nstreams;
+	bool		use_starts;
+	bool		may_move;
+	ListCell   *lc;
 
 	if (!taskq_rel_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
 		return -1;
-	/* (action, priority DESC, seq, not_before) or (priority DESC, seq, not_before) */
-	idx = taskq_rel_index(&d, one_action ? "tasks_ready_action_idx" : "tasks_ready_idx",
-					 one_action ? 4 : 3, NULL);
-	if (idx == NULL)
+
+	memset(&w, 0, sizeof(w));
+	w.d = &d;
+	w.idx = taskq_rel_index(&d, "tasks_ready_action_idx", 4, NULL);
+	if (w.idx == NULL)
 	{
 		taskq_rel_close(&d);
 		return -1;
 	}
-
-	memset(&w, 0, sizeof(w));
-	w.d = &d;
 	w.limit = limit;
-	w.one_action = one_action;
-	w.actions = actions;
 	w.now = now;
 	w.actor = CStringGetTextDatum(actor);
 	w.has_deadline = duration != NULL;
@@ -412,47 +575,40 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 										 IntervalPGetDatum(duration));
 	w.out = out;
 	w.outdesc = outdesc;
-	w.nb_key = one_action ? 4 : 3;
-	prio_col = w.nb_key - 2;
-
-	hs.slot = -1;
-	hs.valid = false;
-	if (d.shape->starts_ok && taskq_shared_claim_start)
-		taskq_claim_start_begin(one_action ? linitial(actions) : NULL, &hs);
-	w.advancing = hs.slot >= 0 && taskq_claim_start_may_move(writes_noted);
-	w.covering = w.advancing;
 
 	if (one_action)
-		ScanKeyInit(&keys[nkeys++], 1, BTEqualStrategyNumber, F_TEXTEQ,
-					CStringGetTextDatum(linitial(actions)));
-	if (!hs.valid)
-		claim_walk(&w, idx, keys, nkeys);
+		actions = list_make1(linitial(actions));
+	else if (actions == NIL)
+		actions = ready_actions(&w);
 	else
+		actions = distinct_actions(actions);
+
+	use_starts = d.shape->starts_ok && taskq_shared_claim_start;
+	may_move = taskq_claim_start_may_move(writes_noted);
+	nstreams = list_length(actions);
+	streams = palloc(sizeof(ClaimStream) * Max(nstreams, 1));
+	foreach(lc, actions)
+		stream_begin(&w, &streams[foreach_current_index(lc)], lfirst(lc),
+					 use_starts, may_move);
+
+	while (w.claimed < limit)
 	{
-		ScanKeyInit(&keys[nkeys], prio_col, BTEqualStrategyNumber, F_INT4EQ,
-					Int32GetDatum(hs.start.priority));
-		ScanKeyInit(&keys[nkeys + 1], prio_col + 1, BTGreaterEqualStrategyNumber,
-					F_INT8GE, Int64GetDatum(hs.start.seq));
-		claim_walk(&w, idx, keys, nkeys + 2);
-		if (w.claimed < limit)
-		{
-			/* priority DESC: the lower priorities come after in the index */
-			ScanKeyInit(&keys[nkeys], prio_col, BTLessStrategyNumber, F_INT4LT,
-						Int32GetDatum(hs.start.priority));
-			claim_walk(&w, idx, keys, nkeys + 1);
-		}
+		ClaimStream *next = NULL;
+
+		if (stepped != NULL)
+			stream_next(&w, stepped);
+		for (int i = 0; i < nstreams; i++)
+			if (streams[i].tid != NULL &&
+				(next == NULL || taskq_ready_key_before(streams[i].key, next->key)))
+				next = &streams[i];
+		if (next == NULL)
+			break;
+		stream_step(&w, next);
+		stepped = next;
 	}
 
-	if (w.stopped || w.passed)
-	{
-		/* to the entry that ended the walk, or just past the last dead one */
-		if (!w.stopped && w.last.seq < PG_INT64_MAX)
-			w.last.seq++;
-		if (w.stopped || w.last.seq != PG_INT64_MAX)
-			taskq_claim_start_advance(&hs, w.last);
-	}
-	if (w.covered)
-		taskq_claim_start_defer(&hs, w.cover_to);
+	for (int i = 0; i < nstreams; i++)
+		stream_end(&streams[i]);
 	if (w.dirtyfetch != NULL)
 	{
 		table_index_fetch_end(w.dirtyfetch);

@@ -272,16 +272,6 @@ taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }
-bool
-taskq_action_listed(List *actions, Datum action)
-{
-	ListCell   *lc;
-
-	foreach(lc, actions)
-		if (taskq_text_matches(action, lfirst(lc)))
-			return true;
-	return false;
-}
 /* The ready columns of a table like taskq.tasks; false if one is missing. */
 bool
 taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)

@@ -111,7 +111,6 @@ extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexI
 extern void taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update,
 									bool *repeat);
 extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
-extern bool taskq_action_listed(List *actions, Datum action);
 
 /* rel_shape.c */
 extern TaskqRelShape *taskq_rel_shape(Relation rel);

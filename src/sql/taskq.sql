@@ -204,17 +204,16 @@ COMMENT ON COLUMN taskq.tasks.num_failed IS 'predecessors whose abort was counte
 COMMENT ON COLUMN taskq.tasks.result IS 'what the last return gave as result (at most 1 MiB), for wait_for_task and the successors';
 
 /*
- * The ready set, in claim order.  Partial: a row is in it only while it is
- * pending with every predecessor done, so the claim cost does not grow with
- * blocked, in-progress or finished tasks.  not_before is the last key column
- * so that delayed tasks are skipped inside the index, without heap visits.
+ * The ready set, per action in claim order.  Partial: a row is in it only
+ * while it is pending with every predecessor done, so the claim cost does
+ * not grow with blocked, in-progress or finished tasks.  not_before is the
+ * last key column so that delayed tasks are skipped inside the index,
+ * without heap visits.  A claim of several actions (or of any) merges the
+ * walks of each action's entries; a second index in claim order over all
+ * actions would cost every enqueue one more entry.
  */
 CREATE INDEX tasks_ready_action_idx ON taskq.tasks
     (action, priority DESC, seq, not_before)
-    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
-      AND num_signals OPERATOR(pg_catalog.=) 0;
-CREATE INDEX tasks_ready_idx ON taskq.tasks
-    (priority DESC, seq, not_before)
     WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
       AND num_signals OPERATOR(pg_catalog.=) 0;
 -- Leases, earliest deadline first: the expiry sweep reads its head only.
