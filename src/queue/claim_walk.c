@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
@@ -50,6 +51,7 @@
 #include "parser/parse_func.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "storage/procarray.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -97,11 +99,19 @@ claimable(TaskqRel *d, TimestampTz now)
  * priority from its seq on, then the lower priorities; one scan of all its
  * entries if it has no start), and what the walk found for moving that
  * start.  The walk stands at an entry it has read but not yet handled, so
- * that the claim can take the walk whose entry comes first.
+ * that the claim can take the walk whose entry comes first.  Until it is
+ * opened, bound is a position no entry of the walk comes before (its start,
+ * or the action's first entry): a claim of several actions opens a walk
+ * only when no other has an entry before its bound, so that a claim of one
+ * task pays for the scans of the actions it may take from, not of all.
  */
 typedef struct ClaimStream
 {
-	char	   *action;
+	const char *action;
+	bool		started;		/* its claim start taken */
+	bool		opened;
+	bool		bounded;		/* bound holds (else the walk is opened at once) */
+	TaskqReadyKey bound;
 	IndexScanDesc scan;
 	bool		lower;			/* in its last scan */
 	ItemPointer tid;			/* the entry it stands at; NULL: walked to the end */
@@ -125,6 +135,8 @@ typedef struct ClaimWalk
 	Relation	idx;			/* tasks_ready_action_idx */
 	int			limit;
 	TimestampTz now;
+	bool		use_starts;		/* from shared claim starts (claim_start.c) */
+	bool		may_move;		/* ... which the walks may move */
 	Datum		actor;
 	Datum		deadline;
 	bool		has_deadline;
@@ -351,27 +363,58 @@ stream_next(ClaimWalk *w, ClaimStream *s)
 		s->key = entry_key(s->scan);
 }
 
+/* Take the action's claim start, if the claim uses one, before its walk reads the index. */
+static void
+stream_start(ClaimWalk *w, ClaimStream *s)
+{
+	s->started = true;
+	s->hs.slot = -1;
+	s->hs.valid = false;
+	if (w->use_starts)
+		taskq_claim_start_begin(s->action, &s->hs);
+	s->advancing = s->hs.slot >= 0 && w->may_move;
+	s->covering = s->advancing;
+}
+
 /*
- * Begin the walk of action's entries: take the action's claim start (if
- * the claim uses one) and read the first entry.  The start is taken before
- * the index is read, so that a ready entry written meanwhile is logged in
- * it (claim_start.c).
+ * Prepare the walk of action's entries.  first, if not NULL, is the
+ * position of the action's first entry (a claim of any action found it):
+ * that bounds the walk, which takes its start when it is opened.  Else the
+ * walk takes its start now, and the start bounds it.
  */
 static void
-stream_begin(ClaimWalk *w, ClaimStream *s, const char *action, bool use_start, bool may_move)
+stream_prepare(ClaimWalk *w, ClaimStream *s, const char *action, TaskqReadyKey *first)
+{
+	memset(s, 0, sizeof(ClaimStream));
+	s->action = action;
+	if (first != NULL)
+	{
+		s->bounded = true;
+		s->bound = *first;
+		return;
+	}
+	stream_start(w, s);
+	if (s->hs.valid)
+	{
+		s->bounded = true;
+		s->bound = s->hs.start;
+	}
+}
+
+/*
+ * Open the walk: its first index scan, and its first entry.  The start
+ * (taken now, or when prepared) comes before the walk reads the index, so
+ * that a ready entry written meanwhile is logged in it (claim_start.c).
+ */
+static void
+stream_open(ClaimWalk *w, ClaimStream *s)
 {
 	ScanKeyData keys[3];
 
-	memset(s, 0, sizeof(ClaimStream));
-	s->action = pstrdup(action);
-	s->hs.slot = -1;
-	s->hs.valid = false;
-	if (use_start)
-		taskq_claim_start_begin(action, &s->hs);
-	s->advancing = s->hs.slot >= 0 && may_move;
-	s->covering = s->advancing;
-
-	action_key(&keys[0], action);
+	if (!s->started)
+		stream_start(w, s);
+	s->opened = true;
+	action_key(&keys[0], s->action);
 	if (!s->hs.valid)
 	{
 		stream_scan(w, s, keys, 1);
@@ -457,6 +500,8 @@ stream_step(ClaimWalk *w, ClaimStream *s)
 static void
 stream_end(ClaimStream *s)
 {
+	if (!s->opened)
+		return;
 	if (s->stopped || s->passed)
 	{
 		/* to the entry that ended the walk, or just past the last dead one */
@@ -471,38 +516,122 @@ stream_end(ClaimStream *s)
 }
 
 /*
+ * The first entry of the ready index whose action is after the given one
+ * (NULL: the first entry of all), read through the btree itself: the
+ * index scan API would read the whole leaf page from there, copying each
+ * tuple, where only one entry is wanted.  Entries marked dead are passed
+ * over; others may be dead too, which is fine (the claim's walk of that
+ * action passes them).  The leaf pages read are predicate-locked, as an
+ * index scan does, for serializable transactions.  Returns false if there
+ * is none; else the entry's action and position.
+ */
+static bool
+entry_after(ClaimWalk *w, const char *after, char **action, TaskqReadyKey *key)
+{
+	Relation	idx = w->idx;
+	BTScanInsert skey;
+	BTStack		stack;
+	Buffer		buf;
+	bool		found = false;
+	bool		first_page = true;
+
+	skey = _bt_mkscankey(idx, NULL);
+	_bt_metaversion(idx, &skey->heapkeyspace, &skey->allequalimage);
+	skey->keysz = 1;			/* the action alone */
+	skey->nextkey = after != NULL;	/* after it, or at '' or after */
+	skey->scankeys[0].sk_flags &= ~SK_ISNULL;
+	skey->scankeys[0].sk_argument = CStringGetTextDatum(after ? after : "");
+
+	stack = _bt_search(idx, skey, &buf, BT_READ, w->d->snapshot);
+	_bt_freestack(stack);
+	if (!BufferIsValid(buf))
+	{
+		PredicateLockRelation(idx, w->d->snapshot);	/* an empty index */
+		return false;
+	}
+	for (;;)
+	{
+		Page		page = BufferGetPage(buf);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+
+		if (!P_IGNORE(opaque))
+		{
+			OffsetNumber off = P_FIRSTDATAKEY(opaque);
+			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+			PredicateLockPage(idx, BufferGetBlockNumber(buf), w->d->snapshot);
+			if (first_page)
+			{
+				/* the first item past the key (nextkey) or at it or past */
+				OffsetNumber high = maxoff + 1;
+				int32		cmpval = skey->nextkey ? 0 : 1;
+
+				while (high > off)
+				{
+					OffsetNumber mid = off + ((high - off) / 2);
+
+					if (_bt_compare(idx, skey, page, mid) >= cmpval)
+						off = mid + 1;
+					else
+						high = mid;
+				}
+			}
+			for (; off <= maxoff; off++)
+			{
+				IndexTuple	itup;
+				bool		isnull;
+
+				if (ItemIdIsDead(PageGetItemId(page, off)))
+					continue;
+				itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+				*action = TextDatumGetCString(index_getattr(itup, READY_ACTION,
+															RelationGetDescr(idx), &isnull));
+				key->priority = DatumGetInt32(index_getattr(itup, READY_PRIORITY,
+															RelationGetDescr(idx), &isnull));
+				key->seq = DatumGetInt64(index_getattr(itup, READY_SEQ,
+													   RelationGetDescr(idx), &isnull));
+				found = true;
+				break;
+			}
+		}
+		if (found || P_RIGHTMOST(opaque))
+			break;
+		/* every item to the right is past the key: _bt_search moved right of it */
+		buf = _bt_relandgetbuf(idx, buf, opaque->btpo_next, BT_READ);
+		first_page = false;
+	}
+	_bt_relbuf(idx, buf);
+	pfree(skey);
+	return found;
+}
+
+/*
  * The actions that have entries in the ready index, for a claim of any
- * action: the first entry's, then one descent to the first entry past each
- * action found.  An action whose entries are all dead still counts: its walk
- * passes them, and may move its start past them.
+ * action, and the position of each one's first entry (in *firsts): one
+ * descent of the btree to the first entry past each action found.  An
+ * action whose entries are all dead may count: its walk passes them, and
+ * may move its start past them.
  */
 static List *
-ready_actions(ClaimWalk *w)
+ready_actions(ClaimWalk *w, TaskqReadyKey **firsts)
 {
 	List	   *actions = NIL;
-	ScanKeyData key;
-	IndexScanDesc scan;
+	int			nfirsts = 8;
+	char	   *action = NULL;
+	TaskqReadyKey first;
 
-	scan = index_beginscan(w->d->rel, w->idx, w->d->snapshot, 1, 0);
-	scan->xs_want_itup = true;
-	/* every text is >= '' */
-	ScanKeyInit(&key, READY_ACTION, BTGreaterEqualStrategyNumber, F_TEXT_GE,
-				CStringGetTextDatum(""));
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (index_getnext_tid(scan, ForwardScanDirection) != NULL)
+	*firsts = palloc(sizeof(TaskqReadyKey) * nfirsts);
+	while (entry_after(w, action, &action, &first))
 	{
-		bool		isnull;
-		char	   *action;
-
 		CHECK_FOR_INTERRUPTS();
-		action = TextDatumGetCString(index_getattr(scan->xs_itup, READY_ACTION,
-												   scan->xs_itupdesc, &isnull));
+		if (list_length(actions) == nfirsts)
+		{
+			nfirsts *= 2;
+			*firsts = repalloc(*firsts, sizeof(TaskqReadyKey) * nfirsts);
+		}
+		(*firsts)[list_length(actions)] = first;
 		actions = lappend(actions, action);
-		ScanKeyInit(&key, READY_ACTION, BTGreaterStrategyNumber, F_TEXT_GT,
-					CStringGetTextDatum(action));
-		index_rescan(scan, &key, 1, NULL, 0);
 	}
-	index_endscan(scan);
 	return actions;
 }
 
@@ -549,9 +678,8 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	ClaimWalk	w;
 	ClaimStream *streams;
 	ClaimStream *stepped = NULL;
+	TaskqReadyKey *firsts = NULL;
 	int			nstreams;
-	bool		use_starts;
-	bool		may_move;
 	ListCell   *lc;
 
 	if (!taskq_rel_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
@@ -579,32 +707,55 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	if (one_action)
 		actions = list_make1(linitial(actions));
 	else if (actions == NIL)
-		actions = ready_actions(&w);
+		actions = ready_actions(&w, &firsts);
 	else
 		actions = distinct_actions(actions);
 
-	use_starts = d.shape->starts_ok && taskq_shared_claim_start;
-	may_move = taskq_claim_start_may_move(writes_noted);
+	w.use_starts = d.shape->starts_ok && taskq_shared_claim_start;
+	w.may_move = taskq_claim_start_may_move(writes_noted);
 	nstreams = list_length(actions);
 	streams = palloc(sizeof(ClaimStream) * Max(nstreams, 1));
 	foreach(lc, actions)
-		stream_begin(&w, &streams[foreach_current_index(lc)], lfirst(lc),
-					 use_starts, may_move);
+	{
+		int			i = foreach_current_index(lc);
 
+		stream_prepare(&w, &streams[i], lfirst(lc), firsts ? &firsts[i] : NULL);
+		if (nstreams == 1 || !streams[i].bounded)
+			stream_open(&w, &streams[i]);
+	}
+
+	/* each time, the walk whose entry (or, unopened, whose bound) comes first */
 	while (w.claimed < limit)
 	{
 		ClaimStream *next = NULL;
+		TaskqReadyKey next_key = {0, 0};
 
 		if (stepped != NULL)
 			stream_next(&w, stepped);
+		stepped = NULL;
 		for (int i = 0; i < nstreams; i++)
-			if (streams[i].tid != NULL &&
-				(next == NULL || taskq_ready_key_before(streams[i].key, next->key)))
-				next = &streams[i];
+		{
+			ClaimStream *s = &streams[i];
+			TaskqReadyKey k;
+
+			if (s->opened && s->tid == NULL)
+				continue;		/* walked to its end */
+			k = s->opened ? s->key : s->bound;
+			if (next == NULL || taskq_ready_key_before(k, next_key))
+			{
+				next = s;
+				next_key = k;
+			}
+		}
 		if (next == NULL)
 			break;
-		stream_step(&w, next);
-		stepped = next;
+		if (!next->opened)
+			stream_open(&w, next);
+		else
+		{
+			stream_step(&w, next);
+			stepped = next;
+		}
 	}
 
 	for (int i = 0; i < nstreams; i++)

@@ -7,7 +7,7 @@
 -- tasks of actions it did not ask for: counted as the rows the transaction
 -- fetched from taskq.tasks through an index.
 BEGIN;
-SELECT plan(12);
+SELECT plan(13);
 
 \ir include/direct_paths.sql
 
@@ -76,6 +76,19 @@ SELECT is((SELECT count(*) FROM taskq.tasks WHERE status_code = 'pending'), 2::b
           'nothing ready is left');
 SELECT is((SELECT count(*) FROM taskq.own_tasks('caw', 10, NULL)), 0::bigint,
           'any action with nothing ready: nothing');
+
+-- 400 actions of one task each: every leaf page of the ready index ends
+-- with an action's last entry, and the search for the next action goes on
+-- on the page to its right.
+SELECT taskq.insert_tasks(jsonb_agg(jsonb_build_object(
+           'id', 'ca-m' || g, 'action', 'ca-m' || lpad(g::text, 3, '0'), 'priority', g % 2)))
+  FROM generate_series(1, 400) g;
+DELETE FROM got;
+INSERT INTO got SELECT row_number() OVER (), o.*
+  FROM taskq.own_tasks('caw', 1000, NULL, '1 min') AS o;
+SELECT is((SELECT array_agg(id ORDER BY rn) FROM got),
+          (SELECT array_agg('ca-m' || g ORDER BY g % 2 DESC, g) FROM generate_series(1, 400) g),
+          'any action over 400 actions of one task each: all of them, in claim order');
 
 SELECT lives_ok('SELECT pg_temp.check_task_indexes()',
                 'amcheck: each index of taskq.tasks holds every row it covers');
