@@ -129,6 +129,7 @@ new_spec(const TaskSpec *tmpl, int index, char *id, Jsonb *body,
 	{
 		id = palloc(TASKQ_TASK_ID_LEN + 1);
 		taskq_new_task_id(id);
+		s->made_id = true;
 	}
 	s->id = id;
 	s->body = body;

@@ -124,17 +124,47 @@ lookup_id(HTAB *ids, const char *id, bool create)
 }
 
 /*
+ * Does the batch need its id table?  Not if it has no edges, nothing
+ * replaced, and no id that can repeat another: one task, or ids all made
+ * by taskq.  (enqueue and enqueue_many: a one-task call, or a batch of
+ * 1,000, spent more on the table than on checking the rows.)
+ */
+static bool
+needs_id_table(List *specs, bool replace)
+{
+	ListCell   *lc;
+	bool		made = true;
+
+	if (replace)
+		return true;
+	foreach(lc, specs)
+	{
+		TaskSpec   *spec = lfirst(lc);
+
+		if (spec->successors != NIL)
+			return true;
+		made &= spec->made_id;
+	}
+	return !made && list_length(specs) > 1;
+}
+
+/*
  * Index the batch by id, refuse duplicates, count incoming edges, and
- * refuse cycles among the batch's own edges.
+ * refuse cycles among the batch's own edges.  NULL if the batch needs no
+ * table (needs_id_table): every entry would say no edges, nothing
+ * inherited.
  */
 static HTAB *
-index_batch(List *specs)
+index_batch(List *specs, bool replace)
 {
-	HTAB	   *ids = make_id_table(list_length(specs) * 2);
+	HTAB	   *ids;
 	ListCell   *lc;
 	List	   *queue = NIL;
 	int			visited = 0;
 
+	if (!needs_id_table(specs, replace))
+		return NULL;
+	ids = make_id_table(list_length(specs) * 2);
 	foreach(lc, specs)
 	{
 		TaskSpec   *spec = lfirst(lc);
@@ -240,6 +270,8 @@ signal_stored_successors(List *specs, HTAB *ids)
 	List	   *stored = NIL;
 	ListCell   *lc;
 
+	if (ids == NULL)
+		return;					/* no edges */
 	hash_seq_init(&seq, ids);
 	while ((e = hash_seq_search(&seq)) != NULL)
 		if (e->spec == NULL && e->stored_edges > 0)
@@ -284,7 +316,8 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 	int			i = 0;
 
 	foreach(lc, specs)
-		inherited[i++] = lookup_id(ids, ((TaskSpec *) lfirst(lc))->id, false)->inherited;
+		inherited[i++] = ids == NULL ? 0 :
+			lookup_id(ids, ((TaskSpec *) lfirst(lc))->id, false)->inherited;
 	taskq_insert_rows(specs, inherited, if_absent);
 }
 
@@ -328,8 +361,8 @@ note_ready(List *specs, HTAB *ids)
 	{
 		TaskSpec   *s = lfirst(lc);
 
-		if (s->spontaneous ||
-			s->num_signals + lookup_id(ids, s->id, false)->inherited != 0)
+		if (s->spontaneous || s->num_signals != 0 ||
+			(ids != NULL && lookup_id(ids, s->id, false)->inherited != 0))
 			continue;
 		if (s->has_not_before && s->not_before > GetCurrentTransactionStartTimestamp())
 			taskq_note_due(s->not_before);	/* the worker wakes for it */
@@ -426,6 +459,8 @@ has_stored_successors(HTAB *ids)
 	HASH_SEQ_STATUS seq;
 	IdEntry    *e;
 
+	if (ids == NULL)
+		return false;
 	hash_seq_init(&seq, ids);
 	while ((e = hash_seq_search(&seq)) != NULL)
 		if (e->spec == NULL && e->stored_edges > 0)
@@ -559,7 +594,7 @@ taskq_insert(List *specs, TaskqInsertMode mode, List *afters, List *waiting,
 
 	if (specs == NIL)
 		return 0;
-	ids = index_batch(specs);	/* duplicates and cycles in the batch */
+	ids = index_batch(specs, mode == TASKQ_INSERT_REPLACE);	/* duplicates and cycles */
 	if (mode != TASKQ_INSERT_IF_ABSENT)
 	{
 		insert_batch(specs, ids, mode, afters, waiting);
@@ -588,7 +623,7 @@ taskq_insert(List *specs, TaskqInsertMode mode, List *afters, List *waiting,
 		}
 	}
 	if (fresh != NIL)
-		insert_batch(fresh, index_batch(fresh), TASKQ_INSERT_IF_ABSENT, afters, waiting);
+		insert_batch(fresh, index_batch(fresh, false), TASKQ_INSERT_IF_ABSENT, afters, waiting);
 	taskq_finished_dispatch();
 	return list_length(fresh);
 }

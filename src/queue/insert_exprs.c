@@ -95,3 +95,55 @@ taskq_insert_slots(InsertExprs *ie, Relation rel, int n)
 	}
 	return ie->slots;
 }
+
+/*
+ * names (ncols of them) as attributes of the table, kept with the
+ * expressions for each list a caller passes (a static array: its address
+ * is its identity): looking each name up among the columns cost a call a
+ * string comparison per name and column.
+ */
+InsertColumns *
+taskq_insert_columns(InsertExprs *ie, const TaskqRel *d, const char *const *names, int ncols)
+{
+	InsertColumns *l;
+	MemoryContext old;
+	AttrNumber	not_before = d->col->not_before;
+
+	for (int i = 0; i < ie->nlists; i++)
+		if (ie->lists[i]->names == names && ie->lists[i]->ncols == ncols)
+			return ie->lists[i];
+
+	old = MemoryContextSwitchTo(ie->nlists < INSERT_COLUMN_LISTS ? ie->cxt : CurrentMemoryContext);
+	l = palloc0(sizeof(InsertColumns));
+	l->names = names;
+	l->ncols = ncols;
+	l->id_col = -1;
+	l->applies = true;
+	l->given = palloc(sizeof(int) * ie->natts);
+	l->defaults = palloc0(sizeof(ExprState *) * ie->natts);
+	for (int a = 0; a < ie->natts; a++)
+		l->given[a] = -1;
+	for (int c = 0; c < ncols && l->applies; c++)
+	{
+		AttrNumber	att = taskq_column(d->desc, names[c]);
+
+		if (strcmp(names[c], "id") == 0)
+			l->id_col = c;
+		if (att == InvalidAttrNumber)
+			l->applies = false;
+		else
+			l->given[att - 1] = c;
+	}
+	l->applies &= l->id_col >= 0;
+	for (int a = 0; a < ie->natts; a++)
+	{
+		if (TupleDescAttr(d->desc, a)->attisdropped ||
+			(l->given[a] >= 0 && a != not_before - 1))
+			continue;
+		l->defaults[a] = ie->default_states[a];
+	}
+	if (ie->nlists < INSERT_COLUMN_LISTS)
+		ie->lists[ie->nlists++] = l;
+	MemoryContextSwitchTo(old);
+	return l;
+}

@@ -18,6 +18,11 @@
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000
 
+/* Column lists kept per shape: the insert's, with and without "trigger". */
+#define INSERT_COLUMN_LISTS 4
+
+struct InsertColumns;
+
 /*
  * The planned column defaults and CHECK constraints of taskq.tasks, kept
  * with its shape: reading them from the catalog's node strings and
@@ -41,9 +46,29 @@ typedef struct InsertExprs
 	 */
 	ExprState **default_states;
 	ExprState **check_states;
+	/* the column lists of the callers, as attributes (taskq_insert_columns) */
+	int			nlists;
+	struct InsertColumns *lists[INSERT_COLUMN_LISTS];
 } InsertExprs;
 
+/*
+ * A caller's list of named columns, mapped onto the table's attributes:
+ * per attribute the index of its name in the list (or -1) and the default
+ * that fills it (the list's names and a NULL not_before take none).
+ */
+typedef struct InsertColumns
+{
+	const char *const *names;	/* the caller's (static) list */
+	int			ncols;
+	bool		applies;		/* every name is a column, id among them */
+	int			id_col;			/* index of "id" in names */
+	int		   *given;
+	ExprState **defaults;
+} InsertColumns;
+
 extern InsertExprs *taskq_insert_exprs(TaskqRelShape *shape, Relation rel);
+extern InsertColumns *taskq_insert_columns(InsertExprs *ie, const TaskqRel *d,
+										   const char *const *names, int ncols);
 extern TupleTableSlot **taskq_insert_slots(InsertExprs *ie, Relation rel, int n);
 
 #endif

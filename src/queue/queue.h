@@ -50,6 +50,7 @@ typedef struct TaskSpec
 	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
 	const char *argname;		/* the argument errors name (NULL: "tasks") */
+	bool		made_id;		/* id made by taskq (task_id.c): unique */
 } TaskSpec;
 
 typedef enum TaskqInsertMode

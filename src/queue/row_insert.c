@@ -113,7 +113,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 {
 	TaskqRel	d;
 	int			natts;
-	int		   *given;			/* per attribute: index into names, or -1 */
+	const int  *given;			/* per attribute: index into names, or -1 */
 	ExprState **defaults;		/* per attribute: its default, if used */
 	AttrNumber	not_before;
 	TupleTableSlot **slots;
@@ -127,47 +127,27 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	int		   *repeat_rows;
 	ItemPointerData *repeat_tids;
 	InsertExprs *ie;
+	InsertColumns *ic;
 
 	*stored = -1;
 	if (!taskq_rel_open(&d, "INSERT", NULL, 0))
 		return false;
 	pkey = taskq_rel_index(&d, "tasks_pkey", 1, &pkinfo);
-	for (int c = 0; c < ncols; c++)
-		if (strcmp(names[c], "id") == 0)
-			id_col = c;
-	if (pkey == NULL || !pkinfo->ii_Unique || id_col < 0)
+	ie = taskq_insert_exprs(d.shape, d.rel);
+	ic = taskq_insert_columns(ie, &d, names, ncols);
+	if (pkey == NULL || !pkinfo->ii_Unique || !ic->applies)
 	{
 		taskq_rel_close(&d);
 		return false;
 	}
+	id_col = ic->id_col;
+	given = ic->given;
+	defaults = ic->defaults;
 	repeat_rows = palloc(sizeof(int) * n);
 	repeat_tids = palloc(sizeof(ItemPointerData) * n);
 	taskq_ready_batch_init(&ready);
 	natts = d.desc->natts;
-	given = palloc(sizeof(int) * natts);
-	defaults = palloc0(sizeof(ExprState *) * natts);
-	for (int a = 0; a < natts; a++)
-		given[a] = -1;
-	for (int c = 0; c < ncols; c++)
-	{
-		AttrNumber	att = taskq_column(d.desc, names[c]);
-
-		if (att == InvalidAttrNumber)
-		{
-			taskq_rel_close(&d);
-			return false;
-		}
-		given[att - 1] = c;
-	}
 	not_before = d.col->not_before;
-	ie = taskq_insert_exprs(d.shape, d.rel);
-	for (int a = 0; a < natts; a++)
-	{
-		if (TupleDescAttr(d.desc, a)->attisdropped ||
-			(given[a] >= 0 && a != not_before - 1))
-			continue;
-		defaults[a] = ie->default_states[a];
-	}
 	/* the CHECK constraints as ExecConstraints would build them, kept */
 	if (ie->ncheck > 0)
 		d.rri->ri_ConstraintExprs = ie->check_states;
