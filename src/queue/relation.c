@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "catalog/index.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
@@ -175,8 +176,8 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 	d->shape = s;
 	d->col = &s->col;
 	d->ready = &s->ready;
-	d->estate = index_state(d->rel, s, taskq_rel_shape_updated(s, d->rel, changed, nchanged),
-							&d->rri);
+	d->updated = changed ? taskq_rel_shape_updated(s, d->rel, changed, nchanged) : NULL;
+	d->estate = index_state(d->rel, s, d->updated, &d->rri);
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -227,6 +228,60 @@ taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info)
 	return NULL;
 }
 
+/* Does the update (changing the columns in updated) leave the index's key as it was? */
+static bool
+key_unchanged(const IndexInfo *ii, const Bitmapset *updated)
+{
+	if (updated == NULL || ii->ii_Expressions != NIL)
+		return false;			/* not known */
+	for (int k = 0; k < ii->ii_NumIndexKeyAttrs; k++)
+	{
+		AttrNumber	a = ii->ii_IndexAttrNumbers[k];
+
+		if (a == 0 || bms_is_member(a - FirstLowInvalidHeapAttributeNumber, updated))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The entries of a new version, as ExecInsertIndexTuples adds them, except
+ * that a unique index without a predicate whose key the update leaves as it
+ * was is not checked: the old version is in it with that key and this
+ * transaction has it locked, so no other row can have the key (an insert of
+ * it meanwhile waits for this transaction, then finds the new entry).  A
+ * partial index is checked: the old version may not have been in it.  The check visited the old version in the
+ * heap: the primary key of each claim and completion paid for it.  The
+ * hint that the entry repeats a key (bottom-up deletion) is PostgreSQL's.
+ * The shape leaves exclusion constraints and deferred unique indexes to
+ * ExecInsertIndexTuples.
+ */
+static void
+update_entries(TaskqRel *d, TupleTableSlot *slot, ExprContext *econtext)
+{
+	ResultRelInfo *rri = d->rri;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+		Relation	idx = rri->ri_IndexRelationDescs[i];
+		bool		unchanged;
+
+		/* closed: no entry; open (perhaps to be read): its predicate decides */
+		if (idx == NULL || !ii->ii_ReadyForInserts ||
+			(ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext)))
+			continue;
+		unchanged = key_unchanged(ii, d->updated);
+		FormIndexDatum(ii, slot, d->estate, values, isnull);
+		(void) index_insert(idx, values, isnull, &slot->tts_tid, d->rel,
+							ii->ii_Unique && (!unchanged || ii->ii_Predicate != NIL) ?
+							UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+							unchanged, ii);
+	}
+}
+
 /*
  * Add the index entries of the row in slot, new (update false) or a new
  * version (update true), opening first the indexes it goes into.  With
@@ -250,6 +305,11 @@ taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *re
 		if (ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext))
 			continue;
 		taskq_rel_shape_index(d->shape, rri, i);
+	}
+	if (update && repeat == NULL && !d->shape->checked_entries)
+	{
+		update_entries(d, slot, econtext);
+		return;
 	}
 	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL,
 									repeat, NIL));

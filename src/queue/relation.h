@@ -75,6 +75,7 @@ typedef struct TaskqRelShape
 	Oid		   *index_oids;
 	char	  **index_names;
 	IndexInfo **infos;			/* with the predicates' states made */
+	bool		checked_entries;	/* an exclusion constraint or a deferred unique index */
 	int			nupdated;		/* updatedCols per list of changed columns */
 	const char *const *updated_names[TASKQ_SHAPE_UPDATES];
 	Bitmapset  *updated[TASKQ_SHAPE_UPDATES];
@@ -90,6 +91,7 @@ typedef struct TaskqRel
 	const TaskqReadyCols *ready;	/* the shape's: status_code, num_signals, action, ...; pending */
 	EState	   *estate;
 	ResultRelInfo *rri;
+	Bitmapset  *updated;		/* the columns updates change (as updatedCols), or NULL */
 	Snapshot	snapshot;
 	CommandId	cid;
 	TupleTableSlot *oldslot;	/* the row as found */
