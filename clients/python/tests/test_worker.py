@@ -294,8 +294,15 @@ def test_a_retry_claimed_again_with_the_return_keeps_its_heartbeats(dsn, db, nam
     with running(w):
         wait_until(lambda: task_row(db, f"{name}-1")["num_tries"] == 2, what="the second try")
         taskq.insert(dsn, {"id": f"{name}-2", "action": f"{name}-b"})
-        while status_of(db, f"{name}-1") == "in_progress":
-            assert status_of(db, f"{name}-2") == "pending"     # no slot for it
+        while True:
+            # both read at one moment: the return of -1 and the claim of -2 commit together
+            first, second = db.execute(
+                "SELECT (SELECT status_code FROM taskq.tasks WHERE id = %s)::text,"
+                "       (SELECT status_code FROM taskq.tasks WHERE id = %s)::text",
+                (f"{name}-1", f"{name}-2")).fetchone()
+            if first != "in_progress":
+                break
+            assert second == "pending"                          # no slot for it
             stolen = db.execute("SELECT id FROM taskq.own_tasks('thief', 1, %s, '1 minute')",
                                 ([f"{name}-a"],)).fetchall()
             assert stolen == []                                # the lease holds
