@@ -11,12 +11,16 @@
  * fallback.  Locking: the table is opened with RowExclusiveLock, as an
  * UPDATE would; each path locks its rows itself.
  *
+ * A new version's index entries are added as an UPDATE adds them, except
+ * that the primary key (a unique index without a predicate whose key no
+ * direct update changes) is not checked for uniqueness: the old version,
+ * locked by the updating transaction, holds the key (update_entries).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "catalog/index.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
@@ -24,6 +28,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
