@@ -184,7 +184,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	if (!req->skip_sweep)
 		taskq_sweep_expired();
 
-	direct = taskq_claim_direct(req->actor, req->max_tasks, kind == CLAIM_ONE_ACTION,
+	direct = taskq_claim_direct(req->actor, req->max_tasks,
 								kind == CLAIM_ANY ? NIL : req->actions, req->lease,
 								req->writes_noted, req->now, out, outdesc);
 	if (direct >= 0)

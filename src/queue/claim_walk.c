@@ -657,8 +657,8 @@ distinct_actions(List *actions)
 }
 
 /*
- * Claim up to limit ready tasks for actor, of one action (one_action), of
- * the listed actions, or of any (actions NIL and !one_action), with a lease
+ * Claim up to limit ready tasks for actor, of the listed actions, or of any
+ * (actions NIL), with a lease
  * of duration (NULL: none).  Rows go to out in claim order (priority
  * descending, then insertion order): id, token, action, body, num_tries,
  * action_deadline.  now is the claim's moment (what is delayed past it is
@@ -670,7 +670,7 @@ distinct_actions(List *actions)
  * entry from the walk that has the first in claim order.
  */
 int
-taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
+taskq_claim_direct(const char *actor, int limit, List *actions,
 				   Interval *duration, bool writes_noted, TimestampTz now,
 				   Tuplestorestate *out, TupleDesc outdesc)
 {
@@ -704,11 +704,9 @@ taskq_claim_direct(const char *actor, int limit, bool one_action, List *actions,
 	w.out = out;
 	w.outdesc = outdesc;
 
-	if (one_action)
-		actions = list_make1(linitial(actions));
-	else if (actions == NIL)
+	if (actions == NIL)
 		actions = ready_actions(&w, &firsts);
-	else
+	else if (list_length(actions) > 1)
 		actions = distinct_actions(actions);
 
 	w.use_starts = d.shape->starts_ok && taskq_shared_claim_start;

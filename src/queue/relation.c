@@ -250,72 +250,66 @@ key_unchanged(const IndexInfo *ii, const Bitmapset *updated)
 }
 
 /*
- * The entries of a new version, as ExecInsertIndexTuples adds them, except
- * that a unique index without a predicate whose key the update leaves as it
- * was is not checked: the old version is in it with that key and this
- * transaction has it locked, so no other row can have the key (an insert of
- * it meanwhile waits for this transaction, then finds the new entry).  A
- * partial index is checked: the old version may not have been in it.  The check visited the old version in the
- * heap: the primary key of each claim and completion paid for it.  The
- * hint that the entry repeats a key (bottom-up deletion) is PostgreSQL's.
- * The shape leaves exclusion constraints and deferred unique indexes to
- * ExecInsertIndexTuples.
+ * The entry of a new version in index i (open, its predicate true), as
+ * ExecInsertIndexTuples adds it, except that a unique index without a
+ * predicate whose key the update leaves as it was is not checked: the old
+ * version is in it with that key and this transaction has it locked, so no
+ * other row can have the key (an insert of it meanwhile waits for this
+ * transaction, then finds the new entry).  The check visited the old
+ * version in the heap: the primary key of each claim and completion paid
+ * for it.  A partial index is checked: the old version may not have been
+ * in it.  The hint that the entry repeats a key (bottom-up deletion) is
+ * PostgreSQL's.
  */
 static void
-update_entries(TaskqRel *d, TupleTableSlot *slot, ExprContext *econtext)
+update_entry(TaskqRel *d, TupleTableSlot *slot, int i)
 {
-	ResultRelInfo *rri = d->rri;
+	IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
+	bool		unchanged = key_unchanged(ii, d->updated);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-	{
-		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
-		Relation	idx = rri->ri_IndexRelationDescs[i];
-		bool		unchanged;
-
-		/* closed: no entry; open (perhaps to be read): its predicate decides */
-		if (idx == NULL || !ii->ii_ReadyForInserts ||
-			(ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext)))
-			continue;
-		unchanged = key_unchanged(ii, d->updated);
-		FormIndexDatum(ii, slot, d->estate, values, isnull);
-		(void) index_insert(idx, values, isnull, &slot->tts_tid, d->rel,
-							ii->ii_Unique && (!unchanged || ii->ii_Predicate != NIL) ?
-							UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-							unchanged, ii);
-	}
+	FormIndexDatum(ii, slot, d->estate, values, isnull);
+	(void) index_insert(d->rri->ri_IndexRelationDescs[i], values, isnull, &slot->tts_tid,
+						d->rel,
+						ii->ii_Unique && (!unchanged || ii->ii_Predicate != NIL) ?
+						UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+						unchanged, ii);
 }
 
 /*
  * Add the index entries of the row in slot, new (update false) or a new
  * version (update true), opening first the indexes it goes into.  With
  * repeat given, a unique index's conflict does not fail: *repeat says
- * whether there may be one, for the caller to check.
+ * whether there may be one, for the caller to check.  A new version's
+ * entries are added here (update_entry), each predicate evaluated once;
+ * the rest, and tables with an exclusion constraint or a deferred unique
+ * index (the shape says), go through ExecInsertIndexTuples.
  */
 void
 taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
 {
 	ResultRelInfo *rri = d->rri;
 	ExprContext *econtext = GetPerTupleExprContext(d->estate);
+	bool		here = update && repeat == NULL && !d->shape->checked_entries;
 
 	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
 	{
 		IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
 
-		if (rri->ri_IndexRelationDescs[i] != NULL || !ii->ii_ReadyForInserts)
+		/* an index already open (read, or an earlier row's) is ExecInsertIndexTuples' */
+		if (!ii->ii_ReadyForInserts || (rri->ri_IndexRelationDescs[i] != NULL && !here))
 			continue;
 		/* the kept shape prepared every predicate */
 		if (ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext))
 			continue;
 		taskq_rel_shape_index(d->shape, rri, i);
+		if (here)
+			update_entry(d, slot, i);
 	}
-	if (update && repeat == NULL && !d->shape->checked_entries)
-	{
-		update_entries(d, slot, econtext);
+	if (here)
 		return;
-	}
 	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL,
 									repeat, NIL));
 }

@@ -167,9 +167,9 @@ extern void taskq_remember_claimed(TaskqRel *d, Datum id, ItemPointer tid);
 extern bool taskq_fetch_claimed(TaskqRel *d, const char *id, BlockNumber *nblocks);
 
 /* claim_walk.c, complete.c, row_insert.c: the direct paths; -1 or false: not applicable */
-extern int	taskq_claim_direct(const char *actor, int limit, bool one_action,
-							   List *actions, Interval *duration, bool writes_noted,
-							   TimestampTz now, Tuplestorestate *out, TupleDesc outdesc);
+extern int	taskq_claim_direct(const char *actor, int limit, List *actions,
+							   Interval *duration, bool writes_noted, TimestampTz now,
+							   Tuplestorestate *out, TupleDesc outdesc);
 extern int	taskq_complete_direct(const char *caller, int n, char **ids,
 								  pg_uuid_t **tokens, char **statuses,
 								  Jsonb **results, bool *done, List **succs);
