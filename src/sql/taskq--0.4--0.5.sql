@@ -1157,3 +1157,7 @@ ALTER TABLE taskq.action_grants ENABLE ALWAYS TRIGGER action_grants_truncated;
 -- each action's entries of tasks_ready_action_idx, so the index of all
 -- actions in claim order is dropped (one index entry less per enqueue).
 DROP INDEX taskq.tasks_ready_idx;
+
+-- A key of the ready index repeats only for the versions of one task (seq
+-- is unique per task): no deduplication pass on its full leaf pages.
+ALTER INDEX taskq.tasks_ready_action_idx SET (deduplicate_items = off);

@@ -210,10 +210,14 @@ COMMENT ON COLUMN taskq.tasks.result IS 'what the last return gave as result (at
  * last key column so that delayed tasks are skipped inside the index,
  * without heap visits.  A claim of several actions (or of any) merges the
  * walks of each action's entries; a second index in claim order over all
- * actions would cost every enqueue one more entry.
+ * actions would cost every enqueue one more entry.  No deduplication: seq
+ * is unique per task, so a key repeats only for the versions of one task
+ * made ready again (a retry, an expiry), and the pass that tries it on
+ * each full leaf page would merge next to nothing.
  */
 CREATE INDEX tasks_ready_action_idx ON taskq.tasks
     (action, priority DESC, seq, not_before)
+    WITH (deduplicate_items = off)
     WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
       AND num_signals OPERATOR(pg_catalog.=) 0;
 -- Leases, earliest deadline first: the expiry sweep reads its head only.

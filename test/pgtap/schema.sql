@@ -1,9 +1,9 @@
 -- test/pgtap/schema.sql: the objects of the public contract (the README's function reference)
 -- exist with the names, types and signatures clients code against.
--- taskq.tasks is tested as a relation (table or view): API.md allows the
+-- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(96);
+SELECT plan(97);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -52,13 +52,19 @@ SELECT col_type_is('taskq', 'tasks', 'created_at', 'pg_catalog', 'timestamp with
 SELECT has_column('taskq', 'tasks', 'finished_at', 'tasks.finished_at exists');
 SELECT col_type_is('taskq', 'tasks', 'finished_at', 'pg_catalog', 'timestamp with time zone', 'tasks.finished_at is timestamptz');
 
--- id is unique (API.md: "unique, caller-chosen")
+-- id is unique (the task model: "unique, caller-chosen")
 SELECT ok(EXISTS (
     SELECT 1 FROM pg_catalog.pg_index i
       JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
      WHERE i.indrelid = 'taskq.tasks'::regclass AND i.indisunique
        AND i.indnkeyatts = 1 AND a.attname = 'id'),
     'taskq.tasks.id has a unique index');
+
+-- the ready index: every key but a task's own versions is unique, so no deduplication
+SELECT is((SELECT reloptions FROM pg_catalog.pg_class
+            WHERE oid = 'taskq.tasks_ready_action_idx'::pg_catalog.regclass),
+          ARRAY['deduplicate_items=off'],
+          'tasks_ready_action_idx does not deduplicate');
 
 -- pg_dump keeps the tasks of the queue
 SELECT ok('taskq.tasks'::regclass = ANY (
