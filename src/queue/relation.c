@@ -250,22 +250,22 @@ key_unchanged(const IndexInfo *ii, const Bitmapset *updated)
 }
 
 /*
- * The entry of a new version in index i (open, its predicate true), as
- * ExecInsertIndexTuples adds it, except that a unique index without a
- * predicate whose key the update leaves as it was is not checked: the old
- * version is in it with that key and this transaction has it locked, so no
- * other row can have the key (an insert of it meanwhile waits for this
- * transaction, then finds the new entry).  The check visited the old
- * version in the heap: the primary key of each claim and completion paid
- * for it.  A partial index is checked: the old version may not have been
- * in it.  The hint that the entry repeats a key (bottom-up deletion) is
- * PostgreSQL's.
+ * The entry of a row or new version in index i (open, its predicate true),
+ * as ExecInsertIndexTuples adds it, except that for a new version a unique
+ * index without a predicate whose key the update leaves as it was is not
+ * checked: the old version is in it with that key and this transaction has
+ * it locked, so no other row can have the key (an insert of it meanwhile
+ * waits for this transaction, then finds the new entry).  The check
+ * visited the old version in the heap: the primary key of each claim and
+ * completion paid for it.  A partial index is checked: the old version may
+ * not have been in it.  The hint that the entry repeats a key (bottom-up
+ * deletion) is PostgreSQL's.
  */
 static void
-update_entry(TaskqRel *d, TupleTableSlot *slot, int i)
+add_entry(TaskqRel *d, TupleTableSlot *slot, int i, bool update)
 {
 	IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
-	bool		unchanged = key_unchanged(ii, d->updated);
+	bool		unchanged = update && key_unchanged(ii, d->updated);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
@@ -281,17 +281,18 @@ update_entry(TaskqRel *d, TupleTableSlot *slot, int i)
  * Add the index entries of the row in slot, new (update false) or a new
  * version (update true), opening first the indexes it goes into.  With
  * repeat given, a unique index's conflict does not fail: *repeat says
- * whether there may be one, for the caller to check.  A new version's
- * entries are added here (update_entry), each predicate evaluated once;
- * the rest, and tables with an exclusion constraint or a deferred unique
- * index (the shape says), go through ExecInsertIndexTuples.
+ * whether there may be one, for the caller to check.  The entries are
+ * added here (add_entry), each predicate evaluated once; with repeat, and
+ * for tables with an exclusion constraint or a deferred unique index (the
+ * shape says), they go through ExecInsertIndexTuples, which evaluates the
+ * predicates of the indexes opened here again.
  */
 void
 taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
 {
 	ResultRelInfo *rri = d->rri;
 	ExprContext *econtext = GetPerTupleExprContext(d->estate);
-	bool		here = update && repeat == NULL && !d->shape->checked_entries;
+	bool		here = repeat == NULL && !d->shape->checked_entries;
 
 	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
@@ -306,7 +307,7 @@ taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *re
 			continue;
 		taskq_rel_shape_index(d->shape, rri, i);
 		if (here)
-			update_entry(d, slot, i);
+			add_entry(d, slot, i, update);
 	}
 	if (here)
 		return;
