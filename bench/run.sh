@@ -198,8 +198,8 @@ tq_psql bench -q -f "$here/schema.sql"
 sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 
 reset_tables() {
-    sql "TRUNCATE taskq.tasks, bench.baseline, bench.floor, bench.bound"
-    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound"
+    sql "TRUNCATE taskq.tasks, bench.baseline, bench.baseline_text, bench.floor, bench.bound"
+    sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.baseline_text" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound"
 }
 
 # prefill SYSTEM N [CLIENTS]: N pending tasks with ~100-byte bodies (not
@@ -366,8 +366,10 @@ pgbench_rate() {   # SYSTEM BATCH ROUND: prints tasks/s
 }
 # PGENQ_SYSTEMS: taskq (insert_tasks, JSON), enqueue (enqueue / enqueue_many,
 # ids made by taskq), enqueue-ids (the same with the caller's random text
-# ids), baseline; they take turns, each round beginning with the next one
-PGENQ_SYSTEMS=${PGENQ_SYSTEMS:-taskq enqueue enqueue-ids baseline}
+# ids), baseline, and baseline-text (the hand-written queue keyed by the
+# caller's random text id: a reference column, not the target); they take
+# turns, each round beginning with the next one
+PGENQ_SYSTEMS=${PGENQ_SYSTEMS:-taskq enqueue enqueue-ids baseline baseline-text}
 if want pgenqueue; then
     read -ra psystems <<<"$PGENQ_SYSTEMS"
     for batch in 1 1000; do
@@ -799,12 +801,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         fi
     fi
     if want pgenqueue; then
-        echo "| pgbench -M prepared, 4 clients, ~100-byte body; tasks/s | taskq | hand-written queue (bigserial) | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written |"
-        echo "|---|---:|---:|---:|---:|---:|"
+        echo "| pgbench -M prepared, 4 clients, ~100-byte body; tasks/s | taskq | hand-written queue (bigserial) | taskq ÷ hand-written | database CPU per task, µs: taskq | hand-written | hand-written keyed by random text ids: tasks/s | taskq ÷ it | its CPU per task, µs |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         for batch in 1 1000; do
             for s in "${psystems[@]}"; do
-                [[ $s == baseline ]] && continue
-                echo "| enqueue, $batch per call, $(pgenq_form "$s" "$batch") | ${R[pgenq$batch.$s]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.$s]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.$s") | $(cpu_median "pgenq$batch.baseline") |"
+                [[ $s == baseline || $s == baseline-text ]] && continue
+                echo "| enqueue, $batch per call, $(pgenq_form "$s" "$batch") | ${R[pgenq$batch.$s]} | ${R[pgenq$batch.baseline]} | $(ratio "${R[pgenq$batch.$s]}" "${R[pgenq$batch.baseline]}") | $(cpu_median "pgenq$batch.$s") | $(cpu_median "pgenq$batch.baseline") | ${R[pgenq$batch.baseline-text]:-–} | $(ratio "${R[pgenq$batch.$s]}" "${R[pgenq$batch.baseline-text]:-0}") | $(cpu_median "pgenq$batch.baseline-text") |"
             done
         done
         echo

@@ -18,6 +18,21 @@ CREATE TABLE bench.baseline (
 );
 CREATE INDEX baseline_pending_idx ON bench.baseline (id) WHERE status = 'pending';
 
+-- baseline_text: the same queue keyed by the caller's random text id, as
+-- taskq's tasks are (a bigserial for the order of the pending index): a
+-- reference for the enqueue workloads, to tell the cost of the id from
+-- taskq's own.
+CREATE TABLE bench.baseline_text (
+    id          text COLLATE "C" PRIMARY KEY,
+    seq         bigserial,
+    body        jsonb,
+    status      text NOT NULL DEFAULT 'pending',
+    token       uuid,
+    locked_at   timestamptz,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX baseline_text_pending_idx ON bench.baseline_text (seq) WHERE status = 'pending';
+
 CREATE TABLE bench.floor (
     id          bigserial PRIMARY KEY,
     body        jsonb,
