@@ -607,29 +607,26 @@ entry_after(ClaimWalk *w, const char *after, char **action, TaskqReadyKey *key)
 
 /*
  * The actions that have entries in the ready index, for a claim of any
- * action, and the position of each one's first entry (in *firsts): one
- * descent of the btree to the first entry past each action found.  An
- * action whose entries are all dead may count: its walk passes them, and
- * may move its start past them.
+ * action, and the position of each one's first entry (in *firsts, a list
+ * in the same order): one descent of the btree to the first entry past
+ * each action found.  An action whose entries are all dead may count: its
+ * walk passes them, and may move its start past them.
  */
 static List *
-ready_actions(ClaimWalk *w, TaskqReadyKey **firsts)
+ready_actions(ClaimWalk *w, List **firsts)
 {
 	List	   *actions = NIL;
-	int			nfirsts = 8;
 	char	   *action = NULL;
 	TaskqReadyKey first;
 
-	*firsts = palloc(sizeof(TaskqReadyKey) * nfirsts);
+	*firsts = NIL;
 	while (entry_after(w, action, &action, &first))
 	{
+		TaskqReadyKey *k = palloc(sizeof(TaskqReadyKey));
+
 		CHECK_FOR_INTERRUPTS();
-		if (list_length(actions) == nfirsts)
-		{
-			nfirsts *= 2;
-			*firsts = repalloc(*firsts, sizeof(TaskqReadyKey) * nfirsts);
-		}
-		(*firsts)[list_length(actions)] = first;
+		*k = first;
+		*firsts = lappend(*firsts, k);
 		actions = lappend(actions, action);
 	}
 	return actions;
@@ -678,7 +675,7 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 	ClaimWalk	w;
 	ClaimStream *streams;
 	ClaimStream *stepped = NULL;
-	TaskqReadyKey *firsts = NULL;
+	List	   *firsts = NIL;
 	int			nstreams;
 	ListCell   *lc;
 
@@ -717,7 +714,8 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 	{
 		int			i = foreach_current_index(lc);
 
-		stream_prepare(&w, &streams[i], lfirst(lc), firsts ? &firsts[i] : NULL);
+		stream_prepare(&w, &streams[i], lfirst(lc),
+					   firsts != NIL ? (TaskqReadyKey *) list_nth(firsts, i) : NULL);
 		if (nstreams == 1 || !streams[i].bounded)
 			stream_open(&w, &streams[i]);
 	}
