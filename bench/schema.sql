@@ -22,15 +22,12 @@ CREATE INDEX baseline_pending_idx ON bench.baseline (id) WHERE status = 'pending
 -- taskq's tasks are (a bigserial for the order of the pending index): a
 -- reference for the enqueue workloads, to tell the cost of the id from
 -- taskq's own.
-CREATE TABLE bench.baseline_text (
-    id          text COLLATE "C" PRIMARY KEY,
-    seq         bigserial,
-    body        jsonb,
-    status      text NOT NULL DEFAULT 'pending',
-    token       uuid,
-    locked_at   timestamptz,
-    created_at  timestamptz NOT NULL DEFAULT now()
-);
+CREATE TABLE bench.baseline_text (LIKE bench.baseline INCLUDING DEFAULTS);
+ALTER TABLE bench.baseline_text
+    ALTER COLUMN id DROP DEFAULT,
+    ALTER COLUMN id TYPE text COLLATE "C",
+    ADD PRIMARY KEY (id),
+    ADD COLUMN seq bigserial;
 CREATE INDEX baseline_text_pending_idx ON bench.baseline_text (seq) WHERE status = 'pending';
 
 CREATE TABLE bench.floor (
