@@ -18,7 +18,8 @@
 # Workloads: enqueue (1 per transaction from 4 clients; batches of
 # 1,000), pgenqueue (the same through pgbench -M prepared: insert_tasks with
 # random text ids, enqueue / enqueue_many with ids made by taskq and with
-# random ones, against the hand-written INSERT: bench/pgbench/; not in the
+# random ones, against the hand-written INSERT, and the hand-written queue
+# keyed by random text ids beside it: bench/pgbench/; not in the
 # default WORKLOADS), drain (1/4/16 workers, 1 and 50 tasks per claim), latency (a
 # producer at 300 tasks/s calling enqueue, or insert_tasks with
 # LATENCY_PRODUCER=insert_tasks; 4 idle workers on LISTEN; and 4 idle workers
