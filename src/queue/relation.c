@@ -258,41 +258,51 @@ key_unchanged(const IndexInfo *ii, const Bitmapset *updated)
  * waits for this transaction, then finds the new entry).  The check
  * visited the old version in the heap: the primary key of each claim and
  * completion paid for it.  A partial index is checked: the old version may
- * not have been in it.  The hint that the entry repeats a key (bottom-up
- * deletion) is PostgreSQL's.
+ * not have been in it.  With repeat, the primary key's entry is checked as
+ * ON CONFLICT's speculative insert checks its arbiter (a conflict sets
+ * *repeat instead of failing); every other unique index fails as usual.
+ * The hint that the entry repeats a key (bottom-up deletion) is
+ * PostgreSQL's.
  */
 static void
-add_entry(TaskqRel *d, TupleTableSlot *slot, int i, bool update)
+add_entry(TaskqRel *d, TupleTableSlot *slot, int i, bool update, bool *repeat)
 {
 	IndexInfo  *ii = d->rri->ri_IndexRelationInfo[i];
+	Relation	idx = d->rri->ri_IndexRelationDescs[i];
 	bool		unchanged = update && key_unchanged(ii, d->updated);
+	IndexUniqueCheck check;
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 
+	if (!ii->ii_Unique || (unchanged && ii->ii_Predicate == NIL))
+		check = UNIQUE_CHECK_NO;
+	else if (repeat != NULL && idx->rd_index->indisprimary)
+		check = UNIQUE_CHECK_PARTIAL;
+	else
+		check = UNIQUE_CHECK_YES;
 	FormIndexDatum(ii, slot, d->estate, values, isnull);
-	(void) index_insert(d->rri->ri_IndexRelationDescs[i], values, isnull, &slot->tts_tid,
-						d->rel,
-						ii->ii_Unique && (!unchanged || ii->ii_Predicate != NIL) ?
-						UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-						unchanged, ii);
+	if (!index_insert(idx, values, isnull, &slot->tts_tid, d->rel, check, unchanged, ii) &&
+		check == UNIQUE_CHECK_PARTIAL)
+		*repeat = true;
 }
 
 /*
  * Add the index entries of the row in slot, new (update false) or a new
  * version (update true), opening first the indexes it goes into.  With
- * repeat given, a unique index's conflict does not fail: *repeat says
- * whether there may be one, for the caller to check.  The entries are
- * added here (add_entry), each predicate evaluated once; with repeat, and
- * for tables with an exclusion constraint or a deferred unique index (the
- * shape says), they go through ExecInsertIndexTuples, which evaluates the
- * predicates of the indexes opened here again.
+ * repeat given, a conflict in the primary key does not fail: *repeat says
+ * whether there may be one, for the caller to check; any other unique
+ * index fails as an INSERT's does.  The entries are added here
+ * (add_entry), each predicate evaluated once; for tables with an exclusion
+ * constraint or a deferred unique index (the shape says), they go through
+ * ExecInsertIndexTuples, which evaluates the predicates of the indexes
+ * opened here again.
  */
 void
 taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
 {
 	ResultRelInfo *rri = d->rri;
 	ExprContext *econtext = GetPerTupleExprContext(d->estate);
-	bool		here = repeat == NULL && !d->shape->checked_entries;
+	bool		here = !d->shape->checked_entries;
 
 	econtext->ecxt_scantuple = slot;
 	for (int i = 0; i < rri->ri_NumIndices; i++)
@@ -307,12 +317,14 @@ taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *re
 			continue;
 		taskq_rel_shape_index(d->shape, rri, i);
 		if (here)
-			add_entry(d, slot, i, update);
+			add_entry(d, slot, i, update, repeat);
 	}
 	if (here)
 		return;
-	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL,
-									repeat, NIL));
+	/* the primary key alone may conflict without failing: the caller checks it */
+	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL, repeat,
+									repeat != NULL ?
+									list_make1_oid(RelationGetPrimaryKeyIndex(d->rel)) : NIL));
 }
 
 /* Write the new version over the old one found at tid; wait or not. */

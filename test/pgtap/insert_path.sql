@@ -5,9 +5,10 @@
 -- created_at and a missing not_before now()), every index entry in place
 -- (amcheck); read-only transactions are refused; an admin's trigger on
 -- taskq.tasks makes it give way to the INSERT, and one that skips rows
--- makes the call fail with a SQLSTATE.
+-- makes the call fail with a SQLSTATE; an admin's unique indexes and
+-- constraints are checked on every path.
 BEGIN;
-SELECT plan(18);
+SELECT plan(28);
 
 \ir include/direct_paths.sql
 SELECT taskq.set_action_policy('ip-pol', 7, NULL);
@@ -107,6 +108,42 @@ SELECT is((SELECT array_agg(status_code::text) FROM taskq.tasks WHERE priority >
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 DROP INDEX taskq.ip_late_idx;
+
+-- An admin's partial unique index (one pending task per workflow of action
+-- ip-u): the direct insert adds a new row's entries itself, checked, on
+-- the one-task path and on the page-at-a-time path.
+CREATE UNIQUE INDEX ip_one_pending ON taskq.tasks (workflow)
+    WHERE status_code = 'pending' AND action = 'ip-u';
+SELECT is(taskq.enqueue('ip-u', NULL, 'ip-u1', workflow => 'ip-uw'), 'ip-u1', 'the first pending task of the workflow goes in');
+SELECT throws_ok($$SELECT taskq.enqueue('ip-u', NULL, 'ip-u2', workflow => 'ip-uw')$$, '23505', NULL,
+                 'a one-task enqueue that would break an admin''s partial unique index fails with 23505');
+SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ip-ub' || g, 'action', 'ip-u', 'workflow', 'ip-ubw'))
+                                              FROM generate_series(1, 20) g))$$, '23505', NULL,
+                 'so does a batch written a page at a time');
+SELECT is(taskq.enqueue('ip-u', NULL, 'ip-u3', workflow => 'ip-uw2'), 'ip-u3', 'a task of another workflow goes in');
+DROP INDEX taskq.ip_one_pending;
+
+-- An exclusion constraint (one pending task per workflow of action ip-x)
+-- is checked by the executor's code, and so is a deferrable one, at the
+-- end of the statement: 23P01 on both paths.
+ALTER TABLE taskq.tasks ADD CONSTRAINT ip_one_x EXCLUDE USING btree (workflow WITH =)
+    WHERE (action = 'ip-x' AND status_code = 'pending');
+SELECT is(taskq.enqueue('ip-x', NULL, 'ip-x1', workflow => 'ip-xw'), 'ip-x1', 'with an exclusion constraint a task goes in');
+SELECT throws_ok($$SELECT taskq.enqueue('ip-x', NULL, 'ip-x2', workflow => 'ip-xw')$$, '23P01', NULL,
+                 'a one-task enqueue that breaks it fails with 23P01');
+SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ip-xb' || g, 'action', 'ip-x', 'workflow', 'ip-xbw'))
+                                              FROM generate_series(1, 20) g))$$, '23P01', NULL,
+                 'so does a batch written a page at a time');
+ALTER TABLE taskq.tasks DROP CONSTRAINT ip_one_x;
+ALTER TABLE taskq.tasks ADD CONSTRAINT ip_one_y EXCLUDE USING btree (workflow WITH =)
+    WHERE (action = 'ip-y' AND status_code = 'pending') DEFERRABLE INITIALLY IMMEDIATE;
+SELECT is(taskq.enqueue('ip-y', NULL, 'ip-y1', workflow => 'ip-yw'), 'ip-y1', 'with a deferrable exclusion constraint a task goes in');
+SELECT throws_ok($$SELECT taskq.enqueue('ip-y', NULL, 'ip-y2', workflow => 'ip-yw')$$, '23P01', NULL,
+                 'a one-task enqueue that breaks it fails with 23P01');
+SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ip-yb' || g, 'action', 'ip-y', 'workflow', 'ip-ybw'))
+                                              FROM generate_series(1, 20) g))$$, '23P01', NULL,
+                 'so does a batch written a page at a time');
+ALTER TABLE taskq.tasks DROP CONSTRAINT ip_one_y;
 
 SELECT * FROM finish();
 ROLLBACK;
