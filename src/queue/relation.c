@@ -11,10 +11,13 @@
  * fallback.  Locking: the table is opened with RowExclusiveLock, as an
  * UPDATE would; each path locks its rows itself.
  *
- * A new version's index entries are added as an UPDATE adds them, except
- * that the primary key (a unique index without a predicate whose key no
- * direct update changes) is not checked for uniqueness: the old version,
- * locked by the updating transaction, holds the key (update_entries).
+ * A new row's or version's index entries are added as an INSERT or UPDATE
+ * adds them (add_entry), except that an update does not check the primary
+ * key (a unique index without a predicate whose key no direct update
+ * changes): the old version, locked by the updating transaction, holds the
+ * key.  The batch insert checks the primary key as ON CONFLICT checks its
+ * arbiter, and looks a possible repeat up itself (row_insert.c); every
+ * other unique index fails as an INSERT's does.
  *
  *-------------------------------------------------------------------------
  */
