@@ -17,7 +17,7 @@
  * changes): the old version, locked by the updating transaction, holds the
  * key.  The batch insert checks the primary key as ON CONFLICT checks its
  * arbiter, and looks a possible repeat up itself (row_insert.c); every
- * other unique index fails as an INSERT's does.
+ * other unique index and exclusion constraint fails as an INSERT's does.
  *
  *-------------------------------------------------------------------------
  */
