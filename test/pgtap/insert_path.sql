@@ -123,27 +123,25 @@ SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_objec
 SELECT is(taskq.enqueue('ip-u', NULL, 'ip-u3', workflow => 'ip-uw2'), 'ip-u3', 'a task of another workflow goes in');
 DROP INDEX taskq.ip_one_pending;
 
--- An exclusion constraint (one pending task per workflow of action ip-x)
--- is checked by the executor's code, and so is a deferrable one, at the
--- end of the statement: 23P01 on both paths.
-ALTER TABLE taskq.tasks ADD CONSTRAINT ip_one_x EXCLUDE USING btree (workflow WITH =)
-    WHERE (action = 'ip-x' AND status_code = 'pending');
-SELECT is(taskq.enqueue('ip-x', NULL, 'ip-x1', workflow => 'ip-xw'), 'ip-x1', 'with an exclusion constraint a task goes in');
-SELECT throws_ok($$SELECT taskq.enqueue('ip-x', NULL, 'ip-x2', workflow => 'ip-xw')$$, '23P01', NULL,
-                 'a one-task enqueue that breaks it fails with 23P01');
-SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ip-xb' || g, 'action', 'ip-x', 'workflow', 'ip-xbw'))
-                                              FROM generate_series(1, 20) g))$$, '23P01', NULL,
-                 'so does a batch written a page at a time');
-ALTER TABLE taskq.tasks DROP CONSTRAINT ip_one_x;
-ALTER TABLE taskq.tasks ADD CONSTRAINT ip_one_y EXCLUDE USING btree (workflow WITH =)
-    WHERE (action = 'ip-y' AND status_code = 'pending') DEFERRABLE INITIALLY IMMEDIATE;
-SELECT is(taskq.enqueue('ip-y', NULL, 'ip-y1', workflow => 'ip-yw'), 'ip-y1', 'with a deferrable exclusion constraint a task goes in');
-SELECT throws_ok($$SELECT taskq.enqueue('ip-y', NULL, 'ip-y2', workflow => 'ip-yw')$$, '23P01', NULL,
-                 'a one-task enqueue that breaks it fails with 23P01');
-SELECT throws_ok($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'ip-yb' || g, 'action', 'ip-y', 'workflow', 'ip-ybw'))
-                                              FROM generate_series(1, 20) g))$$, '23P01', NULL,
-                 'so does a batch written a page at a time');
-ALTER TABLE taskq.tasks DROP CONSTRAINT ip_one_y;
+-- An exclusion constraint (one pending task per workflow of the action) is
+-- checked by the executor's code, immediate or deferrable (at the end of
+-- the statement): 23P01 on both insert paths.
+CREATE FUNCTION pg_temp.exclusion_checks(a text, how text) RETURNS SETOF text LANGUAGE plpgsql AS $f$
+BEGIN
+    EXECUTE format($$ALTER TABLE taskq.tasks ADD CONSTRAINT ip_one_pending EXCLUDE USING btree (workflow WITH =)
+                       WHERE (action = %L AND status_code = 'pending') %s$$,
+                   a, CASE how WHEN 'deferrable' THEN 'DEFERRABLE INITIALLY IMMEDIATE' ELSE '' END);
+    RETURN NEXT is(taskq.enqueue(a, NULL, a || '-1', workflow => a || '-w'), a || '-1',
+                   format('with an %s exclusion constraint a task goes in', how));
+    RETURN NEXT throws_ok(format('SELECT taskq.enqueue(%L, NULL, %L, workflow => %L)', a, a || '-2', a || '-w'),
+                          '23P01', NULL, format('a one-task enqueue that breaks the %s constraint fails with 23P01', how));
+    RETURN NEXT throws_ok(format($$SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', %L || g, 'action', %L, 'workflow', %L))
+                                                              FROM generate_series(1, 20) g))$$, a || '-b', a, a || '-bw'),
+                          '23P01', NULL, format('so does a batch written a page at a time (%s)', how));
+    ALTER TABLE taskq.tasks DROP CONSTRAINT ip_one_pending;
+END $f$;
+SELECT * FROM pg_temp.exclusion_checks('ip-x', 'immediate');
+SELECT * FROM pg_temp.exclusion_checks('ip-y', 'deferrable');
 
 SELECT * FROM finish();
 ROLLBACK;
