@@ -135,7 +135,8 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	pkey = taskq_rel_index(&d, "tasks_pkey", 1, &pkinfo);
 	ie = taskq_insert_exprs(d.shape, d.rel);
 	ic = taskq_insert_columns(ie, &d, names, ncols);
-	if (pkey == NULL || !pkinfo->ii_Unique || !ic->applies)
+	/* the index add_entry checks as an arbiter (relation.c) is the one looked up here */
+	if (pkey == NULL || !pkey->rd_index->indisprimary || !ic->applies)
 	{
 		taskq_rel_close(&d);
 		return false;
