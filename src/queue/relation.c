@@ -71,6 +71,47 @@ taskq_column(TupleDesc desc, const char *name)
 	}
 	return InvalidAttrNumber;
 }
+/*
+ * A valid unique btree index of relid on exactly these columns, in this
+ * order, without predicate or expressions (the tables the direct paths
+ * write besides taskq.tasks check their keys with it).
+ */
+bool
+taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols)
+{
+	Relation	idx;
+	bool		ok;
+
+	if (!OidIsValid(indexid))
+		return false;
+	idx = index_open(indexid, AccessShareLock);
+	ok = idx->rd_rel->relam == BTREE_AM_OID && idx->rd_index->indrelid == relid &&
+		idx->rd_index->indisunique && idx->rd_index->indisvalid &&
+		idx->rd_index->indnatts == n && idx->rd_index->indnkeyatts == n &&
+		RelationGetIndexPredicate(idx) == NIL && RelationGetIndexExpressions(idx) == NIL;
+	for (int i = 0; ok && i < n; i++)
+		ok = idx->rd_index->indkey.values[i] == cols[i];
+	index_close(idx, AccessShareLock);
+	return ok;
+}
+
+/*
+ * The visible row of rel whose unique index idx holds these keys, in slot;
+ * false if there is none.
+ */
+bool
+taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData *keys,
+			 TupleTableSlot *slot)
+{
+	IndexScanDesc scan = index_beginscan(rel, idx, snap, n, 0);
+	bool		found;
+
+	index_rescan(scan, keys, n, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
 /* The columns besides the ready ones (taskq_ready_cols, queue/claim_start.c); false if one is missing. */
 bool
 taskq_task_columns(TupleDesc desc, TaskColumns *c)

@@ -2,14 +2,16 @@
  *
  * relation.h
  *	  taskq.tasks as the queue's direct paths see it (relation.c), and the
- *	  queue's functions shared between its own files.  Only queue/ includes
- *	  this header.
+ *	  queue's functions shared between its own files.  Besides queue/, only
+ *	  the direct paths of the layers above include it (workflow/run_row.c,
+ *	  api/claim_start_trigger.c).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef TASKQ_RELATION_H
 #define TASKQ_RELATION_H
 
+#include "access/skey.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
@@ -102,6 +104,9 @@ typedef struct TaskqRel
 
 /* relation.c */
 extern AttrNumber taskq_column(TupleDesc desc, const char *name);
+extern bool taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols);
+extern bool taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n,
+							   ScanKeyData *keys, TupleTableSlot *slot);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
@@ -113,6 +118,16 @@ extern Relation taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexI
 extern void taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update,
 									bool *repeat);
 extern TM_Result taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd);
+
+/* signal_counter.c */
+typedef enum TaskqCounterResult
+{
+	TASKQ_COUNTER_ADDED,		/* the signals are in the counter */
+	TASKQ_COUNTER_ABSENT,		/* no counter: the caller creates it */
+	TASKQ_COUNTER_SQL			/* the caller runs its UPDATE */
+} TaskqCounterResult;
+
+extern TaskqCounterResult taskq_signal_counter_add(const char *id, int32 stripe, int32 k);
 
 /* rel_shape.c */
 extern TaskqRelShape *taskq_rel_shape(Relation rel);

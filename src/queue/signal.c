@@ -158,8 +158,9 @@ static TaskqPlan signal_or_defer_plan = {
 
 /*
  * A join known to be wide: add to this backend's counter straight away
- * (the common case: an update, HOT), else create it.  Whether the task
- * still exists is the worker's to find out.
+ * (the common case: an update, HOT, written directly by signal_counter.c;
+ * this statement where that path does not apply), else create it.
+ * Whether the task still exists is the worker's to find out.
  */
 static TaskqPlan add_to_counter_plan = {
 	"UPDATE taskq.deferred_signals"
@@ -450,8 +451,12 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	}
 	else if (may_defer && known_wide(succ))
 	{
-		taskq_execute(&add_to_counter_plan, args, NULL, false, 0);
-		if (SPI_processed == 0)
+		TaskqCounterResult added = taskq_signal_counter_add(succ, MyBackendId, k);
+
+		if (added == TASKQ_COUNTER_SQL)
+			taskq_execute(&add_to_counter_plan, args, NULL, false, 0);
+		if (added == TASKQ_COUNTER_ABSENT ||
+			(added == TASKQ_COUNTER_SQL && SPI_processed == 0))
 			taskq_execute(&new_counter_plan, args, NULL, false, 0);
 		taskq_note_deferred();	/* the worker will add them */
 		return;

@@ -93,26 +93,6 @@ tables_invalidate(Datum arg, Oid relid)
 		tables.valid = false;
 }
 
-/* A btree index of relid on exactly these columns, in this order. */
-static bool
-btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols)
-{
-	Relation	idx;
-	bool		ok;
-
-	if (!OidIsValid(indexid))
-		return false;
-	idx = index_open(indexid, AccessShareLock);
-	ok = idx->rd_rel->relam == BTREE_AM_OID && idx->rd_index->indrelid == relid &&
-		idx->rd_index->indisunique && idx->rd_index->indisvalid &&
-		idx->rd_index->indnatts == n && idx->rd_index->indnkeyatts == n &&
-		RelationGetIndexPredicate(idx) == NIL && RelationGetIndexExpressions(idx) == NIL;
-	for (int i = 0; ok && i < n; i++)
-		ok = idx->rd_index->indkey.values[i] == cols[i];
-	index_close(idx, AccessShareLock);
-	return ok;
-}
-
 /*
  * A heap without row security, triggers or generated columns, and with no
  * CHECK constraint but those of the install script (which the values
@@ -178,7 +158,7 @@ run_tables(void)
 	}
 	table_close(rel, AccessShareLock);
 	if (!tables.usable ||
-		!btree_on(tables.runs_pkey, tables.runs, 1, &tables.col[RC_ID]))
+		!taskq_unique_btree_on(tables.runs_pkey, tables.runs, 1, &tables.col[RC_ID]))
 		return tables.usable = false;
 
 	rel = table_open(tables.definitions, AccessShareLock);
@@ -187,26 +167,9 @@ run_tables(void)
 	def_cols[1] = taskq_column(RelationGetDescr(rel), "version");
 	table_close(rel, AccessShareLock);
 	if (!tables.usable || def_cols[0] != 1 || def_cols[1] != 2 ||
-		!btree_on(tables.definitions_pkey, tables.definitions, 2, def_cols))
+		!taskq_unique_btree_on(tables.definitions_pkey, tables.definitions, 2, def_cols))
 		return tables.usable = false;
 	return true;
-}
-
-/*
- * The visible row of rel whose unique index idx holds these keys, in slot;
- * false if there is none.
- */
-static bool
-fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData *keys,
-			 TupleTableSlot *slot)
-{
-	IndexScanDesc scan = index_beginscan(rel, idx, snap, n, 0);
-	bool		found;
-
-	index_rescan(scan, keys, n, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	return found;
 }
 
 static char *
@@ -252,7 +215,7 @@ taskq_run_row_fetch(const char *id, TaskqRun **out)
 	slot = table_slot_create(rel, NULL);
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(id));
 	key[0].sk_collation = idx->rd_indcollation[0];
-	if (fetch_by_key(rel, idx, snap, 1, key, slot))
+	if (taskq_fetch_by_key(rel, idx, snap, 1, key, slot))
 	{
 		bool		isnull;
 
@@ -289,7 +252,7 @@ taskq_run_row_fetch(const char *id, TaskqRun **out)
 		key[0].sk_collation = idx->rd_indcollation[0];
 		ScanKeyInit(&key[1], 2, BTEqualStrategyNumber, F_INT4EQ,
 					Int32GetDatum(run->version));
-		if (fetch_by_key(rel, idx, snap, 2, key, slot))
+		if (taskq_fetch_by_key(rel, idx, snap, 2, key, slot))
 		{
 			bool		should_free;
 			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
@@ -372,7 +335,7 @@ taskq_run_row_store(TaskqRun *run)
 	oldslot = table_slot_create(rel, NULL);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(run->id));
 	key.sk_collation = idx->rd_indcollation[0];
-	if (!fetch_by_key(rel, idx, snap, 1, &key, oldslot))
+	if (!taskq_fetch_by_key(rel, idx, snap, 1, &key, oldslot))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("run \"%s\" does not exist", run->id)));

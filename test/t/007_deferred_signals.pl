@@ -121,6 +121,29 @@ is($node->safe_psql('postgres',
 ok(defined eventually("SELECT count(*) = 0 FROM taskq.deferred_signals"),
 	'the worker drops the emptied counters');
 
+# --- a wide join's counter added to inside one transaction ------------------
+# The first return learns that the join is wide and creates this backend's
+# counter; the next ones add to it without the executor (signal_counter.c),
+# finding the row this transaction wrote (the worker skips a counter an open
+# transaction holds).  Committed, every signal arrives once.
+$node->safe_psql('postgres', json_insert_sql(
+		(map { { id => "t$_", action => 'tmember', to_signal_after => ['tj'] } } 1 .. 70),
+		{ id => 'tj', action => 'tx-join' }));
+my @t = own_all('tmember');
+my $tx = $node->background_psql('postgres');
+$tx->query_safe('BEGIN');
+$tx->query_safe(ret_sql(@{ $t[$_] })) for 0 .. 9;
+is($tx->query_safe("SELECT sum(signals) FROM taskq.deferred_signals WHERE task_id = 'tj'"),
+	'10', 'ten signals in the open transaction\'s counter');
+$tx->query_safe('COMMIT');
+$tx->query_safe(ret_sql(@{ $t[$_] })) for 10 .. 69;
+$tx->quit;
+$w = eventually("SELECT num_signals = 0 FROM taskq.tasks WHERE id = 'tj'");
+ok(defined $w, sprintf('tj has all 70 signals (%.3f s)', $w // -1));
+is(state_of('tj'), 'pending/0', 'tj ready, count exact');
+ok(defined eventually("SELECT count(*) = 0 FROM taskq.deferred_signals WHERE signals > 0"),
+	'nothing left deferred');
+
 # --- stray deferred rows ----------------------------------------------------------
 $node->safe_psql('postgres', json_insert_sql(
 		{ id => 'p', action => 'x', to_signal_after => ['j2'] },
