@@ -72,6 +72,36 @@ taskq_column(TupleDesc desc, const char *name)
 	return InvalidAttrNumber;
 }
 /*
+ * A heap without row security, triggers or generated columns, whose CHECK
+ * constraints are only those named in checks (NULL-terminated): a table a
+ * direct path may write as the install script made it, its own checks
+ * kept by the values it writes.
+ */
+bool
+taskq_table_plain(Relation rel, const char *const *checks)
+{
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || rel->rd_rel->relrowsecurity ||
+		rel->trigdesc != NULL)
+		return false;
+	if (constr == NULL)
+		return true;
+	if (constr->has_generated_stored)
+		return false;
+	for (int i = 0; i < constr->num_check; i++)
+	{
+		const char *const *c = checks;
+
+		while (*c != NULL && strcmp(constr->check[i].ccname, *c) != 0)
+			c++;
+		if (*c == NULL)
+			return false;
+	}
+	return true;
+}
+
+/*
  * A valid unique btree index of relid on exactly these columns, in this
  * order, without predicate or expressions (the tables the direct paths
  * write besides taskq.tasks check their keys with it).

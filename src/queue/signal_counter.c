@@ -68,6 +68,9 @@ typedef struct CounterTable
 } CounterTable;
 
 static CounterTable counter;
+
+/* signals >= 0, which old + k keeps for k > 0 */
+static const char *const counter_checks[] = {"deferred_signals_signals_check", NULL};
 static bool callback_registered = false;
 
 static void
@@ -93,7 +96,6 @@ counter_table(void)
 {
 	Oid			nsp;
 	Relation	rel;
-	TupleConstr *constr;
 	AttrNumber	key[2];
 
 	if (counter.valid)
@@ -114,19 +116,12 @@ counter_table(void)
 		return false;
 
 	rel = table_open(counter.rel, AccessShareLock);
-	constr = RelationGetDescr(rel)->constr;
 	counter.task_id = typed_column(RelationGetDescr(rel), "task_id", TEXTOID);
 	counter.stripe = typed_column(RelationGetDescr(rel), "stripe", INT4OID);
 	counter.signals = typed_column(RelationGetDescr(rel), "signals", INT4OID);
-	counter.usable = rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
-		!rel->rd_rel->relrowsecurity && rel->trigdesc == NULL &&
+	counter.usable = taskq_table_plain(rel, counter_checks) &&
 		counter.task_id != InvalidAttrNumber && counter.stripe != InvalidAttrNumber &&
-		counter.signals != InvalidAttrNumber &&
-		(constr == NULL ||
-		 (!constr->has_generated_stored &&
-		  (constr->num_check == 0 ||
-		   (constr->num_check == 1 &&
-			strcmp(constr->check[0].ccname, "deferred_signals_signals_check") == 0))));
+		counter.signals != InvalidAttrNumber;
 	table_close(rel, AccessShareLock);
 	key[0] = counter.task_id;
 	key[1] = counter.stripe;

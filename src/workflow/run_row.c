@@ -93,31 +93,11 @@ tables_invalidate(Datum arg, Oid relid)
 		tables.valid = false;
 }
 
-/*
- * A heap without row security, triggers or generated columns, and with no
- * CHECK constraint but those of the install script (which the values
- * written here always satisfy: a status from its enum, the kind kept).
- */
-static bool
-table_usable(Relation rel)
-{
-	TupleConstr *constr = RelationGetDescr(rel)->constr;
-
-	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || rel->rd_rel->relrowsecurity ||
-		rel->trigdesc != NULL)
-		return false;
-	if (constr == NULL)
-		return true;
-	if (constr->has_generated_stored)
-		return false;
-	for (int i = 0; i < constr->num_check; i++)
-		if (strcmp(constr->check[i].ccname, "runs_kind_check") != 0 &&
-			strcmp(constr->check[i].ccname, "runs_status_check") != 0 &&
-			strcmp(constr->check[i].ccname, "definitions_kind_check") != 0 &&
-			strcmp(constr->check[i].ccname, "definitions_version_check") != 0)
-			return false;
-	return true;
-}
+/* The CHECK constraints of the install script, which the values written here always satisfy. */
+static const char *const run_checks[] = {
+	"runs_kind_check", "runs_status_check", "definitions_kind_check",
+	"definitions_version_check", NULL
+};
 
 /* Check the tables once per invalidation; false if these paths do not apply. */
 static bool
@@ -147,7 +127,7 @@ run_tables(void)
 		return false;
 
 	rel = table_open(tables.runs, AccessShareLock);
-	tables.usable = table_usable(rel);
+	tables.usable = taskq_table_plain(rel, run_checks);
 	for (int c = 0; tables.usable && c < RC_COUNT; c++)
 	{
 		AttrNumber	a = taskq_column(RelationGetDescr(rel), run_col_names[c]);
@@ -162,7 +142,7 @@ run_tables(void)
 		return tables.usable = false;
 
 	rel = table_open(tables.definitions, AccessShareLock);
-	tables.usable = table_usable(rel);
+	tables.usable = taskq_table_plain(rel, run_checks);
 	def_cols[0] = taskq_column(RelationGetDescr(rel), "name");
 	def_cols[1] = taskq_column(RelationGetDescr(rel), "version");
 	table_close(rel, AccessShareLock);
