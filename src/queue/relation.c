@@ -71,6 +71,17 @@ taskq_column(TupleDesc desc, const char *name)
 	}
 	return InvalidAttrNumber;
 }
+
+/* The same, if the column has this type; else InvalidAttrNumber. */
+AttrNumber
+taskq_typed_column(TupleDesc desc, const char *name, Oid type)
+{
+	AttrNumber	a = taskq_column(desc, name);
+
+	return a != InvalidAttrNumber && TupleDescAttr(desc, a - 1)->atttypid == type ?
+		a : InvalidAttrNumber;
+}
+
 /*
  * A heap without row security, triggers or generated columns, whose CHECK
  * constraints are only those named in checks (NULL-terminated): a table a
@@ -131,7 +142,7 @@ taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols)
  */
 bool
 taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData *keys,
-			 TupleTableSlot *slot)
+				   TupleTableSlot *slot)
 {
 	IndexScanDesc scan = index_beginscan(rel, idx, snap, n, 0);
 	bool		found;

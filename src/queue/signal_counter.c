@@ -80,16 +80,6 @@ counter_invalidate(Datum arg, Oid relid)
 		counter.valid = false;
 }
 
-/* A column of desc with this name and type; InvalidAttrNumber if there is none. */
-static AttrNumber
-typed_column(TupleDesc desc, const char *name, Oid type)
-{
-	AttrNumber	a = taskq_column(desc, name);
-
-	return a != InvalidAttrNumber && TupleDescAttr(desc, a - 1)->atttypid == type ?
-		a : InvalidAttrNumber;
-}
-
 /* Check the table once per invalidation; false if this path does not apply. */
 static bool
 counter_table(void)
@@ -116,9 +106,9 @@ counter_table(void)
 		return false;
 
 	rel = table_open(counter.rel, AccessShareLock);
-	counter.task_id = typed_column(RelationGetDescr(rel), "task_id", TEXTOID);
-	counter.stripe = typed_column(RelationGetDescr(rel), "stripe", INT4OID);
-	counter.signals = typed_column(RelationGetDescr(rel), "signals", INT4OID);
+	counter.task_id = taskq_typed_column(RelationGetDescr(rel), "task_id", TEXTOID);
+	counter.stripe = taskq_typed_column(RelationGetDescr(rel), "stripe", INT4OID);
+	counter.signals = taskq_typed_column(RelationGetDescr(rel), "signals", INT4OID);
 	counter.usable = taskq_table_plain(rel, counter_checks) &&
 		counter.task_id != InvalidAttrNumber && counter.stripe != InvalidAttrNumber &&
 		counter.signals != InvalidAttrNumber;

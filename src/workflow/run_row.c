@@ -130,11 +130,9 @@ run_tables(void)
 	tables.usable = taskq_table_plain(rel, run_checks);
 	for (int c = 0; tables.usable && c < RC_COUNT; c++)
 	{
-		AttrNumber	a = taskq_column(RelationGetDescr(rel), run_col_names[c]);
-
-		tables.col[c] = a;
-		tables.usable = a != InvalidAttrNumber &&
-			TupleDescAttr(RelationGetDescr(rel), a - 1)->atttypid == run_col_types[c];
+		tables.col[c] = taskq_typed_column(RelationGetDescr(rel), run_col_names[c],
+										   run_col_types[c]);
+		tables.usable = tables.col[c] != InvalidAttrNumber;
 	}
 	table_close(rel, AccessShareLock);
 	if (!tables.usable ||
