@@ -22,7 +22,7 @@
  * table (cache_triggers.c); changes to role membership or role attributes send
  * catcache invalidations; each clears the cache.  So a caller that is not
  * limited pays one comparison per call, and a limited one a lookup of the
- * actions of the tasks it extends or returns.
+ * actions of the tasks it extends or returns (queue/task_actions.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +45,7 @@
 #include "utils/uuid.h"
 
 #include "common/plan.h"
+#include "queue/queue.h"
 #include "api/action_limits.h"
 
 
@@ -68,15 +69,6 @@ static bool callbacks_registered = false;
 static TaskqPlan grants_plan = {
 	"SELECT g.role::pg_catalog.oid, g.action FROM taskq.action_grants AS g",
 	0, {0}
-};
-
-/* Tasks named in $1 whose action is not in $2, in id order. */
-static TaskqPlan foreign_tasks_plan = {
-	"SELECT t.id FROM taskq.tasks AS t"
-	" WHERE t.id OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND t.action OPERATOR(pg_catalog.<>) ALL ($2)"
-	" ORDER BY t.id",
-	2, {TEXTARRAYOID, TEXTARRAYOID}
 };
 
 static void
@@ -190,17 +182,6 @@ action_allowed(ActionLimit *l, const char *action)
 				   compare_cstrings) != NULL;
 }
 
-static Datum
-allowed_actions_datum(ActionLimit *l)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(l->nactions, 1));
-
-	for (int i = 0; i < l->nactions; i++)
-		elems[i] = CStringGetTextDatum(l->actions[i]);
-	return PointerGetDatum(construct_array(elems, l->nactions, TEXTOID, -1,
-										   false, TYPALIGN_INT));
-}
-
 /*
  * Of ids, the tasks whose action the limited session may not handle, as a
  * List of C strings in id order (allocated in the caller's context).
@@ -210,17 +191,14 @@ foreign_tasks(ActionLimit *l, List *ids)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	List	   *result = NIL;
-	Datum		values[2];
+	ListCell   *lc;
 
 	SPI_connect();
-	values[0] = taskq_text_array_datum(ids);
-	values[1] = allowed_actions_datum(l);
-	taskq_execute(&foreign_tasks_plan, values, NULL, true, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, taskq_tasks_not_of_actions(ids, l->actions, l->nactions))
 	{
 		MemoryContext old = MemoryContextSwitchTo(outer);
 
-		result = lappend(result, taskq_get_text(i, 1, NULL));
+		result = lappend(result, pstrdup(lfirst(lc)));
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();

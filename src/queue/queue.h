@@ -232,4 +232,19 @@ extern void taskq_new_token(pg_uuid_t *token);
 #define TASKQ_TASK_ID_LEN 36
 extern void taskq_new_task_id(char *buf);
 
+/* ----------
+ * Maintenance (maintenance.c): the background worker's statements on the
+ * task rows, and the actions of tasks for the per-action limits
+ * (task_actions.c)
+ * ----------
+ */
+#define TASKQ_RETENTION_BATCH 500
+extern List *taskq_ready_actions(void);
+extern List *taskq_came_due_actions(TimestampTz since, TimestampTz until);
+extern void taskq_next_deadlines(TimestampTz now, TimestampTz *lease, bool *has_lease,
+								 TimestampTz *delay, bool *has_delay);
+extern uint64 taskq_delete_finished(TimestampTz cutoff);
+extern bool taskq_oldest_finished(TimestampTz *finished_at);
+extern List *taskq_tasks_not_of_actions(List *ids, char *const *actions, int nactions);
+
 #endif							/* TASKQ_QUEUE_H */

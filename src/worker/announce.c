@@ -15,7 +15,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
@@ -23,9 +22,9 @@
 #include "utils/timestamp.h"
 
 #include "common/local_table.h"
-#include "common/plan.h"
 #include "common/settings.h"
 #include "ipc/shmem.h"
+#include "queue/queue.h"
 #include "worker/worker.h"
 
 
@@ -37,24 +36,6 @@ typedef struct ActionEntry
 } ActionEntry;
 
 static HTAB *actions = NULL;
-
-/* Every action with ready work: a loose index scan of the ready index. */
-static TaskqPlan ready_actions_plan = {
-	"WITH RECURSIVE a(action) AS ("
-	"  (SELECT t.action FROM taskq.tasks AS t"
-	"    WHERE t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"      AND t.num_signals OPERATOR(pg_catalog.=) 0"
-	"    ORDER BY t.action LIMIT 1)"
-	"  UNION ALL"
-	"  SELECT (SELECT t.action FROM taskq.tasks AS t"
-	"           WHERE t.action OPERATOR(pg_catalog.>) a.action"
-	"             AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"             AND t.num_signals OPERATOR(pg_catalog.=) 0"
-	"           ORDER BY t.action LIMIT 1)"
-	"    FROM a WHERE a.action IS NOT NULL)"
-	" SELECT action FROM a WHERE action IS NOT NULL",
-	0, {0}
-};
 
 /* Mark an announcement, "<kind><name>" (see ipc/shmem.h), to be sent. */
 static void
@@ -128,9 +109,10 @@ taskq_notify_collect(bool all)
 		all = true;
 	if (all)
 	{
-		taskq_execute(&ready_actions_plan, NULL, NULL, true, 0);
-		for (uint64 i = 0; i < SPI_processed; i++)
-			taskq_notify_mark(taskq_get_text(i, 1, NULL));
+		ListCell   *lc;
+
+		foreach(lc, taskq_ready_actions())
+			taskq_notify_mark(lfirst(lc));
 	}
 }
 

@@ -22,6 +22,10 @@
  * launcher starts it again when the database uses taskq.  It is started
  * only once recovery finished, so it never runs on a standby.
  *
+ * Its statements on the task rows are the queue's (queue/maintenance.c);
+ * those on the runs and saga steps, which it deletes past retention with
+ * the tasks, are here.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -55,7 +59,6 @@
 
 /* Expiry batches per iteration before the worker yields to its sleep. */
 #define MAX_SWEEPS_PER_ITERATION 16
-#define RETENTION_BATCH 500
 /*
  * Finished tasks are deleted up to this late: with a steady stream of
  * completions the next retention moment is always a few ms away, and
@@ -72,72 +75,6 @@
 #define CLAIM_START_RESET_MS 1000
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
-
-/*
- * Delayed tasks whose time came since the last look (a task that was never
- * delayed was announced by its producer).
- */
-static TaskqPlan came_due_plan = {
-	"SELECT DISTINCT action FROM taskq.tasks"
-	" WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"   AND num_signals OPERATOR(pg_catalog.=) 0"
-	"   AND not_before OPERATOR(pg_catalog.>) created_at"
-	"   AND not_before OPERATOR(pg_catalog.>) $1"
-	"   AND not_before OPERATOR(pg_catalog.<=) $2",
-	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
-};
-
-/* The next lease deadline and the next not_before still ahead. */
-static TaskqPlan next_deadlines_plan = {
-	"SELECT (SELECT pg_catalog.min(action_deadline) FROM taskq.tasks"
-	"         WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status),"
-	"       (SELECT pg_catalog.min(not_before) FROM taskq.tasks"
-	"         WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"           AND num_signals OPERATOR(pg_catalog.=) 0"
-	"           AND not_before OPERATOR(pg_catalog.>) created_at"
-	"           AND not_before OPERATOR(pg_catalog.>) $1)",
-	1, {TIMESTAMPTZOID}
-};
-
-/*
- * Finished tasks past retention that no unfinished predecessor still
- * names (num_signals = 0, and for a task its trigger rule released early,
- * every predecessor counted), no unfinished run still owns, and, if they
- * have a result, no unfinished successor may still read; oldest first (as
- * taskq.purge_finished).
- */
-static TaskqPlan retention_plan = {
-	"DELETE FROM taskq.tasks AS t"
-	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"   SELECT f.ctid FROM taskq.tasks AS f"
-	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
-	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
-	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
-	"      AND NOT EXISTS (SELECT 1 FROM taskq.runs AS r"
-	"                       WHERE r.id OPERATOR(pg_catalog.=) f.workflow"
-	"                         AND r.finished_at IS NULL)"
-	"      AND (f.\"trigger\" OPERATOR(pg_catalog.<) 'one_failed'::taskq.trigger_rule"
-	"           OR f.num_completed OPERATOR(pg_catalog.+) f.num_failed"
-	"              OPERATOR(pg_catalog.>=) f.total_dependencies)"
-	"      AND (f.result IS NULL OR f.to_signal_after IS NULL"
-	"           OR NOT EXISTS (SELECT FROM taskq.tasks AS s"
-	"                           WHERE s.id OPERATOR(pg_catalog.=) ANY (f.to_signal_after)"
-	"                             AND s.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status))"
-	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
-	1, {TIMESTAMPTZOID}
-};
-
-/* The same for an extension not updated to 0.5 yet (queue.h: taskq_rules_installed). */
-static TaskqPlan legacy_retention_plan = {
-	"DELETE FROM taskq.tasks AS t"
-	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"   SELECT f.ctid FROM taskq.tasks AS f"
-	"    WHERE f.status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status"
-	"      AND f.finished_at OPERATOR(pg_catalog.<) $1"
-	"      AND f.num_signals OPERATOR(pg_catalog.=) 0"
-	"    ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))",
-	1, {TIMESTAMPTZOID}
-};
 
 /*
  * Runs (state machines, sagas) finished before the cutoff, as their tasks,
@@ -158,14 +95,6 @@ static TaskqPlan run_retention_plan = {
 	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
 	1, {TIMESTAMPTZOID}
 };
-
-static TaskqPlan oldest_finished_plan = {
-	"SELECT pg_catalog.min(finished_at) FROM taskq.tasks"
-	" WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status",
-	0, {0}
-};
-
-StaticAssertDecl(RETENTION_BATCH == 500, "RETENTION_BATCH is spelt out in retention_plan");
 
 static Oid	worker_dboid = InvalidOid;
 
@@ -257,8 +186,6 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 {
 	TimestampTz next = 0;
 	TimestampTz now;
-	Datum		arg;
-	bool		isnull;
 
 	begin_worker_xact();
 	now = GetCurrentTransactionStartTimestamp();
@@ -278,14 +205,11 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 
 	pgstat_report_activity(STATE_RUNNING, "taskq: announcing ready work");
 	{
-		Datum		values[2];
+		ListCell   *lc;
 
-		values[0] = TimestampTzGetDatum(*last_due_check);
-		values[1] = TimestampTzGetDatum(now);
-		taskq_execute(&came_due_plan, values, NULL, true, 0);
-		for (uint64 i = 0; i < SPI_processed; i++)
+		foreach(lc, taskq_came_due_actions(*last_due_check, now))
 		{
-			char	   *action = taskq_get_text(i, 1, NULL);
+			char	   *action = lfirst(lc);
 
 			taskq_notify_mark(action);
 			taskq_wake_ready(action);	/* the rows are committed: wake now */
@@ -295,22 +219,24 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 	taskq_notify_collect(first);
 	*notify_due = taskq_notify_send_due(true);
 
-	arg = TimestampTzGetDatum(now);
-	taskq_execute(&next_deadlines_plan, &arg, NULL, true, 0);
 	{
-		Datum		d = taskq_get_datum(0, 1, &isnull);
+		TimestampTz lease;
+		TimestampTz delay;
+		bool		has_lease;
+		bool		has_delay;
+
+		taskq_next_deadlines(now, &lease, &has_lease, &delay, &has_delay);
 
 		/*
 		 * A lease already past its deadline was skipped because its row is
 		 * locked (its owner is returning it): look again shortly, not in a
 		 * tight loop.
 		 */
-		if (!isnull)
-			next = earliest(next, Max(DatumGetTimestampTz(d),
+		if (has_lease)
+			next = earliest(next, Max(lease,
 									  TimestampTzPlusMilliseconds(now, LOCKED_RETRY_MS)));
-		d = taskq_get_datum(0, 2, &isnull);
-		if (!isnull)
-			next = earliest(next, DatumGetTimestampTz(d));
+		if (has_delay)
+			next = earliest(next, delay);
 	}
 
 	end_worker_xact();
@@ -318,6 +244,8 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 	if (taskq_retention >= 0)
 	{
 		TimestampTz cutoff;
+		TimestampTz oldest;
+		Datum		arg;
 
 		pgstat_report_activity(STATE_RUNNING, "taskq: deleting finished tasks past retention");
 		begin_worker_xact();
@@ -326,22 +254,13 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		arg = TimestampTzGetDatum(cutoff);
 		if (taskq_rules_installed())
 			taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
-		taskq_execute(taskq_rules_installed() ? &retention_plan : &legacy_retention_plan,
-					  &arg, NULL, false, 0);
-		if (SPI_processed == RETENTION_BATCH)
+		if (taskq_delete_finished(cutoff) == TASKQ_RETENTION_BATCH)
 			next = earliest(next, now);
-		else
-		{
-			Datum		d;
-
-			taskq_execute(&oldest_finished_plan, NULL, NULL, true, 0);
-			d = taskq_get_datum(0, 1, &isnull);
-			if (!isnull)
-				next = earliest(next,
-								Max(TimestampTzPlusMilliseconds(DatumGetTimestampTz(d),
-																(int64) taskq_retention * 1000),
-									TimestampTzPlusMilliseconds(now, RETENTION_SLACK_MS)));
-		}
+		else if (taskq_oldest_finished(&oldest))
+			next = earliest(next,
+							Max(TimestampTzPlusMilliseconds(oldest,
+															(int64) taskq_retention * 1000),
+								TimestampTzPlusMilliseconds(now, RETENTION_SLACK_MS)));
 		end_worker_xact();
 	}
 
