@@ -69,12 +69,14 @@ PY
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf 'CREATE FUNCTION taskq.a(x int)\nCREATE FUNCTION taskq."b"(y int)\n' >"$tmp/s.sql"
+# shellcheck disable=SC2016  # backquotes are the README's, not the shell's
 printf '| `a(x int)` | void |\n| `c(z int)` | void |\n' >"$tmp/r.md"
 if [[ $(check "$tmp/s.sql" "$tmp/r.md" | wc -l) -ne 2 ]]; then
     echo "readme_functions.sh self-test: a missing and an extra function were not both caught" >&2
     exit 1
 fi
 printf 'CREATE FUNCTION taskq.a(x int,\n    y text DEFAULT NULL)\nGRANT EXECUTE ON FUNCTION taskq.a(int, text)\n    TO taskq_worker, taskq_admin;\nCREATE FUNCTION taskq.b(y int)\n' >"$tmp/s.sql"
+# shellcheck disable=SC2016
 printf '| [`a(x int, y text)`](#a) | void | W, A | 0.1 |\n| `b(y int)` | void | P | 0.1 |\n' >"$tmp/r.md"
 if [[ $(check_rows "$tmp/s.sql" "$tmp/r.md" | wc -l) -ne 2 ]]; then
     echo "readme_functions.sh self-test: a wrong signature and wrong roles were not both caught" >&2
