@@ -20,7 +20,7 @@
 #include "utils/rel.h"
 
 #include "queue/claim_start.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /*
  * taskq.tasks_written(): AFTER INSERT, UPDATE and DELETE trigger, for each

@@ -58,7 +58,7 @@
 #include "common/local_table.h"
 #include "common/plan.h"
 #include "queue/queue.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* Most answers kept; past it the table starts over (local_table.c). */
 #define POLICY_CACHE_MAX 4096

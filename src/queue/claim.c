@@ -35,7 +35,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
 #define CLAIM_PLAN_SLOTS 32

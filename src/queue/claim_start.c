@@ -66,7 +66,7 @@
 
 #include "common/settings.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 #define TASKQ_CLAIM_START_SLOTS		64	/* where claims start: (database, action) pairs */
 #define TASKQ_CLAIM_START_WRITES		16	/* recent ready-entry writes a claim checks */

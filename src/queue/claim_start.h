@@ -13,7 +13,7 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* A position in a ready index, in its order: priority descending, then seq. */
 typedef struct TaskqReadyKey

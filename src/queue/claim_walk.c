@@ -64,7 +64,7 @@
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 #include "queue/queue.h"
 
 /* ----------

@@ -57,7 +57,7 @@
 #include "common/plan.h"
 #include "common/settings.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 #include "queue/queue.h"
 
 /*

@@ -41,7 +41,7 @@
 #include "common/args.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
 static TaskqPlan existing_plan = {

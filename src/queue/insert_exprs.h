@@ -13,7 +13,7 @@
 #include "executor/executor.h"
 #include "utils/relcache.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000

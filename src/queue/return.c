@@ -29,7 +29,7 @@
 #include "common/plan.h"
 #include "common/settings.h"
 #include "ipc/wakeup.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* The workflow layer's look at returns before they lock rows (queue.h). */
 taskq_return_hook_type taskq_return_hook = NULL;

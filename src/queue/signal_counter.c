@@ -53,7 +53,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* What was checked of taskq.deferred_signals, per backend. */
 typedef struct CounterTable

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * relation.c
+ * tasks_rel.c
  *	  taskq.tasks as the direct paths see it: its columns, opened for writes
  *	  without the executor, a new row version formed and written with its index
  *	  entries, and which rows are ready.
@@ -55,7 +55,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 #include "queue/claim_start.h"
 
 /* The attribute number of a column of taskq.tasks, or InvalidAttrNumber. */

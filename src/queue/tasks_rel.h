@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * relation.h
+ * tasks_rel.h
  *	  taskq.tasks as the queue's direct paths see it (relation.c), and the
  *	  queue's functions shared between its own files.  Besides queue/, only
  *	  the direct paths of the layers above include it (workflow/run_row.c,

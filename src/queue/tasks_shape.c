@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * rel_shape.c
+ * tasks_shape.c
  *	  What every direct path (claim walk, completion, insert) needs to know
  *	  of taskq.tasks before it writes a row, kept per backend: whether the
  *	  direct paths apply to the table as it is, its columns and status
@@ -53,7 +53,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 static TaskqRelShape *shape = NULL;
 static bool shape_stale = false;

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * claimed_rows.c
+ * claim_rows.c
  *	  Where this backend's claims put their rows (id -> TID), for the
  *	  completion.
  *
@@ -50,7 +50,7 @@
 #include "utils/syscache.h"
 
 #include "common/local_table.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 #define CLAIMED_ID_LEN	64		/* longer ids are not remembered */
 #define CLAIMED_MAX		4096	/* then the table starts over */

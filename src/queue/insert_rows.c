@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * row_insert.c
+ * insert_rows.c
  *	  The rows of a checked batch written without the executor, a page at
  *	  a time (table_multi_insert, as COPY does), index entries added and the
  *	  primary key checked as entries go in, or with an INSERT over unnest()
@@ -61,7 +61,7 @@
 #include "common/plan.h"
 #include "queue/claim_start.h"
 #include "queue/insert_exprs.h"
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 #include "queue/queue.h"
 
 
