@@ -20,6 +20,7 @@
 #include "utils/rel.h"
 
 #include "queue/claim_start.h"
+#include "queue/queue.h"
 #include "queue/tasks_rel.h"
 
 /*

@@ -50,6 +50,8 @@
 #include "utils/syscache.h"
 
 #include "common/local_table.h"
+#include "common/direct_write.h"
+#include "queue/queue_internal.h"
 #include "queue/tasks_rel.h"
 
 #define CLAIMED_ID_LEN	64		/* longer ids are not remembered */

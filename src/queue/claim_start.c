@@ -29,7 +29,7 @@
  *	- A writer that adds a ready entry (a pending row with no unfinished
  *	  predecessor) lowers start to that entry's key if it is before it, and
  *	  logs the key, after the entry is in the index and before it commits:
- *	  the direct insert (row_insert.c, through taskq_ready_batch_flush), and
+ *	  the direct insert (insert_rows.c, through taskq_ready_batch_flush), and
  *	  for every SQL statement the tasks_ready_hint triggers (statement
  *	  level, over the new rows).  They run at the end of the statement,
  *	  before its commit.
@@ -66,6 +66,7 @@
 
 #include "common/settings.h"
 #include "queue/claim_start.h"
+#include "queue/queue.h"
 #include "queue/tasks_rel.h"
 
 #define TASKQ_CLAIM_START_SLOTS		64	/* where claims start: (database, action) pairs */

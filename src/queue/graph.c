@@ -36,7 +36,7 @@
 
 #include "common/args.h"
 #include "common/plan.h"
-#include "queue/tasks_rel.h"
+#include "queue/queue_internal.h"
 
 /* Advisory lock key of the dependency graph: ("task", "q\0\0\0"). */
 /*

@@ -7,7 +7,7 @@
  *
  * A batch is checked whole before anything is written: duplicate ids in the
  * batch, unknown successors, cycles among the batch's own edges.  The rows
- * are then written by row_insert.c (stored duplicates reported by id, not
+ * are then written by insert_rows.c (stored duplicates reported by id, not
  * as a constraint name).  Edges to stored tasks then add to those tasks' num_signals, taking
  * their row locks in id order.  Spontaneous tasks with nothing to wait for
  * complete at once.
@@ -41,7 +41,7 @@
 #include "common/args.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
-#include "queue/tasks_rel.h"
+#include "queue/queue_internal.h"
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
 static TaskqPlan existing_plan = {
@@ -307,7 +307,7 @@ signal_stored_successors(List *specs, HTAB *ids)
 	}
 }
 
-/* The rows of the batch (row_insert.c), with the edges each inherits. */
+/* The rows of the batch (insert_rows.c), with the edges each inherits. */
 static void
 insert_rows(List *specs, HTAB *ids, bool if_absent)
 {

@@ -2,7 +2,7 @@
  *
  * insert_exprs.h
  *	  The column defaults, CHECK constraints and row slots of taskq.tasks
- *	  that the direct insert (row_insert.c) keeps with the table's shape:
+ *	  that the direct insert (insert_rows.c) keeps with the table's shape:
  *	  see insert_exprs.c.
  *
  *-------------------------------------------------------------------------

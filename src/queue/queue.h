@@ -155,7 +155,7 @@ extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
 									  Tuplestorestate *out, TupleDesc outdesc);
 
 /* ----------
- * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)
+ * The ends of a task and its signals (lifecycle.c, signal.c, lease.c)
  * ----------
  */
 extern void taskq_complete_task(const char *id, const char *status);

@@ -67,7 +67,7 @@
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "common/args.h"
-#include "queue/tasks_rel.h"
+#include "queue/queue_internal.h"
 
 static const char *const trigger_labels[TASKQ_TRIGGER_COUNT] = {
 	[TASKQ_ALL_SUCCESS] = "all_success",
