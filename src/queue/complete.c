@@ -81,7 +81,29 @@ static TaskqPlan complete_held_batch_plan = {
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
-/* The same for an extension not updated to 0.5 yet: no results. */
+/*
+ * With taskq.retention = 0: delete the held tasks that nobody keeps (see
+ * delete_on_completion), before complete_held_batch_plan
+ * completes the others.
+ */
+static TaskqPlan delete_held_batch_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
+	" RETURNING t.id, t.to_signal_after",
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
+/*
+ * Legacy statements, the same for an extension not updated to 0.5 yet: no
+ * results (queue.h: taskq_schema_at_least_0_5).  They go when updates from
+ * 0.4 are no longer supported.
+ */
 static TaskqPlan complete_held_batch_plain_plan = {
 	"UPDATE taskq.tasks AS t"
 	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
@@ -105,24 +127,6 @@ static TaskqPlan delete_held_batch_plain_plan = {
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
 	" RETURNING t.id, t.to_signal_after",
 	2, {TEXTARRAYOID, UUIDARRAYOID}
-};
-
-/*
- * With taskq.retention = 0: delete the held tasks that nobody keeps (see
- * delete_on_completion), before complete_held_batch_plan
- * completes the others.
- */
-static TaskqPlan delete_held_batch_plan = {
-	"DELETE FROM taskq.tasks AS t"
-	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
-	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
-	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
-	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
-	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
-	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
-	" RETURNING t.id, t.to_signal_after",
-	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
 /* ----------
@@ -314,7 +318,7 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		values[4];
-	bool		has_results = taskq_rules_installed();	/* the column result exists */
+	bool		has_results = taskq_schema_at_least_0_5();	/* the column result exists */
 
 	for (int i = 0; i < n; i++)
 	{

@@ -76,7 +76,12 @@ static TaskqPlan live_signals_plan = {
 	1, {TEXTOID}
 };
 
-static TaskqPlan legacy_live_signals_plan = {	/* extension not updated to 0.5 */
+/*
+ * Legacy statement, the same for an extension not updated to 0.5 yet
+ * (queue.h: taskq_schema_at_least_0_5).  It goes when updates from 0.4 are
+ * no longer supported.
+ */
+static TaskqPlan legacy_live_signals_plan = {
 	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
@@ -437,7 +442,7 @@ remove_replaced(List *specs, HTAB *ids)
 		Datum		arg = CStringGetTextDatum(rid[i]);
 		IdEntry    *e = lookup_id(ids, rid[i], false);
 
-		taskq_execute(taskq_rules_installed() ? &live_signals_plan : &legacy_live_signals_plan,
+		taskq_execute(taskq_schema_at_least_0_5() ? &live_signals_plan : &legacy_live_signals_plan,
 					  &arg, NULL, false, 0);
 		e->inherited = taskq_get_int32(0, 1, NULL);
 		if (e->inherited > 0)

@@ -219,11 +219,12 @@ extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz dead
 							 bool *isnull);
 
 /*
- * Has this database's extension the 0.5 columns (trigger rules, results)?
- * Before ALTER EXTENSION taskq UPDATE, the queue keeps to the older table
- * (relation.c).
+ * Is this database's taskq schema at least 0.5 (the task columns of
+ * trigger rules and results, the runs)?  Until ALTER EXTENSION taskq
+ * UPDATE, the library runs its legacy statements on the older tables
+ * (queue/tasks_shape.c).
  */
-extern bool taskq_rules_installed(void);
+extern bool taskq_schema_at_least_0_5(void);
 
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);

@@ -193,12 +193,15 @@ taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)
 }
 
 /*
- * Has this database's taskq the 0.5 task columns (trigger rules, results)?
+ * Is this database's taskq schema at least 0.5 (its type trigger_rule, and
+ * with it the task columns of trigger rules and results, and the runs)?
  * Until ALTER EXTENSION taskq UPDATE runs, the library keeps to the older
- * table: every task is all_success and no result is stored.
+ * tables with its legacy statements: every task is all_success and no
+ * result is stored.  The check and those statements go when updates from
+ * 0.4 are no longer supported.
  */
 bool
-taskq_rules_installed(void)
+taskq_schema_at_least_0_5(void)
 {
 	Oid			nsp = get_namespace_oid("taskq", true);
 

@@ -127,7 +127,7 @@ static TaskqPlan retention_plan = {
 	1, {TIMESTAMPTZOID}
 };
 
-/* The same for an extension not updated to 0.5 yet (queue.h: taskq_rules_installed). */
+/* The same for an extension not updated to 0.5 yet (queue.h: taskq_schema_at_least_0_5). */
 static TaskqPlan legacy_retention_plan = {
 	"DELETE FROM taskq.tasks AS t"
 	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -324,9 +324,9 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
-		if (taskq_rules_installed())
+		if (taskq_schema_at_least_0_5())
 			taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
-		taskq_execute(taskq_rules_installed() ? &retention_plan : &legacy_retention_plan,
+		taskq_execute(taskq_schema_at_least_0_5() ? &retention_plan : &legacy_retention_plan,
 					  &arg, NULL, false, 0);
 		if (SPI_processed == RETENTION_BATCH)
 			next = earliest(next, now);
