@@ -21,6 +21,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/shmem.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 #include "workflow/workflow.h"

@@ -10,7 +10,7 @@
  *	  (queue/insert.c) then checks the batch whole and inserts it, as for
  *	  insert_tasks, with the same errors.
  *
- * Locking: as insert_tasks (queue/insert.c, queue/row_insert.c).
+ * Locking: as insert_tasks (queue/insert.c, queue/insert_rows.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -3,6 +3,12 @@
  * shmem.c
  *	  taskq's shared memory: requested at preload, laid out in ipc/shmem.h.
  *
+ * Locking: none here beyond AddinShmemInitLock while the memory is made;
+ * shmem.h says which lock guards which part.  This file knows nothing of
+ * what the parts are used for (ipc/wakeup.c and the queue's waits use
+ * them), so that the layout is one-way: wakeup.c includes shmem.h, never
+ * the reverse.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -12,7 +18,6 @@
 #include "storage/shmem.h"
 
 #include "ipc/shmem.h"
-#include "ipc/wakeup.h"
 
 TaskqSharedState *taskq_shared = NULL;
 

@@ -102,6 +102,12 @@ typedef struct TaskqSharedState
 
 extern TaskqSharedState *taskq_shared;
 
+/* Called from _PG_init while shared_preload_libraries is processed. */
+extern void taskq_shmem_init_hooks(void);
+
+/* Is taskq's shared memory there (taskq preloaded)? */
+extern bool taskq_shmem_available(void);
+
 /* The slot of a database, or NULL; caller holds taskq_shared->lock. */
 extern TaskqDbSlot *taskq_find_db_slot(Oid dboid);
 

@@ -33,7 +33,5 @@ extern bool taskq_deferred_take(bool clear);
 extern bool taskq_worker_running(void);
 extern void taskq_register_xact_callbacks(void);
 extern ConditionVariable *taskq_finish_cv(const char *id);
-extern void taskq_shmem_init_hooks(void);
-extern bool taskq_shmem_available(void);
 
 #endif							/* TASKQ_WAKEUP_H */

@@ -54,11 +54,11 @@
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
+#include "common/direct_write.h"
 #include "common/limits.h"
 #include "common/local_table.h"
 #include "common/plan.h"
-#include "queue/queue.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /* Most answers kept; past it the table starts over (local_table.c). */
 #define POLICY_CACHE_MAX 4096

@@ -35,7 +35,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
 #define CLAIM_PLAN_SLOTS 32
@@ -184,9 +184,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	if (!req->skip_sweep)
 		taskq_sweep_expired();
 
-	direct = taskq_claim_direct(req->actor, req->max_tasks,
-								kind == CLAIM_ANY ? NIL : req->actions, req->lease,
-								req->writes_noted, req->now, out, outdesc);
+	direct = taskq_claim_direct(req, out, outdesc);
 	if (direct >= 0)
 	{
 		if (direct > 0)

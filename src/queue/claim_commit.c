@@ -20,7 +20,7 @@
 #include "utils/memutils.h"
 
 #include "common/settings.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /*
  * A transaction that wrote nothing but claims need not wait for the WAL

@@ -29,7 +29,7 @@
  *	- A writer that adds a ready entry (a pending row with no unfinished
  *	  predecessor) lowers start to that entry's key if it is before it, and
  *	  logs the key, after the entry is in the index and before it commits:
- *	  the direct insert (row_insert.c, through taskq_ready_batch_flush), and
+ *	  the direct insert (insert_rows.c, through taskq_ready_batch_flush), and
  *	  for every SQL statement the tasks_ready_hint triggers (statement
  *	  level, over the new rows).  They run at the end of the statement,
  *	  before its commit.
@@ -66,7 +66,8 @@
 
 #include "common/settings.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
+#include "queue/queue.h"
+#include "queue/tasks_rel.h"
 
 #define TASKQ_CLAIM_START_SLOTS		64	/* where claims start: (database, action) pairs */
 #define TASKQ_CLAIM_START_WRITES		16	/* recent ready-entry writes a claim checks */
@@ -465,4 +466,52 @@ taskq_ready_batch_note(TaskqReadyBatch *b, TupleTableSlot *slot, const TaskqRead
 	}
 	else
 		ready_batch_add(b, DatumGetTextPP(action), DatumGetInt32(priority), DatumGetInt64(seq));
+}
+
+/*
+ * The rows an SQL statement wrote to taskq.tasks (the transition tables of
+ * taskq.tasks_written()): a ready old row marks the transaction (its claims
+ * then move no start), a ready new row lowers the starts.
+ */
+void
+taskq_claim_start_rows_written(Relation rel, Tuplestorestate *oldtable,
+							   Tuplestorestate *newtable)
+{
+	TupleDesc	desc;
+	TupleTableSlot *slot;
+	TaskqReadyCols c;
+	TaskqReadyBatch b;
+
+	if (!taskq_claim_start_available())
+		return;
+
+	desc = RelationGetDescr(rel);
+	if (!taskq_ready_cols(desc, &c))
+	{
+		/* not the table the claims walk: forget every start, to be safe */
+		taskq_claim_start_reset(MyDatabaseId);
+		return;
+	}
+
+	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	if (oldtable != NULL && !taskq_claim_start_ready_changed_here())
+	{
+		tuplestore_rescan(oldtable);
+		while (tuplestore_gettupleslot(oldtable, true, false, slot))
+			if (taskq_row_ready(slot, &c))
+			{
+				taskq_claim_start_ready_changed();
+				break;
+			}
+	}
+
+	taskq_ready_batch_init(&b);
+	if (newtable != NULL)
+	{
+		tuplestore_rescan(newtable);
+		while (tuplestore_gettupleslot(newtable, true, false, slot))
+			taskq_ready_batch_note(&b, slot, &c);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	taskq_ready_batch_flush(&b);
 }

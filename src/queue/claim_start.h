@@ -13,7 +13,7 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* A position in a ready index, in its order: priority descending, then seq. */
 typedef struct TaskqReadyKey
@@ -56,7 +56,6 @@ typedef struct TaskqReadyBatch
 extern void taskq_claim_start_begin(const char *action, TaskqClaimStartScan *hs);
 extern void taskq_claim_start_advance(TaskqClaimStartScan *hs, TaskqReadyKey to);
 extern void taskq_claim_start_defer(TaskqClaimStartScan *hs, TaskqReadyKey to);
-extern void taskq_claim_start_reset(Oid dboid);
 extern void taskq_claim_start_ready_changed(void);
 extern bool taskq_claim_start_ready_changed_here(void);
 extern bool taskq_claim_start_may_move(bool writes_noted);

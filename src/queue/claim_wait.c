@@ -45,6 +45,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "ipc/shmem.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 

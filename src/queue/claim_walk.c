@@ -64,8 +64,8 @@
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
-#include "queue/queue.h"
+#include "queue/tasks_rel.h"
+#include "queue/queue_internal.h"
 
 /* ----------
  * The claim
@@ -654,22 +654,21 @@ distinct_actions(List *actions)
 }
 
 /*
- * Claim up to limit ready tasks for actor, of the listed actions, or of any
- * (actions NIL), with a lease
- * of duration (NULL: none).  Rows go to out in claim order (priority
- * descending, then insertion order): id, token, action, body, num_tries,
- * action_deadline.  now is the claim's moment (what is delayed past it is
- * not ready; the lease runs from it).  Returns the number claimed, or -1 if
- * this path does not apply and the caller must use the SQL claim.
+ * Claim up to req->max_tasks ready tasks for req->actor, of its actions,
+ * or of any (all_actions), with a lease of req->lease (NULL: none).  Rows
+ * go to out in claim order (priority descending, then insertion order):
+ * id, token, action, body, num_tries, action_deadline.  req->now is the
+ * claim's moment (what is delayed past it is not ready; the lease runs
+ * from it), filled in by taskq_claim as is the default lease.  Returns the
+ * number claimed, or -1 if this path does not apply and the caller must
+ * use the SQL claim.
  *
  * Each action's entries are walked from where the claims of this database
  * start for that action (queue/claim_start.c); the claim takes the next
  * entry from the walk that has the first in claim order.
  */
 int
-taskq_claim_direct(const char *actor, int limit, List *actions,
-				   Interval *duration, bool writes_noted, TimestampTz now,
-				   Tuplestorestate *out, TupleDesc outdesc)
+taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdesc)
 {
 	TaskqRel	d;
 	ClaimWalk	w;
@@ -678,6 +677,7 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 	List	   *firsts = NIL;
 	int			nstreams;
 	ListCell   *lc;
+	List	   *actions = req->all_actions ? NIL : req->actions;
 
 	if (!taskq_rel_open(&d, "own_tasks()", claim_changes, lengthof(claim_changes)))
 		return -1;
@@ -690,14 +690,14 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 		taskq_rel_close(&d);
 		return -1;
 	}
-	w.limit = limit;
-	w.now = now;
-	w.actor = CStringGetTextDatum(actor);
-	w.has_deadline = duration != NULL;
-	if (duration != NULL)
+	w.limit = req->max_tasks;
+	w.now = req->now;
+	w.actor = CStringGetTextDatum(req->actor);
+	w.has_deadline = req->lease != NULL;
+	if (req->lease != NULL)
 		w.deadline = DirectFunctionCall2(timestamptz_pl_interval,
 										 TimestampTzGetDatum(w.now),
-										 IntervalPGetDatum(duration));
+										 IntervalPGetDatum(req->lease));
 	w.out = out;
 	w.outdesc = outdesc;
 
@@ -707,7 +707,7 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 		actions = distinct_actions(actions);
 
 	w.use_starts = d.shape->starts_ok && taskq_shared_claim_start;
-	w.may_move = taskq_claim_start_may_move(writes_noted);
+	w.may_move = taskq_claim_start_may_move(req->writes_noted);
 	nstreams = list_length(actions);
 	streams = palloc(sizeof(ClaimStream) * Max(nstreams, 1));
 	foreach(lc, actions)
@@ -721,7 +721,7 @@ taskq_claim_direct(const char *actor, int limit, List *actions,
 	}
 
 	/* each time, the walk whose entry (or, unopened, whose bound) comes first */
-	while (w.claimed < limit)
+	while (w.claimed < w.limit)
 	{
 		ClaimStream *next = NULL;
 		TaskqReadyKey next_key = {0, 0};

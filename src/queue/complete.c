@@ -19,46 +19,21 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/relscan.h"
 #include "access/stratnum.h"
-#include "access/sysattr.h"
-#include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_enum.h"
-#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
-#include "common/int.h"
-#include "executor/executor.h"
-#include "fmgr.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parse_func.h"
-#include "rewrite/rewriteHandler.h"
-#include "storage/backendid.h"
-#include "storage/bufmgr.h"
-#include "storage/procarray.h"
-#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/hsearch.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "common/plan.h"
 #include "common/settings.h"
 #include "queue/claim_start.h"
-#include "queue/relation.h"
-#include "queue/queue.h"
+#include "queue/queue_internal.h"
+#include "queue/tasks_rel.h"
 
 /*
  * Complete the tasks still held with these tokens, in the order of the
@@ -81,7 +56,29 @@ static TaskqPlan complete_held_batch_plan = {
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
-/* The same for an extension not updated to 0.5 yet: no results. */
+/*
+ * With taskq.retention = 0: delete the held tasks that nobody keeps (see
+ * delete_on_completion), before complete_held_batch_plan
+ * completes the others.
+ */
+static TaskqPlan delete_held_batch_plan = {
+	"DELETE FROM taskq.tasks AS t"
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
+	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
+	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
+	" RETURNING t.id, t.to_signal_after",
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
+/*
+ * Legacy statements, the same for an extension not updated to 0.5 yet: no
+ * results (queue.h: taskq_schema_at_least_0_5).  They go when updates from
+ * 0.4 are no longer supported.
+ */
 static TaskqPlan complete_held_batch_plain_plan = {
 	"UPDATE taskq.tasks AS t"
 	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
@@ -105,24 +102,6 @@ static TaskqPlan delete_held_batch_plain_plan = {
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
 	" RETURNING t.id, t.to_signal_after",
 	2, {TEXTARRAYOID, UUIDARRAYOID}
-};
-
-/*
- * With taskq.retention = 0: delete the held tasks that nobody keeps (see
- * delete_on_completion), before complete_held_batch_plan
- * completes the others.
- */
-static TaskqPlan delete_held_batch_plan = {
-	"DELETE FROM taskq.tasks AS t"
-	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
-	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
-	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
-	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
-	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
-	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
-	" RETURNING t.id, t.to_signal_after",
-	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
 /* ----------
@@ -177,18 +156,17 @@ delete_on_completion(TaskqRel *d, Jsonb *result)
 }
 
 /*
- * For caller (the SQL function, named in errors): complete the n tasks (ids
- * sorted, without repeats) that are still held
- * with their tokens: status_code completed, status set where given (NULL:
- * kept), finished_at now, no deadline; or deleted, if nobody keeps it
- * (delete_on_completion).  done[i] says whether task i was
- * completed, succs[i] its successors then (a List of C strings).  Returns
- * how many were completed, or -1 if this path does not apply and the caller
- * must use the SQL statement.
+ * For caller (the SQL function, named in errors): complete the n tasks
+ * (sorted by id, without repeats, none done yet) that are still held with
+ * their tokens: status_code completed, status set where given (NULL:
+ * kept), finished_at now, no deadline, the result where given; or
+ * deleted, if nobody keeps it (delete_on_completion).  A task completed
+ * gets item->done and its successors then (succs, a List of C strings).
+ * Returns how many were completed, or -1 if this path does not apply and
+ * the caller must use the SQL statement.
  */
 int
-taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
-					  char **statuses, Jsonb **results, bool *done, List **succs)
+taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 {
 	TaskqRel	d;
 	Relation	pkey;
@@ -214,14 +192,15 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 		TM_FailureData tmfd;
 		TM_Result	result;
 		ItemPointerData tid;
+		TaskqReturnItem *item = tasks[i].item;
 
 		CHECK_FOR_INTERRUPTS();
-		done[i] = false;
-		succs[i] = NIL;
-		found = taskq_fetch_claimed(&d, ids[i], &nblocks);
+		Assert(!item->done);
+		tasks[i].succs = NIL;
+		found = taskq_fetch_claimed(&d, item->id, &nblocks);
 		if (!found)
 		{
-			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ids[i]));
+			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(item->id));
 			scan = index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
 			index_rescan(scan, &key, 1, NULL, 0);
 			found = index_getnext_slot(scan, ForwardScanDirection, d.oldslot);
@@ -230,24 +209,24 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 
 		for (;;)
 		{
-			if (!found || !held_with(&d, tokens[i]))
+			if (!found || !held_with(&d, item->token))
 				break;
 			tid = d.oldslot->tts_tid;
-			if (delete_on_completion(&d, results[i]))
+			if (delete_on_completion(&d, item->result))
 				result = table_tuple_delete(d.rel, &tid, d.cid, d.snapshot,
 											InvalidSnapshot, true, &tmfd, false);
 			else
 			{
 				taskq_rel_new_row(&d);
 				/* held_with() found it pending or in progress */
-				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, ids[i]);
+				(void) taskq_status_transition(TASKQ_IN_PROGRESS, TASKQ_COMPLETE, item->id);
 				taskq_rel_set(&d, d.ready->status_code, ObjectIdGetDatum(d.shape->completed), false);
-				if (statuses[i] != NULL)
-					taskq_rel_set(&d, d.col->status, CStringGetTextDatum(statuses[i]), false);
+				if (item->status != NULL)
+					taskq_rel_set(&d, d.col->status, CStringGetTextDatum(item->status), false);
 				taskq_rel_set(&d, d.col->finished_at, TimestampTzGetDatum(now), false);
 				taskq_rel_set(&d, d.col->action_deadline, (Datum) 0, true);
-				if (results[i] != NULL && d.col->result != InvalidAttrNumber)
-					taskq_rel_set(&d, d.col->result, JsonbPGetDatum(results[i]), false);
+				if (item->result != NULL && d.col->result != InvalidAttrNumber)
+					taskq_rel_set(&d, d.col->result, JsonbPGetDatum(item->result), false);
 				result = taskq_rel_update(&d, &tid, true, &tmfd);
 			}
 			if (result == TM_Ok)
@@ -259,8 +238,8 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 				if (DatumGetObjectId(taskq_rel_old(&d, d.ready->status_code, &status_null)) == d.ready->pending)
 					taskq_claim_start_ready_changed();
 
-				done[i] = true;
-				succs[i] = isnull ? NIL : taskq_text_array_list(s);
+				item->done = true;
+				tasks[i].succs = isnull ? NIL : taskq_text_array_list(s);
 				ndone++;
 				break;
 			}
@@ -282,17 +261,17 @@ taskq_complete_direct(const char *caller, int n, char **ids, pg_uuid_t **tokens,
 }
 /* The rows (id, to_signal_after) the last statement finished: done, succs. */
 static void
-note_held_done(int n, char **ids, bool *done, List **succs)
+note_held_done(TaskqCompletion *tasks, int n)
 {
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		char	   *id = taskq_get_text(r, 1, NULL);
 
 		for (int i = 0; i < n; i++)
-			if (!done[i] && strcmp(ids[i], id) == 0)
+			if (!tasks[i].item->done && strcmp(tasks[i].item->id, id) == 0)
 			{
-				done[i] = true;
-				succs[i] = taskq_get_text_array(r, 2);
+				tasks[i].item->done = true;
+				tasks[i].succs = taskq_get_text_array(r, 2);
 				break;
 			}
 	}
@@ -303,8 +282,7 @@ note_held_done(int n, char **ids, bool *done, List **succs)
  * DELETE before it): for the SQL fallback.
  */
 void
-taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
-				  Jsonb **results, bool *done, List **succs)
+taskq_complete_sql(TaskqCompletion *tasks, int n)
 {
 	Datum	   *tokdatums = palloc(sizeof(Datum) * n);
 	Datum	   *stdatums = palloc(sizeof(Datum) * n);
@@ -315,18 +293,20 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		values[4];
-	bool		has_results = taskq_rules_installed();	/* the column result exists */
+	bool		has_results = taskq_schema_at_least_0_5();	/* the column result exists */
 
 	for (int i = 0; i < n; i++)
 	{
-		idlist = lappend(idlist, ids[i]);
-		tokdatums[i] = UUIDPGetDatum(tokens[i]);
-		snulls[i] = statuses[i] == NULL;
-		stdatums[i] = snulls[i] ? (Datum) 0 : CStringGetTextDatum(statuses[i]);
-		rnulls[i] = results[i] == NULL;
-		resdatums[i] = rnulls[i] ? (Datum) 0 : JsonbPGetDatum(results[i]);
-		done[i] = false;
-		succs[i] = NIL;
+		TaskqReturnItem *item = tasks[i].item;
+
+		Assert(!item->done);
+		idlist = lappend(idlist, item->id);
+		tokdatums[i] = UUIDPGetDatum(item->token);
+		snulls[i] = item->status == NULL;
+		stdatums[i] = snulls[i] ? (Datum) 0 : CStringGetTextDatum(item->status);
+		rnulls[i] = item->result == NULL;
+		resdatums[i] = rnulls[i] ? (Datum) 0 : JsonbPGetDatum(item->result);
+		tasks[i].succs = NIL;
 	}
 	values[0] = taskq_text_array_datum(idlist);
 	values[1] = PointerGetDatum(construct_array(tokdatums, n, UUIDOID, UUID_LEN,
@@ -339,9 +319,9 @@ taskq_complete_sql(int n, char **ids, pg_uuid_t **tokens, char **statuses,
 	{
 		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
 					  values, NULL, false, 0);
-		note_held_done(n, ids, done, succs);
+		note_held_done(tasks, n);
 	}
 	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
 				  values, NULL, false, 0);
-	note_held_done(n, ids, done, succs);
+	note_held_done(tasks, n);
 }

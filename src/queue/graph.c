@@ -36,7 +36,7 @@
 
 #include "common/args.h"
 #include "common/plan.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /* Advisory lock key of the dependency graph: ("task", "q\0\0\0"). */
 /*
@@ -205,7 +205,7 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 	{
 		Datum		arg = taskq_text_array_datum(all);
 
-		taskq_execute(taskq_rules_installed() ? &lock_tasks_plan : &legacy_lock_tasks_plan,
+		taskq_execute(taskq_schema_at_least_0_5() ? &lock_tasks_plan : &legacy_lock_tasks_plan,
 					  &arg, NULL, false, 0);
 	}
 	nodes = make_node_table("taskq add_dependencies");

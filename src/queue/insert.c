@@ -7,7 +7,7 @@
  *
  * A batch is checked whole before anything is written: duplicate ids in the
  * batch, unknown successors, cycles among the batch's own edges.  The rows
- * are then written by row_insert.c (stored duplicates reported by id, not
+ * are then written by insert_rows.c (stored duplicates reported by id, not
  * as a constraint name).  Edges to stored tasks then add to those tasks' num_signals, taking
  * their row locks in id order.  Spontaneous tasks with nothing to wait for
  * complete at once.
@@ -41,7 +41,7 @@
 #include "common/args.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /* insert_tasks_if_absent: which ids are stored already (kept from deletion). */
 static TaskqPlan existing_plan = {
@@ -76,7 +76,12 @@ static TaskqPlan live_signals_plan = {
 	1, {TEXTOID}
 };
 
-static TaskqPlan legacy_live_signals_plan = {	/* extension not updated to 0.5 */
+/*
+ * Legacy statement, the same for an extension not updated to 0.5 yet
+ * (queue.h: taskq_schema_at_least_0_5).  It goes when updates from 0.4 are
+ * no longer supported.
+ */
+static TaskqPlan legacy_live_signals_plan = {
 	"SELECT num_signals FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
@@ -307,7 +312,7 @@ signal_stored_successors(List *specs, HTAB *ids)
 	}
 }
 
-/* The rows of the batch (row_insert.c), with the edges each inherits. */
+/* The rows of the batch (insert_rows.c), with the edges each inherits. */
 static void
 insert_rows(List *specs, HTAB *ids, bool if_absent)
 {
@@ -437,7 +442,7 @@ remove_replaced(List *specs, HTAB *ids)
 		Datum		arg = CStringGetTextDatum(rid[i]);
 		IdEntry    *e = lookup_id(ids, rid[i], false);
 
-		taskq_execute(taskq_rules_installed() ? &live_signals_plan : &legacy_live_signals_plan,
+		taskq_execute(taskq_schema_at_least_0_5() ? &live_signals_plan : &legacy_live_signals_plan,
 					  &arg, NULL, false, 0);
 		e->inherited = taskq_get_int32(0, 1, NULL);
 		if (e->inherited > 0)

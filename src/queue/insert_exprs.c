@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * insert_exprs.c
- *	  What the direct insert of task rows (row_insert.c) keeps with the
- *	  table's shape (rel_shape.c): the planned column defaults and CHECK
+ *	  What the direct insert of task rows (insert_rows.c) keeps with the
+ *	  table's shape (tasks_shape.c): the planned column defaults and CHECK
  *	  constraints, their states ready to evaluate, and the row slots.
  *	  Building them for each call cost more than writing the rows of a
  *	  small batch.
@@ -23,10 +23,11 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "common/direct_write.h"
 #include "queue/insert_exprs.h"
 
 /*
- * The expressions of taskq.tasks as its kept shape (rel_shape.c) has them,
+ * The expressions of taskq.tasks as its kept shape (tasks_shape.c) has them,
  * made at the shape's first direct insert in its memory: a relcache
  * invalidation that replaces the shape replaces them with it.
  */

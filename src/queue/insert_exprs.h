@@ -2,7 +2,7 @@
  *
  * insert_exprs.h
  *	  The column defaults, CHECK constraints and row slots of taskq.tasks
- *	  that the direct insert (row_insert.c) keeps with the table's shape:
+ *	  that the direct insert (insert_rows.c) keeps with the table's shape:
  *	  see insert_exprs.c.
  *
  *-------------------------------------------------------------------------
@@ -13,7 +13,7 @@
 #include "executor/executor.h"
 #include "utils/relcache.h"
 
-#include "queue/relation.h"
+#include "queue/tasks_rel.h"
 
 /* Rows written per table_multi_insert call (COPY buffers as many). */
 #define INSERT_CHUNK 1000

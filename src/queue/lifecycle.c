@@ -46,7 +46,7 @@
 #include "common/args.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 taskq_finished_hook_type taskq_finished_hook = NULL;
 

@@ -98,7 +98,11 @@ static TaskqPlan retention_plan = {
 	1, {TIMESTAMPTZOID}
 };
 
-/* The same for an extension not updated to 0.5 yet (queue.h: taskq_rules_installed). */
+/*
+ * The same for a database whose extension is not updated to 0.5 yet
+ * (taskq_schema_at_least_0_5): a legacy statement, which goes when updates
+ * from 0.4 are no longer supported.
+ */
 static TaskqPlan legacy_retention_plan = {
 	"DELETE FROM taskq.tasks AS t"
 	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -184,7 +188,7 @@ taskq_delete_finished(TimestampTz cutoff)
 {
 	Datum		arg = TimestampTzGetDatum(cutoff);
 
-	taskq_execute(taskq_rules_installed() ? &retention_plan : &legacy_retention_plan,
+	taskq_execute(taskq_schema_at_least_0_5() ? &retention_plan : &legacy_retention_plan,
 				  &arg, NULL, false, 0);
 	return SPI_processed;
 }

@@ -18,6 +18,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
+#include "utils/relcache.h"
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
 
@@ -155,7 +156,7 @@ extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
 									  Tuplestorestate *out, TupleDesc outdesc);
 
 /* ----------
- * The ends of a task and its signals (lifecycle.c, signal.c, expiry.c)
+ * The ends of a task and its signals (lifecycle.c, signal.c, lease.c)
  * ----------
  */
 extern void taskq_complete_task(const char *id, const char *status);
@@ -210,6 +211,9 @@ extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
  */
 extern void taskq_claim_start_init(void);
 extern void taskq_claim_start_reset(Oid dboid);
+/* The rows an SQL statement wrote (the trigger taskq.tasks_written()). */
+extern void taskq_claim_start_rows_written(Relation rel, Tuplestorestate *oldtable,
+										   Tuplestorestate *newtable);
 
 /* Waiting for a task to finish (wait.c) */
 extern Datum taskq_wait_until_done(TaskqPlan *look, const char *key,
@@ -219,11 +223,12 @@ extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz dead
 							 bool *isnull);
 
 /*
- * Has this database's extension the 0.5 columns (trigger rules, results)?
- * Before ALTER EXTENSION taskq UPDATE, the queue keeps to the older table
- * (relation.c).
+ * Is this database's taskq schema at least 0.5 (the task columns of
+ * trigger rules and results, the runs)?  Until ALTER EXTENSION taskq
+ * UPDATE, the library runs its legacy statements on the older tables
+ * (queue/tasks_shape.c).
  */
-extern bool taskq_rules_installed(void);
+extern bool taskq_schema_at_least_0_5(void);
 
 /* Performance tokens (token.c) */
 extern void taskq_new_token(pg_uuid_t *token);

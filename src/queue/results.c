@@ -24,7 +24,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
-#include "queue/relation.h"
+#include "queue/queue.h"
 
 static TaskqPlan token_plan = {
 	"SELECT performance_token FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",

@@ -29,7 +29,7 @@
 #include "common/plan.h"
 #include "common/settings.h"
 #include "ipc/wakeup.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 /* The workflow layer's look at returns before they lock rows (queue.h). */
 taskq_return_hook_type taskq_return_hook = NULL;
@@ -191,13 +191,7 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 static void
 complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 {
-	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
-	pg_uuid_t **tokens = palloc(sizeof(pg_uuid_t *) * Max(n, 1));
-	char	  **statuses = palloc(sizeof(char *) * Max(n, 1));
-	Jsonb	  **results = palloc(sizeof(Jsonb *) * Max(n, 1));
-	bool	   *done = palloc(sizeof(bool) * Max(n, 1));
-	List	  **succs = palloc(sizeof(List *) * Max(n, 1));
-	int		   *item_of = palloc(sizeof(int) * Max(n, 1));
+	TaskqCompletion *tasks = palloc(sizeof(TaskqCompletion) * Max(n, 1));
 	int			m = 0;
 	List	   *work = NIL;
 	List	   *all_succs = NIL;
@@ -206,23 +200,20 @@ complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 	{
 		if (items[i].done || items[i].code != TASKQ_COMPLETED)
 			continue;
-		ids[m] = items[i].id;
-		tokens[m] = items[i].token;
-		statuses[m] = items[i].status;
-		results[m] = items[i].result;
-		item_of[m++] = i;
+		tasks[m].item = &items[i];
+		tasks[m++].succs = NIL;
 	}
 	if (m == 0)
 		return;
-	if (taskq_complete_direct(caller, m, ids, tokens, statuses, results, done, succs) < 0)
-		taskq_complete_sql(m, ids, tokens, statuses, results, done, succs);
+	if (taskq_complete_direct(caller, tasks, m) < 0)
+		taskq_complete_sql(tasks, m);
 
+	/* done now: each was not done before */
 	for (int k = 0; k < m; k++)
-		if (done[k])
+		if (tasks[k].item->done)
 		{
-			taskq_task_finished(ids[k], TASKQ_COMPLETED);
-			all_succs = list_concat(all_succs, succs[k]);
-			items[item_of[k]].done = true;
+			taskq_task_finished(tasks[k].item->id, TASKQ_COMPLETED);
+			all_succs = list_concat(all_succs, tasks[k].succs);
 		}
 	taskq_signal_completed(taskq_sort_strings(all_succs), &work);
 	taskq_complete_spontaneous(work);

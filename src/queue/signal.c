@@ -67,7 +67,7 @@
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "common/args.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
 
 static const char *const trigger_labels[TASKQ_TRIGGER_COUNT] = {
 	[TASKQ_ALL_SUCCESS] = "all_success",
@@ -348,10 +348,13 @@ skip_task(const char *id, List **work)
 	add_abort_work(work, id, taskq_finish_row(id, TASKQ_ABORTED, "skipped"));
 }
 
-/*
- * The same statements for a database whose extension is not updated to
- * 0.5 yet (no rules, no counters): every task is all_success, and the rows
+/* ----------
+ * Legacy statements, for a database whose extension is not updated to 0.5
+ * yet (no rules, no counters): every task is all_success, and the rows
  * they return have the same columns, so the decisions below are the same.
+ * plan_for picks them (queue.h: taskq_schema_at_least_0_5).  They go when
+ * updates from 0.4 are no longer supported.
+ * ----------
  */
 #define LEGACY_COMPLETED_RETURNING \
 	"num_signals, status_code::text, spontaneous, action, 'all_success'::text, 0, 0"
@@ -414,11 +417,35 @@ static TaskqPlan legacy_signal_abort_plan = {
 	2, {TEXTOID, TEXTOID}
 };
 
+static TaskqPlan legacy_wait_again_plan = {
+	"UPDATE taskq.tasks SET num_signals = num_signals OPERATOR(pg_catalog.+) 1"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+#define LEGACY_ADD_EDGES_SET \
+	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.+) $2," \
+	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.+) $2"
+
+static TaskqPlan legacy_add_edges_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, INT4OID}
+};
+
+static TaskqPlan legacy_add_edges_unstarted_plan = {
+	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"   AND t.performance_token IS NULL",
+	2, {TEXTOID, INT4OID}
+};
+
 /* The statement for this database's schema: with rules, or the legacy one. */
 static inline TaskqPlan *
 plan_for(TaskqPlan *rules, TaskqPlan *legacy)
 {
-	return taskq_rules_installed() ? rules : legacy;
+	return taskq_schema_at_least_0_5() ? rules : legacy;
 }
 
 /*
@@ -694,12 +721,6 @@ static TaskqPlan wait_again_plan = {
 	1, {TEXTOID}
 };
 
-static TaskqPlan legacy_wait_again_plan = {
-	"UPDATE taskq.tasks SET num_signals = num_signals OPERATOR(pg_catalog.+) 1"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
 /* The successors (sorted) of a task re-driven: each waits for it again. */
 void
 taskq_signal_wait_again(List *succs)
@@ -743,24 +764,6 @@ static TaskqPlan add_edges_plan = {
 
 static TaskqPlan add_edges_unstarted_plan = {
 	"UPDATE taskq.tasks AS t" ADD_EDGES_SET
-	" WHERE t.id OPERATOR(pg_catalog.=) $1"
-	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"   AND t.performance_token IS NULL",
-	2, {TEXTOID, INT4OID}
-};
-
-#define LEGACY_ADD_EDGES_SET \
-	"   SET num_signals = t.num_signals OPERATOR(pg_catalog.+) $2," \
-	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.+) $2"
-
-static TaskqPlan legacy_add_edges_plan = {
-	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
-	" WHERE t.id OPERATOR(pg_catalog.=) $1",
-	2, {TEXTOID, INT4OID}
-};
-
-static TaskqPlan legacy_add_edges_unstarted_plan = {
-	"UPDATE taskq.tasks AS t" LEGACY_ADD_EDGES_SET
 	" WHERE t.id OPERATOR(pg_catalog.=) $1"
 	"   AND t.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 	"   AND t.performance_token IS NULL",

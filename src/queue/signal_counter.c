@@ -53,7 +53,8 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "queue/relation.h"
+#include "common/direct_write.h"
+#include "queue/queue_internal.h"
 
 /* What was checked of taskq.deferred_signals, per backend. */
 typedef struct CounterTable

@@ -43,7 +43,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "queue/relation.h"
+#include "queue/queue.h"
 
 #define TOKEN_POOL (64 * UUID_LEN)
 

@@ -26,6 +26,7 @@
 #include "utils/wait_event.h"
 
 #include "common/plan.h"
+#include "ipc/shmem.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 

@@ -252,7 +252,7 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
-		if (taskq_rules_installed())
+		if (taskq_schema_at_least_0_5())
 			taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
 		if (taskq_delete_finished(cutoff) == TASKQ_RETENTION_BATCH)
 			next = earliest(next, now);

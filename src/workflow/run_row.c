@@ -47,7 +47,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "queue/relation.h"
+#include "common/direct_write.h"
 #include "workflow/run.h"
 
 /* The columns of taskq.runs, in the order of run_col_names. */

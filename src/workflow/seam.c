@@ -86,7 +86,7 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 		if (run && !taskq_string_member(candidates, run))
 			candidates = lappend(candidates, run);
 	}
-	if (candidates == NIL || !taskq_rules_installed())
+	if (candidates == NIL || !taskq_schema_at_least_0_5())
 		return;					/* no runs, or a schema from before runs */
 	arg = taskq_text_array_datum(candidates);
 	taskq_execute(&runs_plan, &arg, NULL, false, 0);
@@ -134,7 +134,7 @@ workflow_finished(const TaskqFinished *tasks, int n)
 		if (direct_depth > 0 && tasks[i].outcome == TASKQ_COMPLETED)
 			continue;
 		id = taskq_run_of_task(tasks[i].id);
-		if (id == NULL || !taskq_rules_installed())
+		if (id == NULL || !taskq_schema_at_least_0_5())
 			continue;
 		taskq_run_lock(id);
 		run = taskq_run_fetch(id);

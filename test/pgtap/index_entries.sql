@@ -1,5 +1,5 @@
 -- test/pgtap/index_entries.sql: the direct paths open an index of
--- taskq.tasks only when a row goes into it (src/queue/rel_shape.c), so
+-- taskq.tasks only when a row goes into it (src/queue/tasks_shape.c), so
 -- each must still find every index its rows belong in.  One session makes
 -- rows for each of the eight indexes through each path (one-task enqueue,
 -- small and page-at-a-time insert_tasks, claim, completion, retry with a

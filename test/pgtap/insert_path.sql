@@ -1,6 +1,6 @@
 -- test/pgtap/insert_path.sql: batches of more than 16 tasks, which
 -- insert_tasks writes a page at a time without the executor
--- (src/queue/row_insert.c).  Every column must be what the INSERT wrote: the values
+-- (src/queue/insert_rows.c).  Every column must be what the INSERT wrote: the values
 -- given, the defaults of the others (status, tries, seq in batch order,
 -- created_at and a missing not_before now()), every index entry in place
 -- (amcheck); read-only transactions are refused; an admin's trigger on

@@ -1,5 +1,5 @@
 -- test/pgtap/return_and_own.sql: a worker's return and next claim in one
--- call (src/cycle.c).  It must be return_tasks followed by own_tasks: the
+-- call (src/api/return_and_own.c).  It must be return_tasks followed by own_tasks: the
 -- returns all or none, a failed call claiming nothing and returning
 -- nothing, the claim's rows as own_tasks gives them, the arguments checked
 -- under their own names, and EXECUTE for workers and admins only.

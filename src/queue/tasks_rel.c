@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * relation.c
- *	  taskq.tasks as the direct paths see it: its columns, opened for writes
+ * tasks_rel.c
+ *	  taskq.tasks as the direct paths see it: opened for writes
  *	  without the executor, a new row version formed and written with its index
- *	  entries, and which rows are ready.
+ *	  entries, and which rows are ready.  What it needs to know of the
+ *	  table it takes from the kept shape (tasks_shape.c), which never calls
+ *	  back here; what other tables' direct writes share with it is in
+ *	  common/direct_write.c.
  *
  * The direct paths (claim walk, completion, batch insert) apply only to the
  * table the install script made: no triggers but taskq's own, no row
@@ -16,7 +19,7 @@
  * key (a unique index without a predicate whose key no direct update
  * changes): the old version, locked by the updating transaction, holds the
  * key.  The batch insert checks the primary key as ON CONFLICT checks its
- * arbiter, and looks a possible repeat up itself (row_insert.c); every
+ * arbiter, and looks a possible repeat up itself (insert_rows.c); every
  * other unique index and exclusion constraint fails as an INSERT's does.
  *
  *-------------------------------------------------------------------------
@@ -24,9 +27,6 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -34,208 +34,15 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_enum.h"
-#include "catalog/pg_type.h"
-#include "commands/trigger.h"
-#include "common/int.h"
 #include "executor/executor.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "rewrite/rewriteHandler.h"
-#include "storage/bufmgr.h"
-#include "storage/proc.h"
-#include "storage/procarray.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
-#include "queue/relation.h"
-#include "queue/claim_start.h"
-
-/* The attribute number of a column of taskq.tasks, or InvalidAttrNumber. */
-AttrNumber
-taskq_column(TupleDesc desc, const char *name)
-{
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-			return att->attnum;
-	}
-	return InvalidAttrNumber;
-}
-
-/* The same, if the column has this type; else InvalidAttrNumber. */
-AttrNumber
-taskq_typed_column(TupleDesc desc, const char *name, Oid type)
-{
-	AttrNumber	a = taskq_column(desc, name);
-
-	return a != InvalidAttrNumber && TupleDescAttr(desc, a - 1)->atttypid == type ?
-		a : InvalidAttrNumber;
-}
-
-/*
- * A heap without row security, triggers or generated columns, whose CHECK
- * constraints are only those named in checks (NULL-terminated): a table a
- * direct path may write as the install script made it, its own checks
- * kept by the values it writes.
- */
-bool
-taskq_table_plain(Relation rel, const char *const *checks)
-{
-	TupleConstr *constr = RelationGetDescr(rel)->constr;
-
-	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || rel->rd_rel->relrowsecurity ||
-		rel->trigdesc != NULL)
-		return false;
-	if (constr == NULL)
-		return true;
-	if (constr->has_generated_stored)
-		return false;
-	for (int i = 0; i < constr->num_check; i++)
-	{
-		const char *const *c = checks;
-
-		while (*c != NULL && strcmp(constr->check[i].ccname, *c) != 0)
-			c++;
-		if (*c == NULL)
-			return false;
-	}
-	return true;
-}
-
-/*
- * A valid unique btree index of relid on exactly these columns, in this
- * order, without predicate or expressions (the tables the direct paths
- * write besides taskq.tasks check their keys with it).
- */
-bool
-taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols)
-{
-	Relation	idx;
-	bool		ok;
-
-	if (!OidIsValid(indexid))
-		return false;
-	idx = index_open(indexid, AccessShareLock);
-	ok = idx->rd_rel->relam == BTREE_AM_OID && idx->rd_index->indrelid == relid &&
-		idx->rd_index->indisunique && idx->rd_index->indisvalid &&
-		idx->rd_index->indnatts == n && idx->rd_index->indnkeyatts == n &&
-		RelationGetIndexPredicate(idx) == NIL && RelationGetIndexExpressions(idx) == NIL;
-	for (int i = 0; ok && i < n; i++)
-		ok = idx->rd_index->indkey.values[i] == cols[i];
-	index_close(idx, AccessShareLock);
-	return ok;
-}
-
-/*
- * The visible row of rel whose unique index idx holds these keys, in slot;
- * false if there is none.
- */
-bool
-taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData *keys,
-				   TupleTableSlot *slot)
-{
-	IndexScanDesc scan = index_beginscan(rel, idx, snap, n, 0);
-	bool		found;
-
-	index_rescan(scan, keys, n, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	return found;
-}
-
-/* The columns besides the ready ones (taskq_ready_cols, queue/claim_start.c); false if one is missing. */
-bool
-taskq_task_columns(TupleDesc desc, TaskColumns *c)
-{
-	c->id = taskq_column(desc, "id");
-	c->body = taskq_column(desc, "body");
-	c->status = taskq_column(desc, "status");
-	c->num_tries = taskq_column(desc, "num_tries");
-	c->to_signal_after = taskq_column(desc, "to_signal_after");
-	c->actor_id = taskq_column(desc, "actor_id");
-	c->action_deadline = taskq_column(desc, "action_deadline");
-	c->performance_token = taskq_column(desc, "performance_token");
-	c->not_before = taskq_column(desc, "not_before");
-	c->finished_at = taskq_column(desc, "finished_at");
-	c->cancelled = taskq_column(desc, "cancelled");
-	c->post_result = taskq_column(desc, "post_result");
-	c->workflow = taskq_column(desc, "workflow");
-	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
-	return c->post_result && c->workflow && c->id && c->body && c->status &&
-		c->num_tries && c->to_signal_after && c->actor_id &&
-		c->action_deadline && c->performance_token && c->not_before &&
-		c->finished_at && c->cancelled;
-}
-
-/*
- * Has this database's taskq the 0.5 task columns (trigger rules, results)?
- * Until ALTER EXTENSION taskq UPDATE runs, the library keeps to the older
- * table: every task is all_success and no result is stored.
- */
-bool
-taskq_rules_installed(void)
-{
-	Oid			nsp = get_namespace_oid("taskq", true);
-
-	return OidIsValid(nsp) &&
-		OidIsValid(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
-}
-
-/* The OID of an enum type's label, or InvalidOid. */
-Oid
-taskq_enum_label(Oid enumtype, const char *label)
-{
-	return GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-						   ObjectIdGetDatum(enumtype), CStringGetDatum(label));
-}
-
-/*
- * An executor state and a result relation with rel's indexes, for adding
- * the index entries of new versions as an UPDATE or INSERT adds them:
- * through the kept shape of taskq.tasks if given (each index opened when
- * first needed), else opened as ExecOpenIndices opens them.  updated: the
- * columns an update changes (attribute numbers offset as in
- * RangeTblEntry.updatedCols), which tell the indexes which new entries
- * repeat a key.  ExecCloseIndices and FreeExecutorState undo it.
- */
-static EState *
-index_state(Relation rel, const TaskqRelShape *shape, Bitmapset *updated, ResultRelInfo **rri)
-{
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	rte->updatedCols = updated;
-	ExecInitRangeTable(estate, list_make1(rte));
-	*rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(*rri, rel, 1, NULL, 0);
-	if (shape != NULL)
-		taskq_rel_shape_indexes(shape, *rri);
-	else
-		ExecOpenIndices(*rri, false);
-	return estate;
-}
-
-/* The same for a table other than taskq.tasks (the run rows of workflow/run_row.c). */
-EState *
-taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
-{
-	return index_state(rel, NULL, updated, rri);
-}
+#include "common/direct_write.h"
+#include "queue/tasks_rel.h"
 
 /*
  * Open taskq.tasks, its indexes and an executor state for updates of the
@@ -267,7 +74,8 @@ taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nc
 	d->col = &s->col;
 	d->ready = &s->ready;
 	d->updated = changed ? taskq_rel_shape_updated(s, d->rel, changed, nchanged) : NULL;
-	d->estate = index_state(d->rel, s, d->updated, &d->rri);
+	d->estate = taskq_direct_estate(d->rel, d->updated, &d->rri);
+	taskq_rel_shape_indexes(s, d->rri);
 
 	CommandCounterIncrement();
 	d->snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -429,20 +237,6 @@ taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }
-/* The ready columns of a table like taskq.tasks; false if one is missing. */
-bool
-taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)
-{
-	c->status_code = taskq_column(desc, "status_code");
-	c->num_signals = taskq_column(desc, "num_signals");
-	c->action = taskq_column(desc, "action");
-	c->priority = taskq_column(desc, "priority");
-	c->seq = taskq_column(desc, "seq");
-	if (!c->status_code || !c->num_signals || !c->action || !c->priority || !c->seq)
-		return false;
-	c->pending = taskq_enum_label(TupleDescAttr(desc, c->status_code - 1)->atttypid, "pending");
-	return true;
-}
 
 /*
  * Is the row in slot ready (pending with no unfinished predecessor)?  NULL
@@ -459,4 +253,3 @@ taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c)
 	return n1 || n2 || (DatumGetObjectId(status) == c->pending && DatumGetInt32(signals) == 0);
 }
 
-/* If the row in slot is ready, note its entry's key in b. */

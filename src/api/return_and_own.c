@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * cycle.c
+ * return_and_own.c
  *	  return_and_own: a worker's return of the tasks it held and its claim
  *	  of the next ones, in one call and one transaction.
  *

@@ -1,12 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * rel_shape.c
+ * tasks_shape.c
  *	  What every direct path (claim walk, completion, insert) needs to know
  *	  of taskq.tasks before it writes a row, kept per backend: whether the
  *	  direct paths apply to the table as it is, its columns and status
  *	  labels, its indexes' IndexInfos with the partial indexes' predicates
  *	  ready to evaluate, and from its first direct insert the insert's
  *	  column defaults, CHECK constraints and row slots (insert_exprs.c).
+ *	  Also which schema version the table is (the 0.5 columns or not).
+ *	  tasks_rel.c opens the table through this shape; nothing here calls
+ *	  tasks_rel.c.
  *
  * Opening the table found all of it again for each call: about thirty
  * column lookups by name, three label lookups, the triggers read, and
@@ -44,6 +47,7 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "nodes/makefuncs.h"
@@ -52,8 +56,11 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
-#include "queue/relation.h"
+#include "common/direct_write.h"
+#include "queue/queue.h"
+#include "queue/tasks_rel.h"
 
 static TaskqRelShape *shape = NULL;
 static bool shape_stale = false;
@@ -144,6 +151,63 @@ triggers_ours(Relation rel, bool *starts_ok)
 	}
 	*starts_ok = ins && upd && del;
 	return true;
+}
+
+/* The columns besides the ready ones (taskq_ready_cols); false if one is missing. */
+bool
+taskq_task_columns(TupleDesc desc, TaskColumns *c)
+{
+	c->id = taskq_column(desc, "id");
+	c->body = taskq_column(desc, "body");
+	c->status = taskq_column(desc, "status");
+	c->num_tries = taskq_column(desc, "num_tries");
+	c->to_signal_after = taskq_column(desc, "to_signal_after");
+	c->actor_id = taskq_column(desc, "actor_id");
+	c->action_deadline = taskq_column(desc, "action_deadline");
+	c->performance_token = taskq_column(desc, "performance_token");
+	c->not_before = taskq_column(desc, "not_before");
+	c->finished_at = taskq_column(desc, "finished_at");
+	c->cancelled = taskq_column(desc, "cancelled");
+	c->post_result = taskq_column(desc, "post_result");
+	c->workflow = taskq_column(desc, "workflow");
+	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
+	return c->post_result && c->workflow && c->id && c->body && c->status &&
+		c->num_tries && c->to_signal_after && c->actor_id &&
+		c->action_deadline && c->performance_token && c->not_before &&
+		c->finished_at && c->cancelled;
+}
+
+/* The ready columns of a table like taskq.tasks; false if one is missing. */
+bool
+taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c)
+{
+	c->status_code = taskq_column(desc, "status_code");
+	c->num_signals = taskq_column(desc, "num_signals");
+	c->action = taskq_column(desc, "action");
+	c->priority = taskq_column(desc, "priority");
+	c->seq = taskq_column(desc, "seq");
+	if (!c->status_code || !c->num_signals || !c->action || !c->priority || !c->seq)
+		return false;
+	c->pending = taskq_enum_label(TupleDescAttr(desc, c->status_code - 1)->atttypid, "pending");
+	return true;
+}
+
+/*
+ * Is this database's taskq schema at least 0.5 (its type trigger_rule, and
+ * with it the task columns of trigger rules and results, and the runs)?
+ * Until ALTER EXTENSION taskq UPDATE runs, the library keeps to the older
+ * tables with its legacy statements: every task is all_success and no
+ * result is stored.  The check and those statements go when updates from
+ * 0.4 are no longer supported.
+ */
+bool
+taskq_schema_at_least_0_5(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+
+	return OidIsValid(nsp) &&
+		OidIsValid(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
 }
 
 /* Does the direct path apply to the table as it is?  Fills the columns and labels. */

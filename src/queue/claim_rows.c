@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * claimed_rows.c
+ * claim_rows.c
  *	  Where this backend's claims put their rows (id -> TID), for the
  *	  completion.
  *
@@ -19,38 +19,14 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
-#include "access/sysattr.h"
-#include "access/table.h"
 #include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_enum.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
-#include "common/int.h"
-#include "executor/executor.h"
-#include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parse_func.h"
-#include "rewrite/rewriteHandler.h"
 #include "storage/bufmgr.h"
-#include "storage/procarray.h"
-#include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
+#include "common/direct_write.h"
 #include "common/local_table.h"
-#include "queue/relation.h"
+#include "queue/queue_internal.h"
+#include "queue/tasks_rel.h"
 
 #define CLAIMED_ID_LEN	64		/* longer ids are not remembered */
 #define CLAIMED_MAX		4096	/* then the table starts over */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * row_insert.c
+ * insert_rows.c
  *	  The rows of a checked batch written without the executor, a page at
  *	  a time (table_multi_insert, as COPY does), index entries added and the
  *	  primary key checked as entries go in, or with an INSERT over unnest()
@@ -58,11 +58,12 @@
 #include "utils/syscache.h"
 
 #include "common/args.h"
+#include "common/direct_write.h"
 #include "common/plan.h"
 #include "queue/claim_start.h"
 #include "queue/insert_exprs.h"
-#include "queue/relation.h"
-#include "queue/queue.h"
+#include "queue/tasks_rel.h"
+#include "queue/queue_internal.h"
 
 
 
@@ -107,9 +108,9 @@ id_stored(TaskqRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer t
  * error undoes the insert), or -1.  False if this path does not apply and
  * the caller must run the INSERT.
  */
-bool
-taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
-					bool **nulls, int *stored)
+static bool
+insert_direct(int n, int ncols, const char *const *names, Datum **cols,
+			  bool **nulls, int *stored)
 {
 	TaskqRel	d;
 	int			natts;
@@ -135,7 +136,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	pkey = taskq_rel_index(&d, "tasks_pkey", 1, &pkinfo);
 	ie = taskq_insert_exprs(d.shape, d.rel);
 	ic = taskq_insert_columns(ie, &d, names, ncols);
-	/* the index add_entry checks as an arbiter (relation.c) is the one looked up here */
+	/* the index add_entry checks as an arbiter (tasks_rel.c) is the one looked up here */
 	if (pkey == NULL || !pkey->rd_index->indisprimary || !ic->applies)
 	{
 		taskq_rel_close(&d);
@@ -235,7 +236,7 @@ taskq_insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  * copy every column of every row into a tuplestore, which cost more than
  * the insert itself.  Two forms (see taskq_insert_rows): for insert_tasks
  * and replace_tasks, the tries of actions with a policy filled in
- * beforehand and the rows written by taskq_insert_direct (a plain INSERT
+ * beforehand and the rows written by insert_direct (a plain INSERT
  * if that path does not apply); for insert_tasks_if_absent, one statement
  * that looks the policy up and leaves out the stored ids.  (Small batches
  * took the one statement too, until the direct path was found to cost a
@@ -562,7 +563,7 @@ trigger_rule_oids(Oid *oids)
 
 /*
  * A batch written a page at a time, its primary key entries checked
- * as they go in (row_insert.c), and a stored duplicate reported by id and
+ * as they go in (insert_rows.c), and a stored duplicate reported by id and
  * batch position.  False if that path does not apply.
  */
 static bool
@@ -594,8 +595,8 @@ insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
 	}
 
-	if (!taskq_insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
-							 &stored))
+	if (!insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
+					   &stored))
 		return false;
 	if (stored >= 0)
 		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
@@ -638,7 +639,7 @@ insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 /*
  * Insert every row of a batch insert.c checked (inherited[i]: the live edges
  * the i-th task takes over from a task it replaces): a page at a time
- * (taskq_insert_direct), or with the INSERT if that path does not apply;
+ * (insert_direct), or with the INSERT if that path does not apply;
  * insert_tasks_if_absent's in one statement.
  */
 void

@@ -1,0 +1,89 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_internal.h
+ *	  What the queue's files call of each other and nobody else does: the
+ *	  direct paths' entry points, the ends of a task, the signals to
+ *	  successors, the commit rule of claims.  Each heading names the file
+ *	  that defines what is under it.  Only queue/ includes this header:
+ *	  the layers above use queue.h, and through the hooks declared there
+ *	  the queue tells the workflow layer what it finished.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TASKQ_QUEUE_INTERNAL_H
+#define TASKQ_QUEUE_INTERNAL_H
+
+#include "storage/block.h"
+#include "storage/itemptr.h"
+
+#include "queue/queue.h"
+
+struct TaskqRel;
+
+/* claim_walk.c: the claim without the executor */
+
+/*
+ * Claim as req asks (its lease and moment already filled in by
+ * taskq_claim); -1 if this path does not apply and the caller must run
+ * the SQL claim.
+ */
+extern int	taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out,
+							   TupleDesc outdesc);
+
+/* claim_rows.c: where this backend's claims wrote their rows */
+extern void taskq_remember_claimed(struct TaskqRel *d, Datum id, ItemPointer tid);
+extern bool taskq_fetch_claimed(struct TaskqRel *d, const char *id, BlockNumber *nblocks);
+
+/* claim_commit.c: the commit rule of transactions that wrote only claims */
+extern bool taskq_wrote_only_claims(void);
+extern void taskq_note_claim_written(bool only_claims);
+
+/* complete.c: the completion of held tasks */
+
+/*
+ * One task to complete: the returned item (its id, token, status and
+ * result), whose done the completion sets, and the successors it had.
+ */
+typedef struct TaskqCompletion
+{
+	TaskqReturnItem *item;
+	List	   *succs;			/* when done: to_signal_after, as C strings */
+} TaskqCompletion;
+
+/* -1 from the direct path: it does not apply, the caller runs the SQL */
+extern int	taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n);
+extern void taskq_complete_sql(TaskqCompletion *tasks, int n);
+
+/* insert_rows.c: a checked batch's rows written */
+extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
+
+/* action_policy.c: the actions' default max_tries, kept per session */
+extern List *taskq_policy_max_tries(List *specs, List **tries);
+
+/* lifecycle.c: the end of one task, and the tasks a call finished */
+extern List *taskq_finish_row(const char *id, TaskqStatus code, const char *status);
+extern void taskq_task_finished(const char *id, TaskqStatus outcome);
+extern void taskq_task_release(const char *id, TaskqStatus cur);
+extern void taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
+							 Interval *retry_delay);
+
+/* signal.c: successors told that their predecessors finished */
+extern void taskq_signal_completed(List *succs, List **work);
+extern void taskq_complete_spontaneous(List *work);
+extern void taskq_signal_aborted(const char *id, List *succs);
+extern void taskq_signal_wait_again(List *succs);
+extern bool taskq_signal_add_edges(const char *id, int32 k, bool unstarted);
+extern void taskq_signal_finished_edge(const char *after, const char *run,
+									   TaskqStatus outcome);
+
+/* signal_counter.c: a join's deferred signals added to without the executor */
+typedef enum TaskqCounterResult
+{
+	TASKQ_COUNTER_ADDED,		/* the signals are in the counter */
+	TASKQ_COUNTER_ABSENT,		/* no counter: the caller creates it */
+	TASKQ_COUNTER_SQL			/* the caller runs its UPDATE */
+} TaskqCounterResult;
+
+extern TaskqCounterResult taskq_signal_counter_add(const char *id, int32 stripe, int32 k);
+
+#endif							/* TASKQ_QUEUE_INTERNAL_H */
