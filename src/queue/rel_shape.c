@@ -271,8 +271,13 @@ taskq_rel_shape_updated(TaskqRelShape *w, Relation rel,
 		if (w->updated_names[i] == changed)
 			return bms_copy(w->updated[i]);
 	for (int i = 0; i < nchanged; i++)
-		updated = bms_add_member(updated, taskq_column(RelationGetDescr(rel), changed[i]) -
-								 FirstLowInvalidHeapAttributeNumber);
+	{
+		AttrNumber	a = taskq_column(RelationGetDescr(rel), changed[i]);
+
+		/* a column of a later version than the table's is not changed */
+		if (a != InvalidAttrNumber)
+			updated = bms_add_member(updated, a - FirstLowInvalidHeapAttributeNumber);
+	}
 	if (w->nupdated < TASKQ_SHAPE_UPDATES)
 	{
 		old = MemoryContextSwitchTo(w->cxt);

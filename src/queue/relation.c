@@ -171,6 +171,8 @@ taskq_task_columns(TupleDesc desc, TaskColumns *c)
 	c->post_result = taskq_column(desc, "post_result");
 	c->workflow = taskq_column(desc, "workflow");
 	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
+	/* none before 0.6: claims leave the time unwritten */
+	c->claimed_at = taskq_typed_column(desc, "claimed_at", TIMESTAMPTZOID);
 	return c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
@@ -190,6 +192,19 @@ taskq_rules_installed(void)
 	return OidIsValid(nsp) &&
 		OidIsValid(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
+}
+
+/*
+ * Has this database's taskq.tasks the column claimed_at (0.6)?  Until
+ * ALTER EXTENSION taskq UPDATE adds it, claims do not record their time.
+ */
+bool
+taskq_claimed_at_installed(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("tasks", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "claimed_at") != InvalidAttrNumber;
 }
 
 /* The OID of an enum type's label, or InvalidOid. */

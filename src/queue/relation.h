@@ -53,7 +53,8 @@ typedef struct TaskColumns
 				cancelled,
 				post_result,
 				workflow,
-				result;
+				result,
+				claimed_at;
 } TaskColumns;
 
 #define TASKQ_SHAPE_UPDATES 4
@@ -110,6 +111,7 @@ extern bool taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumbe
 extern bool taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n,
 							   ScanKeyData *keys, TupleTableSlot *slot);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
+extern bool taskq_claimed_at_installed(void);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 extern bool taskq_row_ready(TupleTableSlot *slot, const TaskqReadyCols *c);
 extern bool taskq_task_columns(TupleDesc desc, TaskColumns *c);
