@@ -621,7 +621,10 @@ SELECT string_agg(l.step, ' ' ORDER BY l.n) AS undo_order FROM public.saga_log A
 -- wait_for_run, retention: a finished run goes with its steps
 -- ---------------------------------------------------------------
 SELECT id, status FROM taskq.wait_for_run('w1');
-SELECT taskq.wait_for_run('w2', '10 ms') IS NOT NULL AS finished_at_once;
+-- a finished run is returned at once, not after the timeout (NULL).  Not
+-- "row IS NOT NULL": that is false when any column is, and a saga's state is.
+SELECT w.id, w.status, w.finished_at IS NOT NULL AS finished_at_once
+  FROM taskq.wait_for_run('w2', '10 ms') AS w;
 SELECT count(*) AS w1_steps FROM taskq.saga_steps WHERE run = 'w1';
 UPDATE taskq.runs SET finished_at = now() - interval '1 day' WHERE id = 'w1';
 SELECT taskq.purge_finished('1 hour') >= 0 AS purged;

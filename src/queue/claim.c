@@ -51,6 +51,7 @@ typedef struct ClaimPlanSlot
 {
 	ClaimKind	kind;
 	int			limit;
+	bool		stamped;		/* sets claimed_at (0.6) */
 	TaskqPlan	plan;
 } ClaimPlanSlot;
 
@@ -63,15 +64,20 @@ static const char *const claim_filter[] = {
 	[CLAIM_ANY] = "",
 };
 
+/*
+ * stamped: the table has claimed_at (0.6), set to the claim's moment, from
+ * which the lease runs too; an extension not updated yet has no such column.
+ */
 static TaskqPlan *
-claim_plan(ClaimKind kind, int limit)
+claim_plan(ClaimKind kind, int limit, bool stamped)
 {
 	static TaskqPlan oneshot;
 	TaskqPlan  *plan = NULL;
 	char	   *sql;
 
 	for (int i = 0; i < n_claim_plans; i++)
-		if (claim_plans[i].kind == kind && claim_plans[i].limit == limit)
+		if (claim_plans[i].kind == kind && claim_plans[i].limit == limit &&
+			claim_plans[i].stamped == stamped)
 			return &claim_plans[i].plan;
 
 	sql = MemoryContextStrdup(TopMemoryContext, psprintf(
@@ -80,7 +86,7 @@ claim_plan(ClaimKind kind, int limit)
 		"       num_tries = t.num_tries OPERATOR(pg_catalog.+) 1,"
 		"       actor_id = $1,"
 		"       performance_token = pg_catalog.gen_random_uuid(),"
-		"       action_deadline = $3 OPERATOR(pg_catalog.+) $2"
+		"       action_deadline = $3 OPERATOR(pg_catalog.+) $2%s"
 		" WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 		"   SELECT c.ctid FROM taskq.tasks AS c"
 		"    WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
@@ -90,12 +96,13 @@ claim_plan(ClaimKind kind, int limit)
 		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
 		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
 		"           t.action_deadline, t.priority, t.seq",
-		claim_filter[kind], limit));
+		stamped ? ", claimed_at = $3" : "", claim_filter[kind], limit));
 
 	if (n_claim_plans < CLAIM_PLAN_SLOTS)
 	{
 		claim_plans[n_claim_plans].kind = kind;
 		claim_plans[n_claim_plans].limit = limit;
+		claim_plans[n_claim_plans].stamped = stamped;
 		plan = &claim_plans[n_claim_plans++].plan;
 	}
 	else
@@ -203,7 +210,8 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		values[3] = CStringGetTextDatum(linitial(req->actions));
 	else if (kind == CLAIM_ACTIONS)
 		values[3] = taskq_text_array_datum(req->actions);
-	taskq_execute(claim_plan(kind, req->max_tasks), values, nulls, false, 0);
+	taskq_execute(claim_plan(kind, req->max_tasks, taskq_claimed_at_installed()),
+				  values, nulls, false, 0);
 
 	n = SPI_processed;
 	if (n > 0)

@@ -72,7 +72,8 @@
  * ----------
  */
 static const char *const claim_changes[] = {
-	"status_code", "num_tries", "actor_id", "action_deadline", "performance_token"
+	"status_code", "num_tries", "actor_id", "action_deadline", "performance_token",
+	"claimed_at"				/* none before 0.6: left out of the set */
 };
 
 /* The key columns of tasks_ready_action_idx: (action, priority DESC, seq, not_before) */
@@ -273,6 +274,9 @@ claim_row(ClaimWalk *w)
 	taskq_rel_set(d, d->col->actor_id, w->actor, false);
 	taskq_rel_set(d, d->col->performance_token, UUIDPGetDatum(token), false);
 	taskq_rel_set(d, d->col->action_deadline, w->deadline, !w->has_deadline);
+	/* the claim's moment, which the lease runs from (no column before 0.6) */
+	if (d->col->claimed_at != InvalidAttrNumber)
+		taskq_rel_set(d, d->col->claimed_at, TimestampTzGetDatum(w->now), false);
 
 	result = taskq_rel_update(d, &d->oldslot->tts_tid, false, &tmfd);
 	if (result == TM_BeingModified && held_by_us(d, &tmfd))

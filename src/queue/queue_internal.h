@@ -30,6 +30,9 @@ struct TaskqRel;
 extern int	taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out,
 							   TupleDesc outdesc);
 
+/* tasks_shape.c: whether the table has claimed_at (0.6), for the SQL claim */
+extern bool taskq_claimed_at_installed(void);
+
 /* claim_rows.c: where this backend's claims wrote their rows */
 extern void taskq_remember_claimed(struct TaskqRel *d, Datum id, ItemPointer tid);
 extern bool taskq_fetch_claimed(struct TaskqRel *d, const char *id, BlockNumber *nblocks);

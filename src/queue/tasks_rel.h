@@ -51,7 +51,8 @@ typedef struct TaskColumns
 				cancelled,
 				post_result,
 				workflow,
-				result;
+				result,
+				claimed_at;
 } TaskColumns;
 
 #define TASKQ_SHAPE_UPDATES 4

@@ -60,6 +60,7 @@
 
 #include "common/direct_write.h"
 #include "queue/queue.h"
+#include "queue/queue_internal.h"
 #include "queue/tasks_rel.h"
 
 static TaskqRelShape *shape = NULL;
@@ -171,6 +172,8 @@ taskq_task_columns(TupleDesc desc, TaskColumns *c)
 	c->post_result = taskq_column(desc, "post_result");
 	c->workflow = taskq_column(desc, "workflow");
 	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
+	/* none before 0.6: claims leave the time unwritten */
+	c->claimed_at = taskq_typed_column(desc, "claimed_at", TIMESTAMPTZOID);
 	return c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&
@@ -208,6 +211,19 @@ taskq_schema_at_least_0_5(void)
 	return OidIsValid(nsp) &&
 		OidIsValid(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
+}
+
+/*
+ * Has this database's taskq.tasks the column claimed_at (0.6)?  Until
+ * ALTER EXTENSION taskq UPDATE adds it, claims do not record their time.
+ */
+bool
+taskq_claimed_at_installed(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("tasks", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "claimed_at") != InvalidAttrNumber;
 }
 
 /* Does the direct path apply to the table as it is?  Fills the columns and labels. */
@@ -335,8 +351,13 @@ taskq_rel_shape_updated(TaskqRelShape *w, Relation rel,
 		if (w->updated_names[i] == changed)
 			return bms_copy(w->updated[i]);
 	for (int i = 0; i < nchanged; i++)
-		updated = bms_add_member(updated, taskq_column(RelationGetDescr(rel), changed[i]) -
-								 FirstLowInvalidHeapAttributeNumber);
+	{
+		AttrNumber	a = taskq_column(RelationGetDescr(rel), changed[i]);
+
+		/* a column of a later version than the table's is not changed */
+		if (a != InvalidAttrNumber)
+			updated = bms_add_member(updated, a - FirstLowInvalidHeapAttributeNumber);
+	}
 	if (w->nupdated < TASKQ_SHAPE_UPDATES)
 	{
 		old = MemoryContextSwitchTo(w->cxt);

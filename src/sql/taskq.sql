@@ -164,6 +164,7 @@ CREATE TABLE taskq.tasks (
     num_completed       integer NOT NULL DEFAULT 0,
     num_failed          integer NOT NULL DEFAULT 0,
     result              jsonb,
+    claimed_at          timestamptz,
     CONSTRAINT tasks_pkey PRIMARY KEY (id),
     CONSTRAINT tasks_num_tries_check CHECK (num_tries OPERATOR(pg_catalog.>=) 0),
     CONSTRAINT tasks_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0),
@@ -202,6 +203,7 @@ COMMENT ON COLUMN taskq.tasks."trigger" IS 'when the task runs, from its predece
 COMMENT ON COLUMN taskq.tasks.num_completed IS 'predecessors whose completion was counted';
 COMMENT ON COLUMN taskq.tasks.num_failed IS 'predecessors whose abort was counted';
 COMMENT ON COLUMN taskq.tasks.result IS 'what the last return gave as result (at most 1 MiB), for wait_for_task and the successors';
+COMMENT ON COLUMN taskq.tasks.claimed_at IS 'when the last try was claimed, the moment its lease runs from (NULL: never claimed)';
 
 /*
  * The ready set, per action in claim order.  Partial: a row is in it only
@@ -1353,7 +1355,7 @@ BEGIN
            CASE t.status_code WHEN 'completed' THEN COALESCE(t.status, 'completed')
                               WHEN 'aborted' THEN 'aborted' END,
            t.num_tries,
-           GREATEST(t.created_at, LEAST(t.not_before, COALESCE(t.finished_at, t.not_before))),
+           t.claimed_at,
            t.finished_at,
            CASE WHEN t.status_code OPERATOR(pg_catalog.=) 'aborted' THEN t.status END
       FROM taskq.tasks AS t
@@ -1564,21 +1566,34 @@ GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
 
 -- The statistics of each state of a machine and each step of a saga, per
 -- version: runs in it now, and over the tasks retention keeps, how often it
--- was entered, succeeded, the tries that failed, and the seconds from ready
--- to done of its successful visits.
+-- was entered, succeeded, the tries that failed, and the seconds from the
+-- claim of the last try to done of its successful visits (the wait in the
+-- queue is not the state's).  A saga's undo of a step has a row of its own,
+-- "<step>:undo", after the step's.
 CREATE VIEW taskq.state_stats AS
 WITH states AS (
     SELECT d.name AS definition, d.kind, d.version,
-           s.value OPERATOR(pg_catalog.->>) 'name' AS state, s.ordinality AS ord
+           s.value OPERATOR(pg_catalog.->>) 'name' AS state,
+           s.ordinality OPERATOR(pg_catalog.*) 2 AS ord
       FROM taskq.definitions AS d,
            pg_catalog.jsonb_array_elements(d.definition OPERATOR(pg_catalog.->)
                CASE d.kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+    UNION ALL
+    SELECT d.name, d.kind, d.version,
+           (s.value OPERATOR(pg_catalog.->>) 'name') OPERATOR(pg_catalog.||) ':undo',
+           s.ordinality OPERATOR(pg_catalog.*) 2 OPERATOR(pg_catalog.+) 1
+      FROM taskq.definitions AS d,
+           pg_catalog.jsonb_array_elements(d.definition OPERATOR(pg_catalog.->) 'steps') WITH ORDINALITY AS s
+     WHERE d.kind OPERATOR(pg_catalog.=) 'saga'
+       AND pg_catalog.jsonb_typeof(s.value OPERATOR(pg_catalog.->) 'undo') OPERATOR(pg_catalog.=) 'string'
 ), visits AS (
     SELECT r.definition, r.version,
-           COALESCE(t.body OPERATOR(pg_catalog.->>) 'state', t.body OPERATOR(pg_catalog.->>) 'step') AS state,
+           CASE WHEN t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo'
+                THEN (t.body OPERATOR(pg_catalog.->>) 'step') OPERATOR(pg_catalog.||) ':undo'
+                ELSE COALESCE(t.body OPERATOR(pg_catalog.->>) 'state', t.body OPERATOR(pg_catalog.->>) 'step')
+           END AS state,
            t.status_code, t.num_tries,
-           pg_catalog.date_part('epoch', t.finished_at OPERATOR(pg_catalog.-)
-                                GREATEST(t.created_at, t.not_before)) AS seconds
+           pg_catalog.date_part('epoch', t.finished_at OPERATOR(pg_catalog.-) t.claimed_at) AS seconds
       FROM taskq.runs AS r
       JOIN taskq.tasks AS t ON t.workflow OPERATOR(pg_catalog.=) r.id
 ), now_in AS (

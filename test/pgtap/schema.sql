@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(97);
+SELECT plan(99);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -51,6 +51,9 @@ SELECT has_column('taskq', 'tasks', 'created_at', 'tasks.created_at exists');
 SELECT col_type_is('taskq', 'tasks', 'created_at', 'pg_catalog', 'timestamp with time zone', 'tasks.created_at is timestamptz');
 SELECT has_column('taskq', 'tasks', 'finished_at', 'tasks.finished_at exists');
 SELECT col_type_is('taskq', 'tasks', 'finished_at', 'pg_catalog', 'timestamp with time zone', 'tasks.finished_at is timestamptz');
+-- when the last try was claimed (0.6): run_steps and state_stats count from it
+SELECT has_column('taskq', 'tasks', 'claimed_at', 'tasks.claimed_at exists');
+SELECT col_type_is('taskq', 'tasks', 'claimed_at', 'pg_catalog', 'timestamp with time zone', 'tasks.claimed_at is timestamptz');
 
 -- id is unique (the task model: "unique, caller-chosen")
 SELECT ok(EXISTS (
