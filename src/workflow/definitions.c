@@ -34,6 +34,7 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/def_common.h"
 #include "workflow/run.h"
 
 static TaskqPlan latest_plan = {

@@ -19,7 +19,8 @@
 #include "utils/builtins.h"
 
 #include "common/limits.h"
-#include "workflow/machine_def.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/run.h"
 #include "workflow/saga_def.h"
 
