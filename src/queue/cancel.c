@@ -8,8 +8,9 @@
  * A cancelled task that is owned keeps running until its owner returns it
  * (the return then aborts it); one that is not owned is aborted at once,
  * with the cascade.  A cancelled workflow key is recorded in
- * taskq.cancelled_workflows, which the insert of a task with that key
- * reads (graph.c).  The calls of the SQL functions hand the tasks they
+ * taskq.cancelled_workflows, written and read here only: the insert or
+ * re-drive of a task with that key asks taskq_cancelled_workflows under
+ * its workflow locks (graph.c).  The calls of the SQL functions hand the tasks they
  * finished to the seam (taskq_finished_dispatch) before they return; a
  * workflow kind's cancel of a step leaves that to the call it runs in.
  * Locking: workflow locks, then the graph lock, then task rows in id
@@ -19,13 +20,19 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
 #include "common/plan.h"
+#include "queue/cancel.h"
 #include "queue/queue.h"
 
 static TaskqPlan lock_for_cancel_plan = {
@@ -49,6 +56,12 @@ static TaskqPlan record_workflow_plan = {
 	"INSERT INTO taskq.cancelled_workflows (workflow) VALUES ($1)"
 	" ON CONFLICT (workflow) DO NOTHING",
 	1, {TEXTOID}
+};
+
+static TaskqPlan cancelled_workflows_plan = {
+	"SELECT workflow FROM taskq.cancelled_workflows"
+	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}, NULL, true
 };
 
 static TaskqPlan workflow_tasks_plan = {
@@ -236,4 +249,55 @@ taskq_redrive_ids(List *ids)
 	for (int i = 0; i < n; i++)
 		taskq_redrive_task(rid[i], succs[i]);
 	return n;
+}
+
+/* ----------
+ * Cancelled workflow keys, as the insert of a task sees them
+ * ----------
+ */
+
+/*
+ * Whether taskq.cancelled_workflows may hold a row: a table that no
+ * cancellation ever wrote to (or that vacuum truncated) has no page, and
+ * knowing that costs no query (most databases never cancel a workflow, and
+ * every step of a run inserts a task of its workflow).  A cancellation that
+ * committed before our workflow locks were granted wrote its page before.
+ */
+static bool
+any_cancelled_workflow(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("cancelled_workflows", nsp) : InvalidOid;
+	Relation	rel;
+	bool		any;
+
+	if (!OidIsValid(relid))
+		return true;			/* the query says what is wrong */
+	rel = table_open(relid, AccessShareLock);
+	any = !RELKIND_HAS_STORAGE(rel->rd_rel->relkind) || RelationGetNumberOfBlocks(rel) > 0;
+	table_close(rel, AccessShareLock);
+	return any;
+}
+
+/*
+ * Those of the workflows names (sorted, distinct; their workflow locks held
+ * by the caller, graph.c) that were cancelled.  The check reads with the
+ * latest snapshot: in REPEATABLE READ the transaction's may predate a
+ * cancellation that committed before the caller got the locks.
+ */
+List *
+taskq_cancelled_workflows(List *names)
+{
+	List	   *cancelled = NIL;
+	Datum		arg;
+
+	if (!any_cancelled_workflow())
+		return NIL;
+	arg = taskq_text_array_datum(names);
+	PushActiveSnapshot(GetLatestSnapshot());
+	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
+	PopActiveSnapshot();
+	for (uint64 i = 0; i < SPI_processed; i++)
+		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
+	return cancelled;
 }
