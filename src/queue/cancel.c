@@ -10,9 +10,10 @@
  * with the cascade.  A cancelled workflow key is recorded in
  * taskq.cancelled_workflows, written and read here only: the insert or
  * re-drive of a task with that key asks taskq_cancelled_workflows under
- * its workflow locks (graph.c).  The calls of the SQL functions hand the tasks they
- * finished to the seam (taskq_finished_dispatch) before they return; a
- * workflow kind's cancel of a step leaves that to the call it runs in.
+ * its workflow locks (graph.c).  The calls of the SQL functions hand the
+ * tasks they finished to the seam (taskq_finished_dispatch) before they
+ * return; a workflow kind's cancel of a step leaves that to the call it
+ * runs in.  The tasks are locked and read as task_view.c's views.
  * Locking: workflow locks, then the graph lock, then task rows in id
  * order (graph.c).
  *
@@ -34,18 +35,6 @@
 #include "common/plan.h"
 #include "queue/cancel.h"
 #include "queue/queue.h"
-
-static TaskqPlan lock_for_cancel_plan = {
-	"SELECT id, status_code::text, " TASKQ_SQL_OWNED
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-	" ORDER BY id FOR UPDATE",
-	1, {TEXTARRAYOID}
-};
-
-static TaskqPlan state_plan = {
-	"SELECT status_code::text FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
 
 static TaskqPlan mark_cancelled_plan = {
 	"UPDATE taskq.tasks SET cancelled = true WHERE id OPERATOR(pg_catalog.=) $1",
@@ -94,43 +83,30 @@ static TaskqPlan lock_for_redrive_plan = {
 int64
 taskq_cancel_ids(List *ids, const char *why)
 {
-	Datum		arg;
 	int			n;
-	char	  **rid;
-	bool	   *owned;
-	TaskqStatus *code;
+	TaskqTaskView *tasks = taskq_task_lock_views(ids, &n);
 	int64		count = 0;
 
-	if (ids == NIL)
-		return 0;
-	arg = taskq_text_array_datum(ids);
-	taskq_execute(&lock_for_cancel_plan, &arg, NULL, false, 0);
-	n = SPI_processed;
-	rid = palloc(sizeof(char *) * Max(n, 1));
-	code = palloc(sizeof(TaskqStatus) * Max(n, 1));
-	owned = palloc(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
-		rid[i] = taskq_get_text(i, 1, NULL);
-		code[i] = taskq_status_from_label(taskq_get_text(i, 2, NULL));
-		owned[i] = taskq_get_bool(i, 3, NULL);
-	}
-	for (int i = 0; i < n; i++)
-	{
-		Datum		a = CStringGetTextDatum(rid[i]);
+		TaskqTaskView *t = &tasks[i];
+		TaskqTaskView now;
 
 		/* an earlier cancellation's cascade may have reached it */
-		if (taskq_status_finished(code[i]))
+		if (taskq_status_finished(t->code))
 			continue;
-		if (owned[i])
+		if (t->owned)
+		{
+			Datum		a = CStringGetTextDatum(t->id);
+
 			taskq_execute(&mark_cancelled_plan, &a, NULL, false, 0);
+		}
 		else
 		{
 			/* an earlier one's cascade may have aborted it by now */
-			taskq_execute(&state_plan, &a, NULL, false, 0);
-			if (taskq_status_from_label(taskq_get_text(0, 1, NULL)) == TASKQ_ABORTED)
+			if (taskq_task_peek(t->id, 0, &now) && now.code == TASKQ_ABORTED)
 				continue;
-			taskq_abort_task(rid[i], why);
+			taskq_abort_task(t->id, why);
 		}
 		count++;
 	}
