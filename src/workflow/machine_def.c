@@ -6,20 +6,18 @@
  *	  event, SQLSTATE 22023).
  *
  * A stored definition was checked when it was stored and never changes,
- * so the steps parse it without the checks.  No locking: pure functions
- * (the retry policies are checked by the queue's own SQL check).
+ * so the steps parse it without the checks.  What every kind's definition
+ * checks alike (names, keys, integers, retry policies) is def_common.c's.
+ * No locking: pure functions.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 
-#include "common/plan.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
 #include "workflow/machine_def.h"
