@@ -2,8 +2,9 @@
  *
  * control.c
  *	  SQL faces of job control: cancel_tasks, cancel_workflow and
- *	  redrive_tasks.  The workflow layer (workflow/control.c) does the
- *	  work.
+ *	  redrive_tasks.  The queue cancels and re-drives tasks
+ *	  (queue/cancel.c); the workflow layer (workflow/control.c) keeps the
+ *	  steps of runs out of it and cancels a run.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,8 +35,7 @@ taskq_cancel_tasks(PG_FUNCTION_ARGS)
 	list_sort(ids, taskq_compare_strings_lc);
 	SPI_connect();
 	taskq_refuse_run_tasks(ids, "cancel_tasks");
-	count = taskq_cancel_ids(ids, "cancelled");
-	taskq_finished_dispatch();
+	count = taskq_cancel_tasks_dispatch(ids, "cancelled");
 	SPI_finish();
 	PG_RETURN_INT64(count);
 }
@@ -57,11 +57,11 @@ taskq_cancel_workflow(PG_FUNCTION_ARGS)
 	{
 		/* a run's key: the run is cancelled as cancel_run does */
 		(void) taskq_cancel_run(workflow);
+		taskq_finished_dispatch();
 		count = 1;
 	}
 	else
 		count = taskq_cancel_workflow_key(workflow);
-	taskq_finished_dispatch();
 	SPI_finish();
 	PG_RETURN_INT64(count);
 }

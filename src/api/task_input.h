@@ -13,6 +13,5 @@
 
 extern List *taskq_parse_tasks(Jsonb *tasks, const char *argname);
 extern TaskSpec *taskq_parse_task(Jsonb *task, const char *argname);
-extern void taskq_check_retry_policy(Jsonb *policy, const char *argname);
 
 #endif							/* TASKQ_TASK_INPUT_H */

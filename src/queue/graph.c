@@ -3,7 +3,8 @@
  * graph.c
  *	  The dependency graph: the lock that serialises changes to edges between
  *	  stored tasks, the cycle check run under it, edges added between stored
- *	  tasks, and the workflow locks.
+ *	  tasks, and the workflow locks (which workflows were cancelled is
+ *	  cancel.c's).
  *
  * add_dependencies with an after that already finished: for a run task
  * whose trigger rule is all_success a completion is satisfied and an abort
@@ -17,25 +18,21 @@
  */
 #include "postgres.h"
 
-#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
-#include "utils/lsyscache.h"
-#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
 #include "common/plan.h"
+#include "queue/cancel.h"
 #include "queue/queue_internal.h"
 
 /* Advisory lock key of the dependency graph: ("task", "q\0\0\0"). */
@@ -299,14 +296,6 @@ taskq_add_dependency_pairs(List *afters, List *runs)
 }
 
 
-
-static TaskqPlan cancelled_workflows_plan = {
-	"SELECT workflow FROM taskq.cancelled_workflows"
-	" WHERE workflow OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}, NULL, true
-};
-
-
 void
 taskq_lock_workflow(const char *workflow, bool exclusive)
 {
@@ -321,45 +310,18 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 }
 
 /*
- * Whether taskq.cancelled_workflows may hold a row: a table that no
- * cancellation ever wrote to (or that vacuum truncated) has no page, and
- * knowing that costs no query (most databases never cancel a workflow, and
- * every step of a run inserts a task of its workflow).  A cancellation that
- * committed before our workflow locks were granted wrote its page before.
- */
-static bool
-any_cancelled_workflow(void)
-{
-	Oid			nsp = get_namespace_oid("taskq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("cancelled_workflows", nsp) : InvalidOid;
-	Relation	rel;
-	bool		any;
-
-	if (!OidIsValid(relid))
-		return true;			/* the query says what is wrong */
-	rel = table_open(relid, AccessShareLock);
-	any = !RELKIND_HAS_STORAGE(rel->rd_rel->relkind) || RelationGetNumberOfBlocks(rel) > 0;
-	table_close(rel, AccessShareLock);
-	return any;
-}
-
-/*
  * Take the workflow locks of what is about to make tasks of these workflows
  * runnable (insert, redrive) — shared, in name order, before any row lock —
- * and return those of the workflows that were cancelled.  Under these locks
- * cancel_workflow, which takes them exclusively, either sees the tasks or
- * is seen: a task of a cancelled workflow never runs, however the two race.
- * The check reads with the latest snapshot: in REPEATABLE READ the
- * transaction's may predate a cancellation that committed before we got
- * the locks.
+ * and return those of the workflows that were cancelled (cancel.c).  Under
+ * these locks cancel_workflow, which takes them exclusively, either sees the
+ * tasks or is seen: a task of a cancelled workflow never runs, however the
+ * two race.
  */
 List *
 taskq_lock_workflows(List *names)
 {
 	List	   *sorted = NIL;
-	List	   *cancelled = NIL;
 	ListCell   *lc;
-	Datum		arg;
 
 	foreach(lc, names)
 		if (!taskq_string_member(sorted, lfirst(lc)))
@@ -370,13 +332,5 @@ taskq_lock_workflows(List *names)
 	foreach(lc, sorted)
 		taskq_lock_workflow(lfirst(lc), false);
 
-	if (!any_cancelled_workflow())
-		return NIL;
-	arg = taskq_text_array_datum(sorted);
-	PushActiveSnapshot(GetLatestSnapshot());
-	taskq_execute(&cancelled_workflows_plan, &arg, NULL, true, 0);
-	PopActiveSnapshot();
-	for (uint64 i = 0; i < SPI_processed; i++)
-		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
-	return cancelled;
+	return taskq_cancelled_workflows(sorted);
 }

@@ -142,12 +142,6 @@ typedef struct TaskqReturnItem
  */
 extern void taskq_return(TaskqReturnItem *items, int n, const char *caller);
 
-/*
- * Lock task id and check that token is its owner's (42704, TQ001): its
- * status label.  The workflow layer's token checks.
- */
-extern char *taskq_lock_held_task(const char *id, pg_uuid_t *token);
-
 /* Give a held task back unworked: ready at once, the try not counted. */
 extern void taskq_release(const char *id, pg_uuid_t *token);
 
@@ -251,5 +245,100 @@ extern void taskq_next_deadlines(TimestampTz now, TimestampTz *lease, bool *has_
 extern uint64 taskq_delete_finished(TimestampTz cutoff);
 extern bool taskq_oldest_finished(TimestampTz *finished_at);
 extern List *taskq_tasks_not_of_actions(List *ids, char *const *actions, int nactions);
+
+/* ----------
+ * A task as the workflow layer sees it (task_view.c)
+ *
+ * The workflow layer never reads or writes taskq.tasks itself: it asks
+ * here, and compares statuses as TaskqStatus, never as labels.
+ * ----------
+ */
+
+/* A task held by its owner, locked (taskq_lock_held_task). */
+typedef struct TaskqHeld
+{
+	TaskqStatus code;
+	int32		num_tries;
+	bool		has_max_tries;
+	int32		max_tries;
+	bool		cancelled;		/* cancelled while owned: its return aborts it */
+} TaskqHeld;
+
+/*
+ * Lock task id and check that token is its owner's (42704, TQ001); the
+ * row's status and tries into *out.  The returns' and the workflow layer's
+ * token checks.
+ */
+extern void taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out);
+
+/* A task's row, read (taskq_task_peek) or locked (taskq_task_lock_views). */
+typedef struct TaskqTaskView
+{
+	char	   *id;
+	TaskqStatus code;
+	char	   *status;			/* human-readable status, or NULL */
+	int32		num_tries;
+	bool		has_max_tries;
+	int32		max_tries;
+	bool		cancelled;
+	bool		owned;			/* in progress under a live lease */
+	char	   *workflow;		/* workflow key, or NULL */
+	bool		has_token;
+	pg_uuid_t	token;			/* the last owner's performance token */
+	Jsonb	   *body;			/* only with TASKQ_PEEK_BODY, else NULL */
+} TaskqTaskView;
+
+/* What taskq_task_peek does besides reading the row. */
+#define TASKQ_PEEK_LOCK		0x01	/* lock the row (FOR UPDATE) */
+#define TASKQ_PEEK_BODY		0x02	/* read its body too */
+#define TASKQ_PEEK_READ_ONLY 0x04	/* in the caller's snapshot (SPI read-only) */
+
+/* Task id into *out; false if there is no such task. */
+extern bool taskq_task_peek(const char *id, int flags, TaskqTaskView *out);
+
+/*
+ * Lock the tasks of ids (FOR UPDATE, in id order, the lock order of task
+ * rows): the rows found, in id order, their count in *n.
+ */
+extern TaskqTaskView *taskq_task_lock_views(List *ids, int *n);
+
+/*
+ * The tasks of ids (locked by the caller) that are in progress end on
+ * their current try: a retry, a release or an expired lease aborts them.
+ */
+extern void taskq_tasks_last_try(List *ids);
+
+/* ----------
+ * Cancellation and re-drive (cancel.c)
+ * ----------
+ */
+
+/*
+ * Cancel the tasks of ids (sorted, distinct): an owned one is marked and
+ * aborted by its owner's return, another is aborted at once with the
+ * cascade.  Unknown ids and finished tasks are skipped.  Returns how many
+ * were cancelled.  The tasks it finished are dispatched by the caller's
+ * call (taskq_finished_dispatch).
+ */
+extern int64 taskq_cancel_ids(List *ids, const char *why);
+
+/*
+ * cancel_tasks and cancel_workflow for a key that is no run: cancel, then
+ * hand the finished tasks to the seam.  The workflow key is recorded in
+ * taskq.cancelled_workflows: a task inserted with it later is cancelled.
+ */
+extern int64 taskq_cancel_tasks_dispatch(List *ids, const char *why);
+extern int64 taskq_cancel_workflow_key(const char *workflow);
+
+/* redrive_tasks: aborted tasks outside cancelled workflows, pending again. */
+extern int64 taskq_redrive_ids(List *ids);
+
+/* ----------
+ * Retry policies (retry_policy.c)
+ * ----------
+ */
+
+/* A retry policy's JSON checked (22023 naming argname). */
+extern void taskq_check_retry_policy(Jsonb *policy, const char *argname);
 
 #endif							/* TASKQ_QUEUE_H */

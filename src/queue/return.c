@@ -6,8 +6,9 @@
  *
  * The completions of a batch go through complete.c at once, in id order
  * (the lock order of batch returns); every other return locks its row,
- * checks the token, and completes, aborts (with the cascade) or gives the
- * task back for another try after its retry policy's delay.  A result
+ * checks the token (taskq_lock_held_task, task_view.c), and completes,
+ * aborts (with the cascade) or gives the task back for another try after
+ * its retry policy's delay.  A result
  * given with a return is written with it: by the completion itself
  * (complete.c), or, for the other outcomes, to the locked row first.
  *
@@ -34,14 +35,6 @@
 /* The workflow layer's look at returns before they lock rows (queue.h). */
 taskq_return_hook_type taskq_return_hook = NULL;
 
-/* The returned task, locked. */
-static TaskqPlan lock_plan = {
-	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action,"
-	"       cancelled"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 /* A return's result, stored before the task's other changes. */
 static TaskqPlan set_result_plan = {
 	"UPDATE taskq.tasks SET result = $2 WHERE id OPERATOR(pg_catalog.=) $1",
@@ -49,65 +42,22 @@ static TaskqPlan set_result_plan = {
 };
 
 /*
- * Lock task id and check that token is its token (the queue keeps the last
- * owner's token after the task finished, and clears it on another try):
- * 42704 for an unknown id, TQ001 for another token.  Returns its status
- * label; the row stays in SPI's tuptable for the caller (lock_plan's
- * columns).
- */
-char *
-taskq_lock_held_task(const char *id, pg_uuid_t *token)
-{
-	Datum		arg = CStringGetTextDatum(id);
-	bool		isnull = false;
-	bool		gone;
-	char	   *cur = NULL;
-	Datum		cur_token = (Datum) 0;
-
-	taskq_execute(&lock_plan, &arg, NULL, false, 0);
-	/* with taskq.retention = 0 a missing task may be one completed and deleted */
-	gone = SPI_processed == 0;
-	if (gone && taskq_retention != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task \"%s\" does not exist", id)));
-	if (!gone)
-	{
-		cur = taskq_get_text(0, 1, NULL);
-		cur_token = taskq_get_datum(0, 2, &isnull);
-	}
-	if (gone || isnull ||
-		memcmp(DatumGetUUIDP(cur_token), token, sizeof(pg_uuid_t)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
-				 errmsg("invalid performance token for task \"%s\"", id),
-				 gone ?
-				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
-				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
-				 errhint("A worker holding a stale token must drop the task.")));
-	return cur;
-}
-
-/*
- * The task (row as lock_plan read it) finished with outcome final, and its
- * owner returns it again with the same token, asking for code: is this the
- * same return repeated (a worker that lost the acknowledgement of its
- * commit and tries again)?  Yes if it asks for the outcome the task has, or
- * for another try where its tries were used up (the queue aborted it).
- * Such a return succeeds and changes nothing.  (A status code that the
- * queue cannot tell apart from another worker's return, such as completed
- * on a task a cancel aborted, stays an error.)
+ * The task (held, as taskq_lock_held_task read it) finished with outcome
+ * final, and its owner returns it again with the same token, asking for
+ * code: is this the same return repeated (a worker that lost the
+ * acknowledgement of its commit and tries again)?  Yes if it asks for the
+ * outcome the task has, or for another try where its tries were used up
+ * (the queue aborted it).  Such a return succeeds and changes nothing.  (A
+ * status code that the queue cannot tell apart from another worker's
+ * return, such as completed on a task a cancel aborted, stays an error.)
  */
 static bool
-repeated_return(TaskqStatus final, TaskqStatus code)
+repeated_return(const TaskqHeld *held, TaskqStatus code)
 {
-	bool		max_null;
-	int32		num_tries = taskq_get_int32(0, 4, NULL);
-	int32		max_tries = taskq_get_int32(0, 5, &max_null);
-
-	if (code == final)
+	if (code == held->code)
 		return true;
-	return final == TASKQ_ABORTED && code == TASKQ_PENDING && !max_null && num_tries >= max_tries;
+	return held->code == TASKQ_ABORTED && code == TASKQ_PENDING &&
+		held->has_max_tries && held->num_tries >= held->max_tries;
 }
 
 /*
@@ -118,11 +68,7 @@ static void
 return_one(const char *id, pg_uuid_t *token, const char *status,
 		   TaskqStatus code, Interval *retry_delay, Jsonb *result)
 {
-	char	   *cur;
-	bool		cancelled;
-	int32		num_tries;
-	int32		max_tries;
-	bool		max_null;
+	TaskqHeld	held;
 
 	if (code == TASKQ_IN_PROGRESS)
 		ereport(ERROR,
@@ -130,10 +76,12 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errmsg("cannot return task \"%s\" as in_progress", id),
 				 errhint("Return it as completed, aborted or pending.")));
 
-	cur = taskq_lock_held_task(id, token);
-	if (taskq_status_finished(taskq_status_from_label(cur)))
+	taskq_lock_held_task(id, token, &held);
+	if (taskq_status_finished(held.code))
 	{
-		if (repeated_return(taskq_status_from_label(cur), code))
+		const char *cur = taskq_status_label(held.code);
+
+		if (repeated_return(&held, code))
 			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -141,11 +89,6 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 				 errdetail("It was returned as %s, or ended so otherwise; a return repeated with the same token and status code succeeds, another status code does not.",
 						   cur)));
 	}
-
-	/* lock_plan's row, read before SPI runs anything else */
-	cancelled = taskq_get_bool(0, 7, NULL);
-	num_tries = taskq_get_int32(0, 4, NULL);
-	max_tries = taskq_get_int32(0, 5, &max_null);
 
 	/* The result goes with any return (the row is locked and ours). */
 	if (result != NULL)
@@ -158,7 +101,7 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 	}
 
 	/* Cancelled while owned: whatever the worker says, it ends here. */
-	if (cancelled)
+	if (held.cancelled)
 	{
 		taskq_abort_task(id, "cancelled");
 		return;
@@ -173,11 +116,11 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 		taskq_complete_task(id, status);
 	else if (code == TASKQ_ABORTED)
 		taskq_abort_task(id, status);
-	else if (!max_null && num_tries >= max_tries)
+	else if (held.has_max_tries && held.num_tries >= held.max_tries)
 		taskq_abort_task(id, status ? status :
-						 psprintf("aborted: all %d tries used", max_tries));
+						 psprintf("aborted: all %d tries used", held.max_tries));
 	else
-		taskq_task_retry(id, taskq_status_from_label(cur), status, retry_delay);
+		taskq_task_retry(id, held.code, status, retry_delay);
 }
 
 /*
@@ -255,7 +198,7 @@ taskq_return(TaskqReturnItem *items, int n, const char *caller)
 void
 taskq_release(const char *id, pg_uuid_t *token)
 {
-	char	   *cur;
+	TaskqHeld	held;
 
 	if (taskq_return_hook)
 	{
@@ -268,16 +211,16 @@ taskq_release(const char *id, pg_uuid_t *token)
 			return;
 		}
 	}
-	cur = taskq_lock_held_task(id, token);
+	taskq_lock_held_task(id, token, &held);
 
-	if (taskq_status_finished(taskq_status_from_label(cur)))
+	if (taskq_status_finished(held.code))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("task \"%s\" is already %s", id, cur),
+				 errmsg("task \"%s\" is already %s", id, taskq_status_label(held.code)),
 				 errdetail("Only an unfinished task can be released.")));
-	if (taskq_get_bool(0, 7, NULL))
+	if (held.cancelled)
 		taskq_abort_task(id, "cancelled");
 	else
-		taskq_task_release(id, taskq_status_from_label(cur));
+		taskq_task_release(id, held.code);
 	taskq_finished_dispatch();
 }

@@ -1,229 +1,88 @@
 /*-------------------------------------------------------------------------
  *
  * control.c
- *	  Job control: cancelling tasks and workflows, and re-driving aborted
- *	  tasks.
+ *	  Job control of runs: cancel_run (and cancel_workflow of a run's key),
+ *	  handed to the run's kind, and the refusal of the queue's calls that
+ *	  change tasks one by one (cancel_tasks, replace_tasks, redrive_tasks,
+ *	  add_dependencies) to change the steps of runs.  Cancelling plain
+ *	  tasks and workflow keys is the queue's (queue/cancel.c).
  *
- * A cancelled task that is owned keeps running until its owner returns it
- * (the return then aborts it); one that is not owned is aborted at once,
- * with the cascade.  Locking: workflow locks, then the graph lock, then
- * task rows in id order (graph.c).
+ * Locking: a run's lock (run.c) before any task row of the run.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "utils/snapmgr.h"
-
-#include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
-#include "fmgr.h"
-#include "miscadmin.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
-#include "utils/snapmgr.h"
 
-#include "common/args.h"
 #include "common/plan.h"
-#include "ipc/wakeup.h"
 #include "queue/queue.h"
+#include "workflow/run.h"
+#include "workflow/seam.h"
 #include "workflow/workflow.h"
 
-static TaskqPlan lock_for_cancel_plan = {
-	"SELECT id, status_code::text, " TASKQ_SQL_OWNED
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-	" ORDER BY id FOR UPDATE",
-	1, {TEXTARRAYOID}
-};
-
-static TaskqPlan state_plan = {
-	"SELECT status_code::text FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-static TaskqPlan mark_cancelled_plan = {
-	"UPDATE taskq.tasks SET cancelled = true WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-static TaskqPlan record_workflow_plan = {
-	"INSERT INTO taskq.cancelled_workflows (workflow) VALUES ($1)"
-	" ON CONFLICT (workflow) DO NOTHING",
-	1, {TEXTOID}
-};
-
-static TaskqPlan workflow_tasks_plan = {
-	"SELECT id FROM taskq.tasks"
-	" WHERE workflow OPERATOR(pg_catalog.=) $1"
-	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT cancelled",
-	1, {TEXTOID}
-};
-
-/* The workflows of tasks (a task's workflow never changes: no lock). */
-static TaskqPlan workflows_of_plan = {
-	"SELECT DISTINCT workflow FROM taskq.tasks"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND workflow IS NOT NULL",
-	1, {TEXTARRAYOID}
-};
-
-static TaskqPlan lock_for_redrive_plan = {
-	"SELECT t.id, t.status_code::text, t.to_signal_after, t.workflow"
-	"  FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) ANY ($1)"
-	" ORDER BY t.id FOR UPDATE",
+static TaskqPlan runs_of_plan = {
+	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id LIMIT 1",
 	1, {TEXTARRAYOID}
 };
 
 /*
- * Cancel the named tasks (sorted, distinct); unknown ids and finished tasks
- * are skipped.  Returns how many were cancelled.
+ * The core's calls that change tasks one by one (cancel_tasks,
+ * replace_tasks, redrive_tasks, add_dependencies) leave the steps of runs
+ * alone: 55000 naming the run.
  */
-int64
-taskq_cancel_ids(List *ids, const char *why)
+void
+taskq_refuse_run_tasks(List *ids, const char *fn)
 {
+	List	   *runs = NIL;
+	ListCell   *lc;
 	Datum		arg;
-	int			n;
-	char	  **rid;
-	bool	   *owned;
-	char	  **code;
-	int64		count = 0;
 
-	if (ids == NIL)
-		return 0;
-	arg = taskq_text_array_datum(ids);
-	taskq_execute(&lock_for_cancel_plan, &arg, NULL, false, 0);
-	n = SPI_processed;
-	rid = palloc(sizeof(char *) * Max(n, 1));
-	code = palloc(sizeof(char *) * Max(n, 1));
-	owned = palloc(sizeof(bool) * Max(n, 1));
-	for (int i = 0; i < n; i++)
+	foreach(lc, ids)
 	{
-		rid[i] = taskq_get_text(i, 1, NULL);
-		code[i] = taskq_get_text(i, 2, NULL);
-		owned[i] = taskq_get_bool(i, 3, NULL);
+		char	   *run = taskq_run_of_task(lfirst(lc));
+
+		if (run)
+			runs = lappend(runs, run);
 	}
-	for (int i = 0; i < n; i++)
+	if (runs == NIL)
+		return;
+	arg = taskq_text_array_datum(runs);
+	taskq_execute(&runs_of_plan, &arg, NULL, false, 0);
+	if (SPI_processed > 0)
 	{
-		Datum		a = CStringGetTextDatum(rid[i]);
-
-		/* an earlier cancellation's cascade may have reached it */
-		if (strcmp(code[i], "completed") == 0 || strcmp(code[i], "aborted") == 0)
-			continue;
-		if (owned[i])
-			taskq_execute(&mark_cancelled_plan, &a, NULL, false, 0);
-		else
-		{
-			/* an earlier one's cascade may have aborted it by now */
-			taskq_execute(&state_plan, &a, NULL, false, 0);
-			if (strcmp(taskq_get_text(0, 1, NULL), "aborted") == 0)
-				continue;
-			taskq_abort_task(rid[i], why);
-		}
-		count++;
-	}
-	return count;
-}
-
-/*
- * Cancel every unfinished task of the workflow and every task inserted
- * with its key from now on.
- */
-int64
-taskq_cancel_workflow_key(const char *workflow)
-{
-	Datum		arg = CStringGetTextDatum(workflow);
-	List	   *ids = NIL;
-	int64		count;
-
-	taskq_lock_workflow(workflow, true);
-	taskq_execute(&record_workflow_plan, &arg, NULL, false, 0);
-	taskq_execute(&workflow_tasks_plan, &arg, NULL, false, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		ids = lappend(ids, taskq_get_text(i, 1, NULL));
-
-	/*
-	 * In REPEATABLE READ the transaction's snapshot may predate tasks of the
-	 * workflow inserted (or re-driven) before we got its lock: cancelling
-	 * without them would let them run, so fail as PostgreSQL does.
-	 */
-	if (IsolationUsesXactSnapshot())
-	{
-		PushActiveSnapshot(GetLatestSnapshot());
-		taskq_execute(&workflow_tasks_plan, &arg, NULL, true, 0);
-		PopActiveSnapshot();
-		for (uint64 i = 0; i < SPI_processed; i++)
-			if (!taskq_string_member(ids, taskq_get_text(i, 1, NULL)))
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent insert into workflow \"%s\"",
-								workflow)));
-	}
-	if (ids != NIL)
-		list_sort(ids, taskq_compare_strings_lc);
-	count = taskq_cancel_ids(ids, psprintf("cancelled: workflow \"%s\" was cancelled", workflow));
-	return count;
-}
-
-/*
- * Give aborted tasks (ids sorted, distinct) another life (queue.h:
- * taskq_redrive_task); every id must name an aborted task outside a
- * cancelled workflow.
- */
-int64
-taskq_redrive_ids(List *ids)
-{
-	Datum		arg;
-	int			n;
-	char	  **rid;
-	List	  **succs;
-	List	   *workflows = NIL;
-	List	   *cancelled;
-
-	arg = taskq_text_array_datum(ids);
-	taskq_execute(&workflows_of_plan, &arg, NULL, true, 0);
-	for (uint64 i = 0; i < SPI_processed; i++)
-		workflows = lappend(workflows, taskq_get_text(i, 1, NULL));
-	cancelled = taskq_lock_workflows(workflows);
-	taskq_lock_dependency_graph();
-	taskq_execute(&lock_for_redrive_plan, &arg, NULL, false, 0);
-	n = SPI_processed;
-	if (n < list_length(ids))
-	{
-		ListCell   *lc;
-		int			j = 0;
+		char	   *run = taskq_get_text(0, 1, NULL);
 
 		foreach(lc, ids)
-		{
-			if (j >= n || strcmp(taskq_get_text(j, 1, NULL), lfirst(lc)) != 0)
+			if (strncmp(lfirst(lc), run, strlen(run)) == 0 &&
+				((char *) lfirst(lc))[strlen(run)] == '/')
 				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_OBJECT),
-						 errmsg("task \"%s\" does not exist", (char *) lfirst(lc))));
-			j++;
-		}
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("task \"%s\" is a step of run \"%s\"", (char *) lfirst(lc), run),
+						 errhint("%s does not change the steps of runs: use cancel_run, redrive_run or migrate_run.", fn)));
 	}
-	rid = palloc(sizeof(char *) * n);
-	succs = palloc(sizeof(List *) * n);
-	for (int i = 0; i < n; i++)
-	{
-		char	   *code = taskq_get_text(i, 2, NULL);
-		char	   *workflow;
+}
 
-		rid[i] = taskq_get_text(i, 1, NULL);
-		if (taskq_status_from_label(code) != TASKQ_ABORTED)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("task \"%s\" is %s, not aborted", rid[i], code),
-					 errdetail("Only aborted tasks can be re-driven.")));
-		workflow = taskq_get_text(i, 4, NULL);
-		if (workflow && taskq_string_member(cancelled, workflow))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("task \"%s\" belongs to a cancelled workflow", rid[i])));
-		succs[i] = taskq_get_text_array(i, 3);
-	}
-	for (int i = 0; i < n; i++)
-		taskq_redrive_task(rid[i], succs[i]);
-	return n;
+/* cancel_run (any kind): the new status. */
+const char *
+taskq_cancel_run(const char *id)
+{
+	TaskqRun   *run = taskq_run_get(id);
+
+	return taskq_workflow_kind(run->kind)->cancel(run);
+}
+
+/*
+ * The run a workflow key names, for cancel_workflow (which cancels a run
+ * as cancel_run does): true if there is one.
+ */
+bool
+taskq_is_run(const char *id)
+{
+	TaskqRun   *run;
+
+	taskq_run_lock(id);
+	run = taskq_run_fetch(id);
+	return run != NULL;
 }

@@ -34,6 +34,7 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/def_common.h"
 #include "workflow/run.h"
 
 static TaskqPlan latest_plan = {
@@ -149,7 +150,7 @@ taskq_definition_version(const char *name, const char *kind, int32 version,
  * ----------
  */
 
-/* Definition names are at most 63 bytes (machine_def.c). */
+/* Definition names are at most 63 bytes (def_common.c). */
 typedef struct DefKey
 {
 	char		name[64];

@@ -2,6 +2,8 @@
  *
  * jobs.c
  *	  Jobs: the progress a task's owner reports for its workflow's job.
+ *	  The task is the queue's (its view, queue/task_view.c); the job's row
+ *	  in taskq.jobs is this file's.  No lock on the task: its owner asks.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,19 +12,17 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/uuid.h"
 
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 #include "workflow/workflow.h"
 
-/* The caller's task: its job, if the token still holds it. */
-static TaskqPlan held_task_plan = {
-	"SELECT t.status_code::text, t.performance_token OPERATOR(pg_catalog.=) $2,"
-	"       t.cancelled, t.workflow,"
-	"       EXISTS (SELECT 1 FROM taskq.jobs AS j WHERE j.id OPERATOR(pg_catalog.=) t.workflow)"
-	"  FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) $1",
-	2, {TEXTOID, UUIDOID}
+/* Is there a job with this id? */
+static TaskqPlan job_exists_plan = {
+	"SELECT 1 FROM taskq.jobs WHERE id OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
 };
 
 static TaskqPlan add_progress_plan = {
@@ -48,39 +48,38 @@ static TaskqPlan set_count_plan = {
 char *
 taskq_job_of_held_task(const char *id, Datum token)
 {
-	Datum		values[2];
-	bool		isnull;
-	char	   *code;
-	char	   *job;
+	TaskqTaskView task;
+	Datum		arg;
 
-	values[0] = CStringGetTextDatum(id);
-	values[1] = token;
-	taskq_execute(&held_task_plan, values, NULL, true, 0);
-	if (SPI_processed == 0)
+	if (!taskq_task_peek(id, TASKQ_PEEK_READ_ONLY, &task))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("task \"%s\" does not exist", id)));
-	code = taskq_get_text(0, 1, NULL);
-	if (!taskq_get_bool(0, 2, &isnull) || isnull)
+	if (!task.has_token ||
+		memcmp(&task.token, DatumGetUUIDP(token), sizeof(pg_uuid_t)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
 				 errmsg("invalid performance token for task \"%s\"", id),
 				 errhint("A worker holding a stale token must drop the task.")));
-	if (strcmp(code, "completed") == 0 || strcmp(code, "aborted") == 0)
+	if (taskq_status_finished(task.code))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("task \"%s\" is already %s", id, code)));
-	if (taskq_get_bool(0, 3, NULL))
+				 errmsg("task \"%s\" is already %s", id, taskq_status_label(task.code))));
+	if (task.cancelled)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("task \"%s\" was cancelled", id)));
-	job = taskq_get_text(0, 4, &isnull);
-	if (isnull || !taskq_get_bool(0, 5, NULL))
+	if (task.workflow != NULL)
+	{
+		arg = CStringGetTextDatum(task.workflow);
+		taskq_execute(&job_exists_plan, &arg, NULL, true, 0);
+	}
+	if (task.workflow == NULL || SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("task \"%s\" is not part of a job", id),
 				 errhint("Create the job with taskq.create_job; its tasks carry its id as their workflow key.")));
-	return job;
+	return task.workflow;
 }
 
 /* Add items to the progress of job; returns its new progress. */

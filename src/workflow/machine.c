@@ -44,9 +44,13 @@
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
+#include "workflow/debug.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/machine_batch.h"
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
+#include "workflow/seam.h"
 #include "workflow/workflow.h"
 
 typedef struct MachineRun
@@ -237,14 +241,6 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 
 
 
-/* Was the step's task (a finished one) completed with this event? */
-static TaskqPlan finished_step_plan = {
-	"SELECT status, body OPERATOR(pg_catalog.->>) 'state',"
-	"       status_code OPERATOR(pg_catalog.=) 'aborted'::taskq.status"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
 /*
  * A transition of a step that is no longer the run's current one: a
  * worker repeating it after a lost acknowledgement (the queue checks the
@@ -254,7 +250,7 @@ static char *
 repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 					const char *event, bool *isnull)
 {
-	Datum		a = CStringGetTextDatum(task_id);
+	TaskqTaskView task;
 	char	   *status;
 	char	   *state;
 	int			si;
@@ -262,13 +258,13 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 
 	taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, "transition");
 	*isnull = true;
-	taskq_execute(&finished_step_plan, &a, NULL, false, 0);
-	if (SPI_processed == 0)
+	/* was the step's task (a finished one) completed with this event? */
+	if (!taskq_task_peek(task_id, TASKQ_PEEK_BODY, &task))
 		return NULL;
-	if (taskq_get_bool(0, 3, NULL))
+	if (task.code == TASKQ_ABORTED)
 		return NULL;			/* aborted: cancelled while owned, or failed */
-	status = taskq_get_text(0, 1, NULL);
-	state = taskq_get_text(0, 2, NULL);
+	status = task.status;
+	state = taskq_json_text(taskq_json_key(task.body, "state"));
 	if ((status == NULL) != (event == NULL) || (event && strcmp(status, event) != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -335,7 +331,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 {
 	MachineRun *mr = machine_run(run);
 	MachineState *s;
-	char	   *cur;
+	TaskqHeld	held;
 	char	   *fault;
 	List	   *members = NIL;
 
@@ -391,8 +387,8 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	 */
 	if (members != NIL || s->fan_in > 0 || run->debug != NULL)
 	{
-		cur = taskq_lock_held_task(task_id, token);
-		if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		taskq_lock_held_task(task_id, token, &held);
+		if (taskq_status_finished(held.code))
 		{
 			taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
 			return NULL;
@@ -461,11 +457,6 @@ machine_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 	return true;
 }
 
-static TaskqPlan task_status_plan = {
-	"SELECT status FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
 /*
  * A step ended aborted (given up, out of tries, lease expired on the last
  * try, cancelled): the run fails, and with a batch every instance in it.
@@ -474,14 +465,13 @@ static void
 machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 {
 	List	   *members;
-	Datum		a;
-	char	   *error;
+	TaskqTaskView view;
+	char	   *error = NULL;
 
 	if (task->outcome != TASKQ_ABORTED)
 		return;
-	a = CStringGetTextDatum(task->id);
-	taskq_execute(&task_status_plan, &a, NULL, false, 0);
-	error = SPI_processed ? taskq_get_text(0, 1, NULL) : NULL;
+	if (taskq_task_peek(task->id, 0, &view))
+		error = view.status;
 	if (error == NULL)
 		error = "aborted";
 	taskq_batch_close(task->id);		/* if it is a batch: its instances are final */
@@ -660,7 +650,7 @@ held_current_step(const char *task_id, pg_uuid_t *token)
 {
 	TaskqRun   *run = run_of_step(task_id);
 	MachineRun *mr = machine_run(run);
-	char	   *cur;
+	TaskqHeld	held;
 	List	   *members = NIL;
 
 	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
@@ -672,11 +662,12 @@ held_current_step(const char *task_id, pg_uuid_t *token)
 	if (members != NIL ||
 		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
 		taskq_batch_close(task_id);	/* a batch: closed before it is read (banner) */
-	cur = taskq_lock_held_task(task_id, token);
-	if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+	taskq_lock_held_task(task_id, token, &held);
+	if (taskq_status_finished(held.code))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("step \"%s\" of run \"%s\" is already %s", task_id, run->id, cur)));
+				 errmsg("step \"%s\" of run \"%s\" is already %s", task_id, run->id,
+						taskq_status_label(held.code))));
 	return mr;
 }
 
@@ -808,12 +799,6 @@ taskq_machine_redrive(const char *id)
 	return run->state;
 }
 
-static TaskqPlan step_owned_plan = {
-	"SELECT status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 char *
 taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 {
@@ -847,10 +832,10 @@ taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 				 errhint("Map the run's state to one of that version with state_map.")));
 	if (run->step_task)
 	{
-		Datum		a = CStringGetTextDatum(run->step_task);
+		TaskqTaskView step;
 
-		taskq_execute(&step_owned_plan, &a, NULL, false, 0);
-		if (SPI_processed == 1 && taskq_get_bool(0, 1, NULL))
+		if (taskq_task_peek(run->step_task, TASKQ_PEEK_LOCK, &step) &&
+			step.code == TASKQ_IN_PROGRESS)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("step \"%s\" of run \"%s\" is owned by a worker", run->step_task, id),
@@ -860,27 +845,4 @@ taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 	enter_state(mr, si, NULL);
 	taskq_run_store(run);
 	return run->state;
-}
-
-/* cancel_run (any kind): the new status. */
-const char *
-taskq_cancel_run(const char *id)
-{
-	TaskqRun   *run = taskq_run_get(id);
-
-	return taskq_workflow_kind(run->kind)->cancel(run);
-}
-
-/*
- * The run a workflow key names, for cancel_workflow (which cancels a run
- * as cancel_run does): true if there is one.
- */
-bool
-taskq_is_run(const char *id)
-{
-	TaskqRun   *run;
-
-	taskq_run_lock(id);
-	run = taskq_run_fetch(id);
-	return run != NULL;
 }

@@ -8,9 +8,9 @@
  *	  the rows.
  *
  * Locking: an arrival locks the open-batch row of its state (arrivals into
- * one state take turns there) and reads the batch task's status without
- * locking the task's row, so a claim is never kept waiting by arrivals.
- * Closing a batch deletes that row, which waits for arrivals in flight;
+ * one state take turns there) and reads the batch task's status (the
+ * queue's view, queue/task_view.c) without locking the task's row, so a
+ * claim is never kept waiting by arrivals.  Closing a batch deletes that row, which waits for arrivals in flight;
  * the caller holds the run's lock (workflow/run.c).
  *
  *-------------------------------------------------------------------------
@@ -22,6 +22,7 @@
 
 #include "common/plan.h"
 #include "ipc/wakeup.h"
+#include "queue/queue.h"
 #include "workflow/machine_batch.h"
 
 static TaskqPlan open_batch_plan = {
@@ -29,13 +30,6 @@ static TaskqPlan open_batch_plan = {
 	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
 	"   AND state OPERATOR(pg_catalog.=) $3 FOR UPDATE",
 	3, {TEXTOID, INT4OID, TEXTOID}
-};
-
-static TaskqPlan batch_unclaimed_plan = {
-	"SELECT status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
-	"       AND num_tries OPERATOR(pg_catalog.=) 0"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
 };
 
 static TaskqPlan set_open_batch_plan = {
@@ -99,8 +93,7 @@ taskq_batch_open(const char *machine, int32 version, const char *state)
 {
 	Datum		args[3];
 	char	   *candidate;
-	Datum		a;
-	bool		isnull;
+	TaskqTaskView task;
 
 	args[0] = CStringGetTextDatum(machine);
 	args[1] = Int32GetDatum(version);
@@ -109,9 +102,8 @@ taskq_batch_open(const char *machine, int32 version, const char *state)
 	if (SPI_processed != 1)
 		return NULL;
 	candidate = taskq_get_text(0, 1, NULL);
-	a = CStringGetTextDatum(candidate);
-	taskq_execute(&batch_unclaimed_plan, &a, NULL, false, 0);
-	if (SPI_processed == 1 && taskq_get_bool(0, 1, &isnull) && !isnull)
+	if (taskq_task_peek(candidate, 0, &task) &&
+		task.code == TASKQ_PENDING && task.num_tries == 0)
 		return candidate;
 	return NULL;
 }

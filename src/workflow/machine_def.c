@@ -6,24 +6,22 @@
  *	  event, SQLSTATE 22023).
  *
  * A stored definition was checked when it was stored and never changes,
- * so the steps parse it without the checks.  No locking: pure functions
- * (the retry policies are checked by the queue's own SQL check).
+ * so the steps parse it without the checks.  What every kind's definition
+ * checks alike (names, keys, integers, retry policies) is def_common.c's.
+ * No locking: pure functions.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 
-#include "common/plan.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
-
-#define MAX_NAME_LEN 63
 
 static void
 bad(const char *msg, const char *detail)
@@ -32,24 +30,6 @@ bad(const char *msg, const char *detail)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg_internal("%s", msg),
 			 detail ? errdetail_internal("%s", detail) : 0));
-}
-
-/*
- * A state, step or definition name: 1-63 bytes, no control characters.
- * what: "state", "step"...; where: the definition's part, for the message.
- */
-void
-taskq_check_definition_name(const char *name, const char *what, const char *where)
-{
-	size_t		len = strlen(name);
-
-	if (len == 0 || len > MAX_NAME_LEN)
-		bad(psprintf("%s name \"%s\" must be 1 to %d bytes long", what, name, MAX_NAME_LEN),
-			where);
-	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			bad(psprintf("%s name \"%s\" must not contain control characters", what, name),
-				where);
 }
 
 static char *
@@ -78,91 +58,6 @@ opt_bool(JsonbContainer *obj, const char *key, const char *state, bool check)
 	return v->val.boolean;
 }
 
-bool
-taskq_def_opt_int(JsonbContainer *obj, const char *key, const char *where, int32 *out,
-		bool positive, bool check)
-{
-	JsonbValue *v = taskq_json_container_key(obj, key);
-	int64		i;
-
-	if (v == NULL || v->type == jbvNull)
-		return false;
-	if (v->type != jbvNumeric)
-	{
-		if (check)
-			bad(psprintf("key \"%s\" of %s must be an integer", key, where), NULL);
-		return false;
-	}
-	i = DatumGetInt64(DirectFunctionCall1(numeric_int8,
-										  NumericGetDatum(v->val.numeric)));
-	if (check && (i > PG_INT32_MAX || i < PG_INT32_MIN || (positive && i <= 0) ||
-				  !DatumGetBool(DirectFunctionCall2(numeric_eq,
-													NumericGetDatum(v->val.numeric),
-													DirectFunctionCall1(int8_numeric, Int64GetDatum(i))))))
-		bad(psprintf("key \"%s\" of %s must be %s", key, where,
-					 positive ? "a positive integer" : "an integer"), NULL);
-	*out = (int32) i;
-	return true;
-}
-
-static TaskqPlan check_retry_plan = {
-	"SELECT taskq._check_retry($1)", 1, {JSONBOID}
-};
-
-/*
- * The retry policy under key of obj (NULL if absent or null); with check,
- * 22023 naming where and what the queue's check says.  Sagas use it too.
- */
-Jsonb *
-taskq_def_opt_retry(JsonbContainer *obj, const char *key, const char *where, bool check)
-{
-	JsonbValue *v = taskq_json_container_key(obj, key);
-	Jsonb	   *j;
-
-	if (v == NULL || v->type == jbvNull)
-		return NULL;
-	j = JsonbValueToJsonb(v);
-	if (check)
-	{
-		Datum		d = JsonbPGetDatum(j);
-
-		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-			bad(psprintf("key \"%s\" of %s must be a retry policy object", key, where), NULL);
-		/*
-		 * The queue's own check says what is wrong; in a subtransaction, so
-		 * that its error comes back as this definition's, naming the state.
-		 */
-		{
-			MemoryContext cxt = CurrentMemoryContext;
-			ResourceOwner owner = CurrentResourceOwner;
-
-			BeginInternalSubTransaction(NULL);
-			PG_TRY();
-			{
-				taskq_execute(&check_retry_plan, &d, NULL, false, 0);
-				ReleaseCurrentSubTransaction();
-			}
-			PG_CATCH();
-			{
-				ErrorData  *e;
-
-				MemoryContextSwitchTo(cxt);
-				e = CopyErrorData();
-				FlushErrorState();
-				RollbackAndReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(cxt);
-				CurrentResourceOwner = owner;
-				bad(psprintf("%s policy of %s is invalid: %s",
-							 strcmp(key, "retry") == 0 ? "retry" : key, where, e->message), NULL);
-			}
-			PG_END_TRY();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-		}
-	}
-	return j;
-}
-
 static Jsonb *
 opt_retry(JsonbContainer *obj, const char *where, bool check)
 {
@@ -175,28 +70,6 @@ static const char *const state_keys[] = {
 };
 static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
 static const char *const transition_keys[] = {"event", "to", NULL};
-
-void
-taskq_def_check_keys(JsonbContainer *obj, const char *const *known, const char *where)
-{
-	JsonbIterator *it = JsonbIteratorInit(obj);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		char	   *key;
-		bool		ok = false;
-
-		if (tok != WJB_KEY)
-			continue;
-		key = pnstrdup(v.val.string.val, v.val.string.len);
-		for (int i = 0; known[i]; i++)
-			ok |= strcmp(known[i], key) == 0;
-		if (!ok)
-			bad(psprintf("unknown key \"%s\" in %s", key, where), NULL);
-	}
-}
 
 static void
 parse_transitions(JsonbValue *v, MachineState *s, bool check)

@@ -47,16 +47,6 @@ typedef struct MachineDef
 extern MachineDef *taskq_machine_parse(Jsonb *def, bool check);
 extern int	taskq_machine_state_index(MachineDef *m, const char *name);
 extern MachineTransition *taskq_machine_find_transition(MachineState *s, const char *event);
-/* Shared with sagas (saga_def.c): 22023 naming where, with check. */
-extern bool taskq_def_opt_int(JsonbContainer *obj, const char *key, const char *where,
-							  int32 *out, bool positive, bool check);
-extern Jsonb *taskq_def_opt_retry(JsonbContainer *obj, const char *key, const char *where,
-								  bool check);
-extern void taskq_def_check_keys(JsonbContainer *obj, const char *const *known,
-								 const char *where);
-extern void taskq_check_definition_name(const char *name, const char *what,
-										const char *where);
-
 /* machine_events.c: events kept for a run until a waiting state takes them */
 struct TaskqRun;
 extern bool taskq_machine_waiting_event(MachineDef *m, const char *event);

@@ -15,6 +15,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
 
+#include "workflow/json.h"
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
 

@@ -44,10 +44,13 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
-#include "workflow/machine_def.h"
+#include "workflow/debug.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/run.h"
 #include "workflow/saga_def.h"
 #include "workflow/saga_run.h"
+#include "workflow/seam.h"
 #include "workflow/workflow.h"
 
 /* What a step's worker (or the queue on its behalf) says. */
@@ -174,11 +177,6 @@ result_code(SagaResult r)
 	return TASKQ_ABORTED;
 }
 
-static TaskqPlan finished_task_plan = {
-	"SELECT status_code::text, status FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
 /*
  * A return_step of a task that is no longer current (finished): the same
  * return repeated is a no-op, another result 55000.
@@ -187,17 +185,14 @@ static void
 repeated_result(SagaRun *sr, const char *task_id, pg_uuid_t *token, SagaResult result,
 				const char *caller)
 {
-	Datum		a = CStringGetTextDatum(task_id);
-	char	   *code;
+	TaskqTaskView task;
 	char	   *status;
 
 	taskq_step_return(task_id, token, result_names[result], result_code(result), NULL, caller);
-	taskq_execute(&finished_task_plan, &a, NULL, false, 0);
-	if (SPI_processed == 0)
+	if (!taskq_task_peek(task_id, 0, &task))
 		return;
-	code = taskq_get_text(0, 1, NULL);
-	status = taskq_get_text(0, 2, NULL);
-	if (strcmp(code, "completed") == 0 && status &&
+	status = task.status;
+	if (task.code == TASKQ_COMPLETED && status &&
 		(strcmp(status, "success") == 0 || strcmp(status, "wait") == 0 ||
 		 strcmp(status, "rerun") == 0) &&
 		strcmp(status, result_names[result]) != 0)
@@ -428,8 +423,7 @@ step_returned(SagaRun *sr, StepReturn *r)
 {
 	bool		undo;
 	int			i = find_task(sr, r->task_id, &undo);
-	char	   *cur;
-	bool		isnull;
+	TaskqHeld	held;
 
 	if (i < 0 || (undo ? sr->st[i].undo_state != UNDO_READY :
 				  sr->st[i].do_state != DO_READY))
@@ -445,11 +439,11 @@ step_returned(SagaRun *sr, StepReturn *r)
 	 */
 	if (r->result != RESULT_SUCCESS || sr->run->debug != NULL)
 	{
-		cur = taskq_lock_held_task(r->task_id, r->token);
-		r->num_tries = taskq_get_int32(0, 4, NULL);
-		r->max_tries = taskq_get_int32(0, 5, &isnull);
-		r->has_max_tries = !isnull;
-		if (strcmp(cur, "completed") == 0 || strcmp(cur, "aborted") == 0)
+		taskq_lock_held_task(r->task_id, r->token, &held);
+		r->num_tries = held.num_tries;
+		r->max_tries = held.max_tries;
+		r->has_max_tries = held.has_max_tries;
+		if (taskq_status_finished(held.code))
 		{
 			repeated_result(sr, r->task_id, r->token, r->result, r->caller);
 			return;
@@ -548,11 +542,6 @@ saga_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 	return true;
 }
 
-static TaskqPlan task_status_plan = {
-	"SELECT status FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
 typedef struct FinishedCall
 {
 	SagaRun    *sr;
@@ -570,17 +559,15 @@ finished_work(void *arg)
 	StepState  *s;
 	bool		ok = c->task->outcome == TASKQ_COMPLETED;
 	char	   *error = NULL;
-	Datum		a;
+	TaskqTaskView view;
 
 	if (i < 0)
 		return;
 	s = &sr->st[i];
 	if (undo ? s->undo_state != UNDO_READY : s->do_state != DO_READY)
 		return;					/* recorded already */
-	a = CStringGetTextDatum(c->task->id);
-	taskq_execute(&task_status_plan, &a, NULL, false, 0);
-	if (SPI_processed > 0)
-		error = taskq_get_text(0, 1, NULL);
+	if (taskq_task_peek(c->task->id, 0, &view))
+		error = view.status;
 	if (error == NULL)
 		error = ok ? "completed" : "aborted";
 	s->dirty = true;

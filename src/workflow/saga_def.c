@@ -10,7 +10,8 @@
  *
  * A stored definition was checked when it was stored and never changes,
  * so the steps parse it without the checks.  No locking: pure functions
- * (retry policies are checked by the queue's own SQL check).
+ * (what every kind's definition checks alike, retry policies with the
+ * queue's own check, is def_common.c's).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,7 +20,8 @@
 #include "utils/builtins.h"
 
 #include "common/limits.h"
-#include "workflow/machine_def.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/run.h"
 #include "workflow/saga_def.h"
 

@@ -29,6 +29,8 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/def_common.h"
+#include "workflow/json.h"
 #include "workflow/saga_run.h"
 
 static const char *const do_labels[] = {NULL, "ready", "succeeded", "failed", "skipped"};

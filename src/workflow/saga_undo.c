@@ -14,10 +14,12 @@
  * undo the run ends failed (cancelled, for cancel_run).
  *
  * Locking: the caller holds the run's lock (run.c), taken before any task
- * row; the switch then locks the run's ready do tasks in id order (FOR
- * UPDATE), as every path that locks several task rows does.  The undo
- * tasks are made by taskq_saga_add_step_task and inserted with the run's
- * other changes by taskq_saga_finish (saga_store.c).
+ * row; the switch then locks the run's ready do tasks in id order
+ * (taskq_task_lock_views), as every path that locks several task rows
+ * does, and puts those in progress on their last try
+ * (taskq_tasks_last_try).  The undo tasks are made by
+ * taskq_saga_add_step_task and inserted with the run's other changes by
+ * taskq_saga_finish (saga_store.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,20 +30,9 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/debug.h"
 #include "workflow/saga_run.h"
-
-static TaskqPlan in_flight_plan = {
-	"SELECT id, status_code::text, num_tries FROM taskq.tasks"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR UPDATE",
-	1, {TEXTARRAYOID}
-};
-
-static TaskqPlan last_try_plan = {
-	"UPDATE taskq.tasks SET max_tries = num_tries"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status",
-	1, {TEXTARRAYOID}
-};
+#include "workflow/seam.h"
 
 /*
  * The switch from doing to undoing (run->error set): the working map is
@@ -55,13 +46,8 @@ taskq_saga_switch_to_undo(SagaRun *sr)
 {
 	TaskqRun   *run = sr->run;
 	List	   *ready = NIL;
-	List	   *rows_id = NIL;
-	List	   *rows_status = NIL;
-	List	   *rows_tries = NIL;
-	ListCell   *l1,
-			   *l2,
-			   *l3;
-	Datum		arg;
+	TaskqTaskView *rows;
+	int			n;
 
 	taskq_run_set_status(run, TASKQ_RUN_UNDOING);
 	for (int i = 0; i < sr->d->nsteps; i++)
@@ -69,41 +55,33 @@ taskq_saga_switch_to_undo(SagaRun *sr)
 			ready = lappend(ready, sr->st[i].do_task);
 	if (ready != NIL)
 	{
-		arg = taskq_text_array_datum(ready);
-		taskq_execute(&in_flight_plan, &arg, NULL, false, 0);
-		for (uint64 r = 0; r < SPI_processed; r++)
+		rows = taskq_task_lock_views(ready, &n);
+		for (int r = 0; r < n; r++)
 		{
-			rows_id = lappend(rows_id, taskq_get_text(r, 1, NULL));
-			rows_status = lappend(rows_status, taskq_get_text(r, 2, NULL));
-			rows_tries = lappend_int(rows_tries, taskq_get_int32(r, 3, NULL));
-		}
-		forthree(l1, rows_id, l2, rows_status, l3, rows_tries)
-		{
-			char	   *id = lfirst(l1);
-			char	   *status = lfirst(l2);
+			TaskqTaskView *row = &rows[r];
 			int			i;
 
 			for (i = 0; i < sr->d->nsteps; i++)
-				if (sr->st[i].do_state == DO_READY && strcmp(sr->st[i].do_task, id) == 0)
+				if (sr->st[i].do_state == DO_READY && strcmp(sr->st[i].do_task, row->id) == 0)
 					break;
 			if (i == sr->d->nsteps)
 				continue;
-			if (strcmp(status, "pending") == 0)
+			if (row->code == TASKQ_PENDING)
 			{
-				bool		tried = lfirst_int(l3) > 0 ||
-					taskq_run_fault_done(run, "restart", id);
+				bool		tried = row->num_tries > 0 ||
+					taskq_run_fault_done(run, "restart", row->id);
 
-				taskq_abort_task(id, "skipped");
+				taskq_abort_task(row->id, "skipped");
 				sr->st[i].do_state = tried ? DO_FAILED : DO_SKIPPED;
 				sr->st[i].dirty = true;
 			}
-			else if (strcmp(status, "completed") == 0 || strcmp(status, "aborted") == 0)
+			else if (taskq_status_finished(row->code))
 			{
-				sr->st[i].do_state = status[0] == 'c' ? DO_SUCCEEDED : DO_FAILED;
+				sr->st[i].do_state = row->code == TASKQ_COMPLETED ? DO_SUCCEEDED : DO_FAILED;
 				sr->st[i].dirty = true;
 			}
 		}
-		taskq_execute(&last_try_plan, &arg, NULL, false, 0);
+		taskq_tasks_last_try(ready);
 	}
 	taskq_saga_schedule_undo(sr);
 }

@@ -20,8 +20,12 @@
  * that way, and a deadlock with a worker's return, were it to happen, is
  * broken by PostgreSQL and retried by the worker loop.)
  *
- * A kind's own calls into the queue (taskq_workflow_direct) pass the
- * return hook by.  Backend-local: no locking of its own.
+ * A kind's own calls into the queue (taskq_step_return, taskq_step_release)
+ * pass the return hook by, and the finished hook leaves the completions
+ * they make to the kind, which moves its run on itself.  So do the calls a
+ * hook makes into a kind: each runs through direct(), the one place the
+ * seam's depth changes (backend-local, back to where it was on an error).
+ * No locking of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,20 +38,35 @@
 #include "common/plan.h"
 #include "queue/queue.h"
 #include "workflow/run.h"
+#include "workflow/seam.h"
 #include "workflow/workflow.h"
 
 #define MAX_WORKFLOW_KINDS 8
 
 static const TaskqWorkflowKind *kinds[MAX_WORKFLOW_KINDS];
 static int	nkinds = 0;
+/* How deep the calls of kinds into the queue are nested (direct()). */
 static int	direct_depth = 0;
 
-/* A kind's own calls into the queue are not handed back to it. */
-void
-taskq_workflow_direct(bool on)
+typedef void (*direct_work) (void *arg);
+
+/*
+ * Run fn(arg) as a kind's own work: the queue calls it makes do not come
+ * back to the kind as returns, nor as completions.
+ */
+static void
+direct(direct_work fn, void *arg)
 {
-	direct_depth += on ? 1 : -1;
-	Assert(direct_depth >= 0);
+	direct_depth++;
+	PG_TRY();
+	{
+		fn(arg);
+	}
+	PG_FINALLY();
+	{
+		direct_depth--;
+	}
+	PG_END_TRY();
 }
 
 const TaskqWorkflowKind *
@@ -64,6 +83,28 @@ static TaskqPlan runs_plan = {
 	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
 	1, {TEXTARRAYOID}
 };
+
+/* A step handed to its kind (the hooks' work under direct()). */
+typedef struct StepCall
+{
+	TaskqRun   *run;
+	TaskqReturnItem *item;		/* returned: the item, else NULL */
+	bool		release;
+	bool		taken;			/* returned: the kind took it */
+	const TaskqFinished *task;	/* finished: the task */
+} StepCall;
+
+static void
+step_work(void *arg)
+{
+	StepCall   *c = arg;
+	const TaskqWorkflowKind *kind = taskq_workflow_kind(c->run->kind);
+
+	if (c->item)
+		c->taken = kind->step_returned(c->run, c->item, c->release);
+	else
+		kind->step_finished(c->run, c->task);
+}
 
 /*
  * Return hook: lock the runs of the returned items that are steps (in id
@@ -98,25 +139,17 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 	for (int i = 0; i < n; i++)
 	{
 		char	   *id = taskq_run_of_task(items[i].id);
-		TaskqRun   *run;
-		bool		taken;
+		StepCall	c = {0};
 
 		if (id == NULL || !taskq_string_member(runs, id))
 			continue;
-		run = taskq_run_fetch(id);
-		if (run == NULL)
+		c.run = taskq_run_fetch(id);
+		if (c.run == NULL)
 			continue;
-		taskq_workflow_direct(true);
-		PG_TRY();
-		{
-			taken = taskq_workflow_kind(run->kind)->step_returned(run, &items[i], release);
-		}
-		PG_FINALLY();
-		{
-			taskq_workflow_direct(false);
-		}
-		PG_END_TRY();
-		if (taken)
+		c.item = &items[i];
+		c.release = release;
+		direct(step_work, &c);
+		if (c.taken)
 			items[i].done = true;
 	}
 }
@@ -128,7 +161,7 @@ workflow_finished(const TaskqFinished *tasks, int n)
 	for (int i = 0; i < n; i++)
 	{
 		char	   *id;
-		TaskqRun   *run;
+		StepCall	c = {0};
 
 		/* a kind's own completion of a step: the kind moves the run on */
 		if (direct_depth > 0 && tasks[i].outcome == TASKQ_COMPLETED)
@@ -137,20 +170,51 @@ workflow_finished(const TaskqFinished *tasks, int n)
 		if (id == NULL || !taskq_schema_at_least_0_5())
 			continue;
 		taskq_run_lock(id);
-		run = taskq_run_fetch(id);
-		if (run == NULL)
+		c.run = taskq_run_fetch(id);
+		if (c.run == NULL)
 			continue;
-		taskq_workflow_direct(true);
-		PG_TRY();
-		{
-			taskq_workflow_kind(run->kind)->step_finished(run, &tasks[i]);
-		}
-		PG_FINALLY();
-		{
-			taskq_workflow_direct(false);
-		}
-		PG_END_TRY();
+		c.task = &tasks[i];
+		direct(step_work, &c);
 	}
+}
+
+/* ----------
+ * A kind's own return and release of a step
+ * ----------
+ */
+typedef struct ReturnCall
+{
+	TaskqReturnItem item;
+	const char *caller;			/* NULL: a release */
+} ReturnCall;
+
+static void
+return_work(void *arg)
+{
+	ReturnCall *c = arg;
+
+	if (c->caller)
+		taskq_return(&c->item, 1, c->caller);
+	else
+		taskq_release(c->item.id, c->item.token);
+}
+
+void
+taskq_step_return(const char *id, pg_uuid_t *token, const char *status, TaskqStatus code,
+				  Interval *delay, const char *caller)
+{
+	ReturnCall	c = {.item = {.id = (char *) id, .token = token, .status = (char *) status,
+		.code = code, .retry_delay = delay}, .caller = caller};
+
+	direct(return_work, &c);
+}
+
+void
+taskq_step_release(const char *id, pg_uuid_t *token)
+{
+	ReturnCall	c = {.item = {.id = (char *) id, .token = token}, .caller = NULL};
+
+	direct(return_work, &c);
 }
 
 /* Register a workflow kind (from taskq_workflow_init). */

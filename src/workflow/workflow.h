@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * workflow.h
- *	  The workflow layer over the queue: job control (control.c), jobs'
- *	  progress (jobs.c), and the seam through which the queue hands it the
- *	  tasks each call finished (seam.c).
+ *	  The workflow layer over the queue, as the SQL functions (api/) call
+ *	  it: job control of runs (control.c), jobs' progress (jobs.c), runs
+ *	  of state machines and sagas, and the seam's set-up (seam.c).
  *
  * Every function here runs SQL and expects SPI to be connected.
  *
@@ -20,10 +20,10 @@
 
 #include "queue/queue.h"
 
-/* control.c */
-extern int64 taskq_cancel_ids(List *ids, const char *why);
-extern int64 taskq_cancel_workflow_key(const char *workflow);
-extern int64 taskq_redrive_ids(List *ids);
+/* control.c: job control of runs */
+extern void taskq_refuse_run_tasks(List *ids, const char *fn);
+extern const char *taskq_cancel_run(const char *id);
+extern bool taskq_is_run(const char *id);
 
 /* jobs.c */
 extern char *taskq_job_of_held_task(const char *id, Datum token);
@@ -34,7 +34,6 @@ extern void taskq_job_set_item_count(const char *job, int64 count);
 extern void taskq_check_run_id(const char *id, const char *argname);
 extern Datum taskq_wait_run(const char *id, bool has_deadline, TimestampTz deadline,
 							bool *isnull);
-extern void taskq_refuse_run_tasks(List *ids, const char *fn);
 
 /* machine.c */
 extern int32 taskq_define_machine(const char *name, Jsonb *def);
@@ -50,8 +49,6 @@ extern char *taskq_machine_send_event(const char *id, const char *event, Jsonb *
 									  bool *isnull);
 extern char *taskq_machine_redrive(const char *id);
 extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map);
-extern const char *taskq_cancel_run(const char *id);
-extern bool taskq_is_run(const char *id);
 
 /* saga.c */
 extern int32 taskq_define_saga(const char *name, Jsonb *def);

@@ -26,24 +26,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-# TEMPORARY: violations of src/ that work under way removes, each as
-# "RULE PATH" (RULE: queue-header, tasks-table, check-call, file-circle;
-# PATH: the file, or for a circle its files without .c/.h, sorted, space
-# separated).  Checked only on src/, never on the planted trees below.
-# The end state is an empty list.
-KNOWN=(
-    "tasks-table workflow/control.c"
-    "tasks-table workflow/jobs.c"
-    "tasks-table workflow/machine.c"
-    "tasks-table workflow/machine_batch.c"
-    "tasks-table workflow/saga.c"
-    "tasks-table workflow/saga_undo.c"
-    "check-call workflow/machine_def.c"
-)
-
-# check DIR: print one line per violation.  $TASKQ_LAYERS_KNOWN: the
-# violations to let pass (lines of KNOWN); one that no longer occurs is
-# reported on stderr.
+# check DIR: print one line per violation.
 check() {
     perl -e '
 use strict;
@@ -59,13 +42,11 @@ my %may = (
     api      => [qw(common ipc queue workflow api)],
     worker   => [qw(common ipc queue worker)],
 );
-my %known = map { $_ => 0 } grep { /\S/ } split /\n/, ($ENV{TASKQ_LAYERS_KNOWN} // "");
 my (@files, %inc, %text, @v);
 
-# v KEY, MESSAGE: a violation, unless KEY ("RULE PATH") is known.
+# v KEY, MESSAGE: a violation (KEY, "RULE PATH", names it for a reader).
 sub v {
     my ($key, $msg) = @_;
-    if (defined $key && exists $known{$key}) { $known{$key}++; return; }
     push @v, $msg;
 }
 
@@ -170,8 +151,6 @@ circles(\%unit_inc, sub {
 });
 
 print "$_\n" for @v;
-print STDERR "layers.sh: KNOWN lists \"$_\", which no longer occurs: take it out\n"
-    for sort grep { !$known{$_} } keys %known;
 ' "$1"
 }
 
@@ -191,7 +170,7 @@ plant() {   # plant NAME: a tree in $tmp/NAME from the here-doc lines "path|cont
 bad() {   # bad NAME PATTERN: the tree NAME gives a violation matching PATTERN
     local name=$1 pattern=$2 out
     plant "$name"
-    out=$(TASKQ_LAYERS_KNOWN= check "$tmp/$name")
+    out=$(check "$tmp/$name")
     if ! grep -qE -- "$pattern" <<<"$out"; then
         echo "layers.sh self-test: the violation in tree '$name' was not caught" >&2
         [[ -z $out ]] || echo "$out" >&2
@@ -292,14 +271,14 @@ worker/loop.c|#include "queue/queue.h"\n// "taskq.tasks" in a line comment\nstat
 taskq.c|#include "queue/relation.h"\n#include "api/api.h"
 api/api.h|#include "workflow/workflow.h"
 T
-out=$(TASKQ_LAYERS_KNOWN= check "$tmp/good")
+out=$(check "$tmp/good")
 if [[ -n $out ]]; then
     echo "layers.sh self-test: the good tree gave violations:" >&2
     echo "$out" >&2
     exit 1
 fi
 
-out=$(TASKQ_LAYERS_KNOWN=$(printf '%s\n' ${KNOWN[@]+"${KNOWN[@]}"}) check src)
+out=$(check src)
 if [[ -n $out ]]; then
     echo "$out"
     exit 1
