@@ -40,11 +40,11 @@ PG_FUNCTION_INFO_V1(taskq_enqueue_many);
 #define ARG_MAX_TRIES	5
 #define ARG_WORKFLOW	6
 
-/* The options every task of the call shares, in a TaskSpec to copy. */
+/* The options every task of the call shares, in a TaskqTaskSpec to copy. */
 static void
-read_options(FunctionCallInfo fcinfo, TaskSpec *tmpl)
+read_options(FunctionCallInfo fcinfo, TaskqTaskSpec *tmpl)
 {
-	memset(tmpl, 0, sizeof(TaskSpec));
+	memset(tmpl, 0, sizeof(TaskqTaskSpec));
 	tmpl->action = taskq_text_arg(fcinfo, ARG_ACTION, "action", TASKQ_MAX_ACTION_LEN);
 	if (!PG_ARGISNULL(ARG_PRIORITY))
 		tmpl->priority = PG_GETARG_INT32(ARG_PRIORITY);
@@ -117,13 +117,13 @@ checked_id(Datum d, const char *argname, int element)
 }
 
 /* A new task of the call: the shared options, its own id and body. */
-static TaskSpec *
-new_spec(const TaskSpec *tmpl, int index, char *id, Jsonb *body,
+static TaskqTaskSpec *
+new_spec(const TaskqTaskSpec *tmpl, int index, char *id, Jsonb *body,
 		 const char *argname)
 {
-	TaskSpec   *s = palloc(sizeof(TaskSpec));
+	TaskqTaskSpec *s = palloc(sizeof(TaskqTaskSpec));
 
-	memcpy(s, tmpl, sizeof(TaskSpec));
+	memcpy(s, tmpl, sizeof(TaskqTaskSpec));
 	s->index = index;
 	if (id == NULL)
 	{
@@ -156,8 +156,8 @@ insert_specs(List *specs)
 Datum
 taskq_enqueue(PG_FUNCTION_ARGS)
 {
-	TaskSpec	tmpl;
-	TaskSpec   *spec;
+	TaskqTaskSpec tmpl;
+	TaskqTaskSpec *spec;
 
 	read_options(fcinfo, &tmpl);
 	spec = new_spec(&tmpl, 1,
@@ -183,7 +183,7 @@ taskq_enqueue(PG_FUNCTION_ARGS)
 Datum
 taskq_enqueue_many(PG_FUNCTION_ARGS)
 {
-	TaskSpec	tmpl;
+	TaskqTaskSpec tmpl;
 	Datum	   *bodies;
 	bool	   *body_nulls;
 	int			n;
@@ -213,7 +213,7 @@ taskq_enqueue_many(PG_FUNCTION_ARGS)
 	result = palloc(sizeof(Datum) * n);
 	for (int i = 0; i < n; i++)
 	{
-		TaskSpec   *s;
+		TaskqTaskSpec *s;
 
 		s = new_spec(&tmpl, i + 1,
 					 ids == NULL || id_nulls[i] ? NULL : checked_id(ids[i], "ids", i + 1),

@@ -46,7 +46,7 @@ insert_or_replace(FunctionCallInfo fcinfo, TaskqInsertMode mode, List *afters,
 		ListCell   *lc;
 
 		foreach(lc, specs)
-			ids = lappend(ids, ((TaskSpec *) lfirst(lc))->id);
+			ids = lappend(ids, ((TaskqTaskSpec *) lfirst(lc))->id);
 		taskq_refuse_run_tasks(ids, "replace_tasks");
 	}
 	n = taskq_insert(specs, mode, afters, waiting, NULL);
@@ -128,7 +128,7 @@ taskq_insert_tasks_if_absent(PG_FUNCTION_ARGS)
 	SPI_finish();
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
 

@@ -224,7 +224,7 @@ json_body(JsonbValue *v)
 
 /* Fill spec from one task object; pc->id is set once the id is known. */
 static void
-parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
+parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 {
 	JsonbIterator *it = JsonbIteratorInit(obj);
 	char	   *key;
@@ -331,12 +331,12 @@ parse_task_object(JsonbContainer *obj, TaskSpec *spec, ParseContext *pc)
  * One task object given as an argument of its own (chord's join): the same
  * checks as each element of insert_tasks' array, errors naming the argument.
  */
-TaskSpec *
+TaskqTaskSpec *
 taskq_parse_task(Jsonb *task, const char *argname)
 {
 	ParseContext pc = {argname, -1, NULL};
 	ErrorContextCallback errcb;
-	TaskSpec   *spec;
+	TaskqTaskSpec *spec;
 
 	if (!JB_ROOT_IS_OBJECT(task))
 		ereport(ERROR,
@@ -346,7 +346,7 @@ taskq_parse_task(Jsonb *task, const char *argname)
 	errcb.arg = &pc;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
-	spec = palloc0(sizeof(TaskSpec));
+	spec = palloc0(sizeof(TaskqTaskSpec));
 	spec->index = 1;
 	parse_task_object(&task->root, spec, &pc);
 	error_context_stack = errcb.previous;
@@ -381,7 +381,7 @@ taskq_parse_tasks(Jsonb *tasks, const char *argname)
 	it = JsonbIteratorInit(&tasks->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
-		TaskSpec   *spec;
+		TaskqTaskSpec *spec;
 
 		if (tok != WJB_ELEM)
 			continue;
@@ -392,7 +392,7 @@ taskq_parse_tasks(Jsonb *tasks, const char *argname)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a task must be a JSON object, not %s",
 							json_type_name(&v))));
-		spec = palloc0(sizeof(TaskSpec));
+		spec = palloc0(sizeof(TaskqTaskSpec));
 		spec->index = pc.index;
 		parse_task_object(v.val.binary.data, spec, &pc);
 		result = lappend(result, spec);

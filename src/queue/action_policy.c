@@ -246,7 +246,7 @@ taskq_policy_max_tries(List *specs, List **tries)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		PolicyAnswer *a;
 
 		if (s->has_max_tries || taskq_string_member(actions, s->action) ||

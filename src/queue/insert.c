@@ -94,7 +94,7 @@ static TaskqPlan delete_plan = {
 typedef struct IdEntry
 {
 	char		id[TASKQ_MAX_ID_LEN + 1];	/* hash key */
-	TaskSpec   *spec;			/* the batch task with this id, or NULL */
+	TaskqTaskSpec *spec;			/* the batch task with this id, or NULL */
 	int32		stored_edges;	/* edges from the batch into a stored task */
 	int32		inherited;		/* replace: live edges into the old task */
 	int			indegree;		/* cycle check (Kahn) */
@@ -144,7 +144,7 @@ needs_id_table(List *specs, bool replace)
 		return true;
 	foreach(lc, specs)
 	{
-		TaskSpec   *spec = lfirst(lc);
+		TaskqTaskSpec *spec = lfirst(lc);
 
 		if (spec->successors != NIL)
 			return true;
@@ -172,7 +172,7 @@ index_batch(List *specs, bool replace)
 	ids = make_id_table(list_length(specs) * 2);
 	foreach(lc, specs)
 	{
-		TaskSpec   *spec = lfirst(lc);
+		TaskqTaskSpec *spec = lfirst(lc);
 		IdEntry    *e = lookup_id(ids, spec->id, true);
 
 		if (e->spec != NULL)
@@ -187,7 +187,7 @@ index_batch(List *specs, bool replace)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *spec = lfirst(lc);
+		TaskqTaskSpec *spec = lfirst(lc);
 		ListCell   *sc;
 
 		foreach(sc, spec->successors)
@@ -207,14 +207,14 @@ index_batch(List *specs, bool replace)
 	/* Kahn's algorithm over batch-internal edges. */
 	foreach(lc, specs)
 	{
-		TaskSpec   *spec = lfirst(lc);
+		TaskqTaskSpec *spec = lfirst(lc);
 
 		if (lookup_id(ids, spec->id, false)->indegree == 0)
 			queue = lappend(queue, spec);
 	}
 	while (queue != NIL)
 	{
-		TaskSpec   *spec = linitial(queue);
+		TaskqTaskSpec *spec = linitial(queue);
 		ListCell   *sc;
 
 		queue = list_delete_first(queue);
@@ -231,7 +231,7 @@ index_batch(List *specs, bool replace)
 	{
 		foreach(lc, specs)
 		{
-			TaskSpec   *spec = lfirst(lc);
+			TaskqTaskSpec *spec = lfirst(lc);
 
 			if (lookup_id(ids, spec->id, false)->indegree > 0)
 				ereport(ERROR,
@@ -246,14 +246,14 @@ index_batch(List *specs, bool replace)
 }
 
 /* Name the first batch task whose to_signal_after names id. */
-static TaskSpec *
+static TaskqTaskSpec *
 first_predecessor(List *specs, const char *id)
 {
 	ListCell   *lc;
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		ListCell   *sc;
 
 		foreach(sc, s->successors)
@@ -322,7 +322,7 @@ insert_rows(List *specs, HTAB *ids, bool if_absent)
 
 	foreach(lc, specs)
 		inherited[i++] = ids == NULL ? 0 :
-			lookup_id(ids, ((TaskSpec *) lfirst(lc))->id, false)->inherited;
+			lookup_id(ids, ((TaskqTaskSpec *) lfirst(lc))->id, false)->inherited;
 	taskq_insert_rows(specs, inherited, if_absent);
 }
 
@@ -338,7 +338,7 @@ complete_spontaneous(List *specs)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		Datum		arg;
 
 		if (!s->spontaneous)
@@ -364,7 +364,7 @@ note_ready(List *specs, HTAB *ids)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		if (s->spontaneous || s->num_signals != 0 ||
 			(ids != NULL && lookup_id(ids, s->id, false)->inherited != 0))
@@ -402,7 +402,7 @@ remove_replaced(List *specs, HTAB *ids)
 	bool		inherits = false;
 
 	foreach(lc, specs)
-		idlist = lappend(idlist, ((TaskSpec *) lfirst(lc))->id);
+		idlist = lappend(idlist, ((TaskqTaskSpec *) lfirst(lc))->id);
 	{
 		Datum		arg = taskq_text_array_datum(idlist);
 
@@ -493,7 +493,7 @@ lock_workflows(List *specs)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		if (s->workflow)
 			names = lappend(names, s->workflow);
@@ -511,7 +511,7 @@ abort_cancelled(List *specs, List *cancelled)
 		return;
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		Datum		arg;
 
 		if (s->workflow == NULL || !taskq_string_member(cancelled, s->workflow))
@@ -550,7 +550,7 @@ insert_batch(List *specs, HTAB *ids, InsertMode mode, List *afters,
 		signal_stored_successors(specs, ids);
 		foreach(lc, specs)
 		{
-			TaskSpec   *s = lfirst(lc);
+			TaskqTaskSpec *s = lfirst(lc);
 
 			if (lookup_id(ids, s->id, false)->inherited > 0)
 				taskq_check_no_cycle_through(s->id);
@@ -609,7 +609,7 @@ taskq_insert(List *specs, TaskqInsertMode mode, List *afters, List *waiting,
 
 	/* the tasks whose id is stored already are left as they are */
 	foreach(lc, specs)
-		idlist = lappend(idlist, ((TaskSpec *) lfirst(lc))->id);
+		idlist = lappend(idlist, ((TaskqTaskSpec *) lfirst(lc))->id);
 	arg = taskq_text_array_datum(idlist);
 	taskq_execute(&existing_plan, &arg, NULL, false, 0);
 	existing = make_id_table(SPI_processed);
@@ -618,7 +618,7 @@ taskq_insert(List *specs, TaskqInsertMode mode, List *afters, List *waiting,
 	i = 0;
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		inserted[i++] = lookup_id(existing, s->id, false) == NULL;
 		if (inserted[i - 1])

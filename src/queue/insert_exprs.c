@@ -31,7 +31,7 @@
  * made at the shape's first direct insert in its memory: a relcache
  * invalidation that replaces the shape replaces them with it.
  */
-InsertExprs *
+TaskqInsertExprs *
 taskq_insert_exprs(TaskqRelShape *shape, Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -42,7 +42,7 @@ taskq_insert_exprs(TaskqRelShape *shape, Relation rel)
 		return shape->insert;
 	old = MemoryContextSwitchTo(shape->cxt);
 	{
-		InsertExprs *e = palloc0(sizeof(InsertExprs));
+		TaskqInsertExprs *e = palloc0(sizeof(TaskqInsertExprs));
 
 		e->cxt = shape->cxt;
 		e->natts = desc->natts;
@@ -83,7 +83,7 @@ taskq_insert_exprs(TaskqRelShape *shape, Relation rel)
  * as they are cleared.
  */
 TupleTableSlot **
-taskq_insert_slots(InsertExprs *ie, Relation rel, int n)
+taskq_insert_slots(TaskqInsertExprs *ie, Relation rel, int n)
 {
 	if (ie->nslots < n)
 	{
@@ -103,10 +103,10 @@ taskq_insert_slots(InsertExprs *ie, Relation rel, int n)
  * is its identity): looking each name up among the columns cost a call a
  * string comparison per name and column.
  */
-InsertColumns *
-taskq_insert_columns(InsertExprs *ie, const TaskqRel *d, const char *const *names, int ncols)
+TaskqInsertColumns *
+taskq_insert_columns(TaskqInsertExprs *ie, const TaskqRel *d, const char *const *names, int ncols)
 {
-	InsertColumns *l;
+	TaskqInsertColumns *l;
 	MemoryContext old;
 	AttrNumber	not_before = d->col->not_before;
 
@@ -115,7 +115,7 @@ taskq_insert_columns(InsertExprs *ie, const TaskqRel *d, const char *const *name
 			return ie->lists[i];
 
 	old = MemoryContextSwitchTo(ie->nlists < INSERT_COLUMN_LISTS ? ie->cxt : CurrentMemoryContext);
-	l = palloc0(sizeof(InsertColumns));
+	l = palloc0(sizeof(TaskqInsertColumns));
 	l->names = names;
 	l->ncols = ncols;
 	l->id_col = -1;

@@ -21,14 +21,14 @@
 /* Column lists kept per shape: the insert's, with and without "trigger". */
 #define INSERT_COLUMN_LISTS 4
 
-struct InsertColumns;
+struct TaskqInsertColumns;
 
 /*
  * The planned column defaults and CHECK constraints of taskq.tasks, kept
  * with its shape: reading them from the catalog's node strings and
  * planning them cost more than writing a row of a small batch.
  */
-typedef struct InsertExprs
+typedef struct TaskqInsertExprs
 {
 	MemoryContext cxt;			/* the shape's */
 	int			natts;
@@ -48,15 +48,15 @@ typedef struct InsertExprs
 	ExprState **check_states;
 	/* the column lists of the callers, as attributes (taskq_insert_columns) */
 	int			nlists;
-	struct InsertColumns *lists[INSERT_COLUMN_LISTS];
-} InsertExprs;
+	struct TaskqInsertColumns *lists[INSERT_COLUMN_LISTS];
+} TaskqInsertExprs;
 
 /*
  * A caller's list of named columns, mapped onto the table's attributes:
  * per attribute the index of its name in the list (or -1) and the default
  * that fills it (the list's names and a NULL not_before take none).
  */
-typedef struct InsertColumns
+typedef struct TaskqInsertColumns
 {
 	const char *const *names;	/* the caller's (static) list */
 	int			ncols;
@@ -64,11 +64,11 @@ typedef struct InsertColumns
 	int			id_col;			/* index of "id" in names */
 	int		   *given;
 	ExprState **defaults;
-} InsertColumns;
+} TaskqInsertColumns;
 
-extern InsertExprs *taskq_insert_exprs(TaskqRelShape *shape, Relation rel);
-extern InsertColumns *taskq_insert_columns(InsertExprs *ie, const TaskqRel *d,
+extern TaskqInsertExprs *taskq_insert_exprs(TaskqRelShape *shape, Relation rel);
+extern TaskqInsertColumns *taskq_insert_columns(TaskqInsertExprs *ie, const TaskqRel *d,
 										   const char *const *names, int ncols);
-extern TupleTableSlot **taskq_insert_slots(InsertExprs *ie, Relation rel, int n);
+extern TupleTableSlot **taskq_insert_slots(TaskqInsertExprs *ie, Relation rel, int n);
 
 #endif

@@ -127,8 +127,8 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	int			nrepeats = 0;	/* rows whose id may repeat a stored one */
 	int		   *repeat_rows;
 	ItemPointerData *repeat_tids;
-	InsertExprs *ie;
-	InsertColumns *ic;
+	TaskqInsertExprs *ie;
+	TaskqInsertColumns *ic;
 
 	*stored = -1;
 	if (!taskq_rel_open(&d, "INSERT", NULL, 0))
@@ -338,7 +338,7 @@ report_stored_duplicate(List *specs, List *stored)
 
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		if (taskq_string_member(stored, s->id))
 			ereport(ERROR,
@@ -431,7 +431,7 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 	}
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 		Datum	  **cols = bc->cols;
 		bool	  **nulls = bc->nulls;
 
@@ -533,7 +533,7 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
 		inserted = lappend(inserted, taskq_get_text(r, 1, NULL));
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		if (!taskq_string_member(inserted, s->id))
 			missing = lappend(missing, s->id);
@@ -592,14 +592,14 @@ insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 		if (!trigger_rule_oids(rule_oids))
 			return false;
 		foreach(lc, specs)
-			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskSpec *) lfirst(lc))->trigger]);
+			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskqTaskSpec *) lfirst(lc))->trigger]);
 	}
 
 	if (!insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
 					   &stored))
 		return false;
 	if (stored >= 0)
-		report_stored_duplicate(specs, list_make1(((TaskSpec *) list_nth(specs, stored))->id));
+		report_stored_duplicate(specs, list_make1(((TaskqTaskSpec *) list_nth(specs, stored))->id));
 	return true;
 }
 
@@ -624,7 +624,7 @@ insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 	/* successors as array literals, every column as an array */
 	foreach(lc, specs)
 	{
-		TaskSpec   *s = lfirst(lc);
+		TaskqTaskSpec *s = lfirst(lc);
 
 		if (s->successors != NIL)
 			bc->cols[COL_SUCC][i] = CStringGetTextDatum(array_literal(s->successors));
@@ -653,7 +653,7 @@ taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 	ListCell   *lc;
 
 	foreach(lc, specs)
-		rules |= ((TaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
+		rules |= ((TaskqTaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
 	if (!small)
 		policy_actions = taskq_policy_max_tries(specs, &policy_tries);	/* action_policy.c */
 	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);

@@ -31,7 +31,7 @@
  */
 
 /* One task to insert, as insert_tasks' JSON objects give it. */
-typedef struct TaskSpec
+typedef struct TaskqTaskSpec
 {
 	int			index;			/* 1-based position in the argument */
 	char	   *id;
@@ -52,7 +52,7 @@ typedef struct TaskSpec
 	int32		num_signals;	/* computed: incoming edges */
 	const char *argname;		/* the argument errors name (NULL: "tasks") */
 	bool		made_id;		/* id made by taskq (task_id.c): unique */
-} TaskSpec;
+} TaskqTaskSpec;
 
 typedef enum TaskqInsertMode
 {

@@ -36,7 +36,7 @@ typedef struct TaskqReadyCols
  */
 
 /* Columns of taskq.tasks read or written here (attribute numbers). */
-typedef struct TaskColumns
+typedef struct TaskqTaskColumns
 {
 	AttrNumber	id,
 				body,
@@ -53,7 +53,7 @@ typedef struct TaskColumns
 				workflow,
 				result,
 				claimed_at;
-} TaskColumns;
+} TaskqTaskColumns;
 
 #define TASKQ_SHAPE_UPDATES 4
 
@@ -68,7 +68,7 @@ typedef struct TaskqRelShape
 	int			natts;
 	bool		applies;		/* false: the callers run their SQL */
 	bool		starts_ok;		/* the tasks_ready_hint triggers note SQL writes */
-	TaskColumns col;
+	TaskqTaskColumns col;
 	TaskqReadyCols ready;
 	Oid			in_progress,
 				completed;
@@ -80,7 +80,7 @@ typedef struct TaskqRelShape
 	int			nupdated;		/* updatedCols per list of changed columns */
 	const char *const *updated_names[TASKQ_SHAPE_UPDATES];
 	Bitmapset  *updated[TASKQ_SHAPE_UPDATES];
-	struct InsertExprs *insert; /* made at the first direct insert (insert_exprs.c) */
+	struct TaskqInsertExprs *insert; /* made at the first direct insert (insert_exprs.c) */
 } TaskqRelShape;
 
 typedef struct TaskqRel
@@ -88,7 +88,7 @@ typedef struct TaskqRel
 	TaskqRelShape *shape;		/* what is kept of the table (tasks_shape.c) */
 	Relation	rel;
 	TupleDesc	desc;
-	const TaskColumns *col;		/* the shape's */
+	const TaskqTaskColumns *col;		/* the shape's */
 	const TaskqReadyCols *ready;	/* the shape's: status_code, num_signals, action, ...; pending */
 	EState	   *estate;
 	ResultRelInfo *rri;
@@ -107,7 +107,7 @@ extern Bitmapset *taskq_rel_shape_updated(TaskqRelShape *s, Relation rel,
 										  const char *const *changed, int nchanged);
 extern void taskq_rel_shape_indexes(const TaskqRelShape *s, ResultRelInfo *rri);
 extern Relation taskq_rel_shape_index(const TaskqRelShape *s, ResultRelInfo *rri, int i);
-extern bool taskq_task_columns(TupleDesc desc, TaskColumns *c);
+extern bool taskq_task_columns(TupleDesc desc, TaskqTaskColumns *c);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 
 /* tasks_rel.c: the table opened, its rows written, which rows are ready */

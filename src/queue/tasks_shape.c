@@ -156,7 +156,7 @@ triggers_ours(Relation rel, bool *starts_ok)
 
 /* The columns besides the ready ones (taskq_ready_cols); false if one is missing. */
 bool
-taskq_task_columns(TupleDesc desc, TaskColumns *c)
+taskq_task_columns(TupleDesc desc, TaskqTaskColumns *c)
 {
 	c->id = taskq_column(desc, "id");
 	c->body = taskq_column(desc, "body");

@@ -2,8 +2,8 @@
  *
  * definitions.c
  *	  Definitions of state machines and sagas (taskq.definitions): their
- *	  versions, stored and read, and their parsed form (a MachineDef or a
- *	  SagaDef) kept per backend for the steps of the runs that name them.
+ *	  versions, stored and read, and their parsed form (a TaskqMachineDef or a
+ *	  TaskqSagaDef) kept per backend for the steps of the runs that name them.
  *
  * A definition is stored once per version and no taskq function changes it
  * afterwards; an admin may still update, delete or truncate the table by

@@ -56,7 +56,7 @@
 typedef struct MachineRun
 {
 	TaskqRun   *run;
-	MachineDef *m;
+	TaskqMachineDef *m;
 } MachineRun;
 
 static void enter_state(MachineRun *mr, int si, const char *cursor);
@@ -113,7 +113,7 @@ not_a_step(const char *task_id)
 
 /* The body of a step task of state s. */
 static Jsonb *
-step_body(MachineRun *mr, MachineState *s, const char *cursor, bool fan_in)
+step_body(MachineRun *mr, TaskqMachineState *s, const char *cursor, bool fan_in)
 {
 	JsonbParseState *st = NULL;
 	JsonbValue	v;
@@ -149,8 +149,8 @@ step_body(MachineRun *mr, MachineState *s, const char *cursor, bool fan_in)
 static char *
 insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
 {
-	MachineState *s = &mr->m->states[si];
-	TaskSpec   *spec = palloc0(sizeof(TaskSpec));
+	TaskqMachineState *s = &mr->m->states[si];
+	TaskqTaskSpec *spec = palloc0(sizeof(TaskqTaskSpec));
 
 	spec->index = 1;
 	spec->id = taskq_run_next_task_id(mr->run);
@@ -205,7 +205,7 @@ join_fan_in(MachineRun *mr, int si)
 static void
 enter_state(MachineRun *mr, int si, const char *cursor)
 {
-	MachineState *s = &mr->m->states[si];
+	TaskqMachineState *s = &mr->m->states[si];
 	TaskqRun   *run = mr->run;
 
 	run->state = s->name;
@@ -254,7 +254,7 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 	char	   *status;
 	char	   *state;
 	int			si;
-	MachineTransition *t;
+	TaskqMachineTransition *t;
 
 	taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, "transition");
 	*isnull = true;
@@ -286,7 +286,7 @@ static char *
 move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 {
 	TaskqRun   *run = mr->run;
-	MachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineState *s = &mr->m->states[current_state(mr)];
 
 	if (context)
 		run->context = context;
@@ -306,7 +306,7 @@ move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 
 /* The event a step returns must be one of its state's (NULL: final). */
 static void
-check_event(MachineRun *mr, MachineState *s, const char *event, const char *task_id)
+check_event(MachineRun *mr, TaskqMachineState *s, const char *event, const char *task_id)
 {
 	if (event == NULL && !s->final)
 		ereport(ERROR,
@@ -330,7 +330,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 			 const char *event, Jsonb *context, const char *caller, bool *isnull)
 {
 	MachineRun *mr = machine_run(run);
-	MachineState *s;
+	TaskqMachineState *s;
 	TaskqHeld	held;
 	char	   *fault;
 	List	   *members = NIL;
@@ -399,7 +399,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	if (taskq_run_debug_flag(run, "restart_each_step") &&
 		!taskq_run_fault_done(run, "restart", task_id))
 	{
-		MachineTransition *t = event ? taskq_machine_find_transition(s, event) : NULL;
+		TaskqMachineTransition *t = event ? taskq_machine_find_transition(s, event) : NULL;
 
 		taskq_run_fault_mark(run, "restart", task_id);
 		taskq_run_store(run);
@@ -681,7 +681,7 @@ taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor
 {
 	MachineRun *mr = held_current_step(task_id, token);
 	TaskqRun   *run = mr->run;
-	MachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineState *s = &mr->m->states[current_state(mr)];
 	TaskqRun   *fork;
 	MachineRun *fmr;
 	bool		n;
@@ -732,7 +732,7 @@ taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
 							  Tuplestorestate *out, TupleDesc desc)
 {
 	MachineRun *mr = held_current_step(task_id, token);
-	MachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineState *s = &mr->m->states[current_state(mr)];
 
 	if (s->fan_in <= 0 && taskq_batch_members(task_id) == NIL)
 		ereport(ERROR,
@@ -763,8 +763,8 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 						run->definition, event)));
 	if (run->status == TASKQ_RUN_WAITING)
 	{
-		MachineState *s = &mr->m->states[current_state(mr)];
-		MachineTransition *t = taskq_machine_find_transition(s, event);
+		TaskqMachineState *s = &mr->m->states[current_state(mr)];
+		TaskqMachineTransition *t = taskq_machine_find_transition(s, event);
 
 		if (t)
 		{

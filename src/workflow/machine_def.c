@@ -72,14 +72,14 @@ static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL}
 static const char *const transition_keys[] = {"event", "to", NULL};
 
 static void
-parse_transitions(JsonbValue *v, MachineState *s, bool check)
+parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 {
 	JsonbIterator *it;
 	JsonbValue	elem;
 	JsonbIteratorToken tok;
 	int			cap = 4;
 
-	s->transitions = palloc(sizeof(MachineTransition) * cap);
+	s->transitions = palloc(sizeof(TaskqMachineTransition) * cap);
 	if (v == NULL || v->type == jbvNull)
 		return;
 	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
@@ -91,7 +91,7 @@ parse_transitions(JsonbValue *v, MachineState *s, bool check)
 	it = JsonbIteratorInit(v->val.binary.data);
 	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
 	{
-		MachineTransition *t;
+		TaskqMachineTransition *t;
 		char	   *where;
 
 		if (tok != WJB_ELEM)
@@ -104,7 +104,7 @@ parse_transitions(JsonbValue *v, MachineState *s, bool check)
 		if (s->ntransitions == cap)
 		{
 			cap *= 2;
-			s->transitions = repalloc(s->transitions, sizeof(MachineTransition) * cap);
+			s->transitions = repalloc(s->transitions, sizeof(TaskqMachineTransition) * cap);
 		}
 		t = &s->transitions[s->ntransitions++];
 		t->event = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
@@ -128,7 +128,7 @@ parse_transitions(JsonbValue *v, MachineState *s, bool check)
 }
 
 static void
-parse_state(JsonbContainer *obj, MachineState *s, int index, bool check)
+parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 {
 	JsonbValue *v;
 	char	   *where;
@@ -189,7 +189,7 @@ parse_state(JsonbContainer *obj, MachineState *s, int index, bool check)
 }
 
 int
-taskq_machine_state_index(MachineDef *m, const char *name)
+taskq_machine_state_index(TaskqMachineDef *m, const char *name)
 {
 	for (int i = 0; i < m->nstates; i++)
 		if (strcmp(m->states[i].name, name) == 0)
@@ -197,8 +197,8 @@ taskq_machine_state_index(MachineDef *m, const char *name)
 	return -1;
 }
 
-MachineTransition *
-taskq_machine_find_transition(MachineState *s, const char *event)
+TaskqMachineTransition *
+taskq_machine_find_transition(TaskqMachineState *s, const char *event)
 {
 	for (int i = 0; i < s->ntransitions; i++)
 		if (strcmp(s->transitions[i].event, event) == 0)
@@ -210,10 +210,10 @@ taskq_machine_find_transition(MachineState *s, const char *event)
  * Parse a machine's JSON; with check, every rule of a definition is
  * checked (22023 naming the state or event).
  */
-MachineDef *
+TaskqMachineDef *
 taskq_machine_parse(Jsonb *def, bool check)
 {
-	MachineDef *m = palloc0(sizeof(MachineDef));
+	TaskqMachineDef *m = palloc0(sizeof(TaskqMachineDef));
 	JsonbValue *states;
 	JsonbIterator *it;
 	JsonbValue	elem;
@@ -235,7 +235,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		!JsonContainerIsArray(states->val.binary.data))
 		bad("a state machine definition needs \"states\", an array of states", NULL);
 
-	m->states = palloc0(sizeof(MachineState) * cap);
+	m->states = palloc0(sizeof(TaskqMachineState) * cap);
 	it = JsonbIteratorInit(states->val.binary.data);
 	while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
 	{
@@ -246,9 +246,9 @@ taskq_machine_parse(Jsonb *def, bool check)
 		if (m->nstates == cap)
 		{
 			cap *= 2;
-			m->states = repalloc(m->states, sizeof(MachineState) * cap);
+			m->states = repalloc(m->states, sizeof(TaskqMachineState) * cap);
 		}
-		memset(&m->states[m->nstates], 0, sizeof(MachineState));
+		memset(&m->states[m->nstates], 0, sizeof(TaskqMachineState));
 		parse_state(elem.val.binary.data, &m->states[m->nstates], m->nstates, check);
 		if (check)
 			for (int i = 0; i < m->nstates; i++)
@@ -266,7 +266,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 	for (int i = 0; i < m->nstates; i++)
 		for (int t = 0; t < m->states[i].ntransitions; t++)
 		{
-			MachineTransition *tr = &m->states[i].transitions[t];
+			TaskqMachineTransition *tr = &m->states[i].transitions[t];
 
 			tr->to_index = taskq_machine_state_index(m, tr->to);
 			if (check && tr->to_index < 0)
@@ -293,7 +293,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		stack[top++] = m->initial;
 		while (top > 0)
 		{
-			MachineState *s = &m->states[stack[--top]];
+			TaskqMachineState *s = &m->states[stack[--top]];
 
 			for (int t = 0; t < s->ntransitions; t++)
 				if (!seen[s->transitions[t].to_index])

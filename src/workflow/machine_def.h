@@ -11,14 +11,14 @@
 
 #include "utils/jsonb.h"
 
-typedef struct MachineTransition
+typedef struct TaskqMachineTransition
 {
 	char	   *event;
 	char	   *to;
 	int			to_index;
-} MachineTransition;
+} TaskqMachineTransition;
 
-typedef struct MachineState
+typedef struct TaskqMachineState
 {
 	char	   *name;
 	char	   *action;			/* NULL: a waiting state */
@@ -31,27 +31,27 @@ typedef struct MachineState
 	Jsonb	   *retry;			/* NULL: the machine's */
 	int32		priority;
 	int			ntransitions;
-	MachineTransition *transitions;
-} MachineState;
+	TaskqMachineTransition *transitions;
+} TaskqMachineState;
 
-typedef struct MachineDef
+typedef struct TaskqMachineDef
 {
 	int			nstates;
-	MachineState *states;
+	TaskqMachineState *states;
 	int			initial;
 	bool		has_max_tries;
 	int32		max_tries;
 	Jsonb	   *retry;
-} MachineDef;
+} TaskqMachineDef;
 
-extern MachineDef *taskq_machine_parse(Jsonb *def, bool check);
-extern int	taskq_machine_state_index(MachineDef *m, const char *name);
-extern MachineTransition *taskq_machine_find_transition(MachineState *s, const char *event);
+extern TaskqMachineDef *taskq_machine_parse(Jsonb *def, bool check);
+extern int	taskq_machine_state_index(TaskqMachineDef *m, const char *name);
+extern TaskqMachineTransition *taskq_machine_find_transition(TaskqMachineState *s, const char *event);
 /* machine_events.c: events kept for a run until a waiting state takes them */
 struct TaskqRun;
-extern bool taskq_machine_waiting_event(MachineDef *m, const char *event);
+extern bool taskq_machine_waiting_event(TaskqMachineDef *m, const char *event);
 extern void taskq_machine_keep_event(struct TaskqRun *run, const char *event, Jsonb *context);
-extern bool taskq_machine_take_kept_event(struct TaskqRun *run, MachineState *s,
+extern bool taskq_machine_take_kept_event(struct TaskqRun *run, TaskqMachineState *s,
 										  char **event, Jsonb **context);
 
 #endif							/* TASKQ_MACHINE_DEF_H */

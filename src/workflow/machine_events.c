@@ -21,7 +21,7 @@
 
 /* Does some waiting state of the machine define event? */
 bool
-taskq_machine_waiting_event(MachineDef *m, const char *event)
+taskq_machine_waiting_event(TaskqMachineDef *m, const char *event)
 {
 	for (int i = 0; i < m->nstates; i++)
 		if (m->states[i].action == NULL && taskq_machine_find_transition(&m->states[i], event))
@@ -53,7 +53,7 @@ taskq_machine_keep_event(TaskqRun *run, const char *event, Jsonb *context)
  * false if there was none.
  */
 bool
-taskq_machine_take_kept_event(TaskqRun *run, MachineState *s, char **event, Jsonb **context)
+taskq_machine_take_kept_event(TaskqRun *run, TaskqMachineState *s, char **event, Jsonb **context)
 {
 	JsonbIterator *it;
 	JsonbValue	elem;

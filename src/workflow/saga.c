@@ -86,7 +86,7 @@ merge_working(TaskqRun *run, Jsonb *working)
 }
 
 static bool
-all_succeeded(SagaRun *sr)
+all_succeeded(TaskqSagaRun *sr)
 {
 	for (int i = 0; i < sr->d->nsteps; i++)
 		if (sr->st[i].do_state != DO_SUCCEEDED)
@@ -99,15 +99,15 @@ all_succeeded(SagaRun *sr)
  * one with one_success) becomes ready; all steps done: succeeded.
  */
 static void
-make_ready(SagaRun *sr)
+make_ready(TaskqSagaRun *sr)
 {
-	SagaDef    *d = sr->d;
+	TaskqSagaDef *d = sr->d;
 
 	if (sr->run->status != TASKQ_RUN_RUNNING)
 		return;
 	for (int i = 0; i < d->nsteps; i++)
 	{
-		SagaStep   *s = &d->steps[i];
+		TaskqSagaStep *s = &d->steps[i];
 		int			done = 0;
 
 		if (sr->st[i].do_state != DO_NONE)
@@ -126,7 +126,7 @@ make_ready(SagaRun *sr)
 
 /* Step i failed (its do state recorded): the saga switches to undo. */
 static void
-fail_run(SagaRun *sr, int i, const char *error)
+fail_run(TaskqSagaRun *sr, int i, const char *error)
 {
 	sr->run->error = psprintf("step \"%s\": %s", sr->d->steps[i].name, error);
 	taskq_saga_switch_to_undo(sr);
@@ -139,11 +139,11 @@ fail_run(SagaRun *sr, int i, const char *error)
 
 /* The step whose current do or undo task is task_id (*undo says which), or -1. */
 static int
-find_task(SagaRun *sr, const char *task_id, bool *undo)
+find_task(TaskqSagaRun *sr, const char *task_id, bool *undo)
 {
 	for (int i = 0; i < sr->d->nsteps; i++)
 	{
-		StepState  *s = &sr->st[i];
+		TaskqStepState *s = &sr->st[i];
 
 		if (s->do_task && strcmp(s->do_task, task_id) == 0)
 		{
@@ -182,7 +182,7 @@ result_code(SagaResult r)
  * return repeated is a no-op, another result 55000.
  */
 static void
-repeated_result(SagaRun *sr, const char *task_id, pg_uuid_t *token, SagaResult result,
+repeated_result(TaskqSagaRun *sr, const char *task_id, pg_uuid_t *token, SagaResult result,
 				const char *caller)
 {
 	TaskqTaskView task;
@@ -236,7 +236,7 @@ failure_text(StepReturn *r)
 
 /* A successful finish discarded by restart_each_step: true if it was. */
 static bool
-restart_fault(SagaRun *sr, StepReturn *r)
+restart_fault(TaskqSagaRun *sr, StepReturn *r)
 {
 	if (!taskq_run_debug_flag(sr->run, "restart_each_step") ||
 		taskq_run_fault_done(sr->run, "restart", r->task_id))
@@ -248,7 +248,7 @@ restart_fault(SagaRun *sr, StepReturn *r)
 
 /* A fault of key (fail_at_steps, undo_fail_at_steps) turns a success into a failure. */
 static void
-failure_fault(SagaRun *sr, StepReturn *r, const char *key, const char *step)
+failure_fault(TaskqSagaRun *sr, StepReturn *r, const char *key, const char *step)
 {
 	char	   *fault = taskq_run_debug_fault(sr->run, key, step);
 
@@ -263,10 +263,10 @@ failure_fault(SagaRun *sr, StepReturn *r, const char *key, const char *step)
 
 /* The do of step i returned. */
 static void
-do_returned(SagaRun *sr, int i, StepReturn *r)
+do_returned(TaskqSagaRun *sr, int i, StepReturn *r)
 {
 	TaskqRun   *run = sr->run;
-	StepState  *s = &sr->st[i];
+	TaskqStepState *s = &sr->st[i];
 	const char *name = sr->d->steps[i].name;
 	bool		success;
 
@@ -359,10 +359,10 @@ do_returned(SagaRun *sr, int i, StepReturn *r)
 
 /* The undo of step i returned. */
 static void
-undo_returned(SagaRun *sr, int i, StepReturn *r)
+undo_returned(TaskqSagaRun *sr, int i, StepReturn *r)
 {
 	TaskqRun   *run = sr->run;
-	StepState  *s = &sr->st[i];
+	TaskqStepState *s = &sr->st[i];
 	const char *name = sr->d->steps[i].name;
 
 	if (r->result == RESULT_WAIT || r->result == RESULT_RERUN)
@@ -419,7 +419,7 @@ undo_returned(SagaRun *sr, int i, StepReturn *r)
  * the do or the undo.  A task that is not current is a repeat.
  */
 static void
-step_returned(SagaRun *sr, StepReturn *r)
+step_returned(TaskqSagaRun *sr, StepReturn *r)
 {
 	bool		undo;
 	int			i = find_task(sr, r->task_id, &undo);
@@ -481,7 +481,7 @@ busy_call(const char *run_id, saga_work fn, void *arg)
 
 typedef struct ReturnCall
 {
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 	StepReturn *r;
 } ReturnCall;
 
@@ -507,7 +507,7 @@ return_work(void *arg)
 static bool
 saga_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 {
-	SagaRun    *sr = taskq_saga_load(run);
+	TaskqSagaRun *sr = taskq_saga_load(run);
 	bool		undo;
 	int			i = find_task(sr, item->id, &undo);
 	StepReturn	r = {0};
@@ -544,7 +544,7 @@ saga_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 
 typedef struct FinishedCall
 {
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 	const TaskqFinished *task;
 } FinishedCall;
 
@@ -552,11 +552,11 @@ static void
 finished_work(void *arg)
 {
 	FinishedCall *c = arg;
-	SagaRun    *sr = c->sr;
+	TaskqSagaRun *sr = c->sr;
 	TaskqRun   *run = sr->run;
 	bool		undo;
 	int			i = find_task(sr, c->task->id, &undo);
-	StepState  *s;
+	TaskqStepState *s;
 	bool		ok = c->task->outcome == TASKQ_COMPLETED;
 	char	   *error = NULL;
 	TaskqTaskView view;
@@ -618,7 +618,7 @@ saga_step_finished(TaskqRun *run, const TaskqFinished *task)
 static void
 cancel_work(void *arg)
 {
-	SagaRun    *sr = arg;
+	TaskqSagaRun *sr = arg;
 
 	sr->run->error = "cancelled";
 	taskq_saga_switch_to_undo(sr);
@@ -629,7 +629,7 @@ cancel_work(void *arg)
 static const char *
 saga_cancel(TaskqRun *run)
 {
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 
 	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_UNDOING)
 		ereport(ERROR,
@@ -665,7 +665,7 @@ taskq_define_saga(const char *name, Jsonb *def)
 
 /* The step names of a debug setting (fail_at_steps...) must be the saga's. */
 static void
-check_debug_steps(Jsonb *debug, SagaDef *d, const char *key)
+check_debug_steps(Jsonb *debug, TaskqSagaDef *d, const char *key)
 {
 	JsonbValue *map = taskq_json_key(debug, key);
 	JsonbIterator *it;
@@ -701,7 +701,7 @@ static TaskqPlan stale_steps_plan = {
 static void
 start_work(void *arg)
 {
-	SagaRun    *sr = arg;
+	TaskqSagaRun *sr = arg;
 	Datum		a;
 
 	taskq_run_insert(sr->run);
@@ -715,7 +715,7 @@ char *
 taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 
 	taskq_check_run_id(id, "id");
 	taskq_check_json_object(inputs, "inputs");
@@ -791,7 +791,7 @@ taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result
 
 typedef struct ResumeCall
 {
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 	Jsonb	   *working;
 } ResumeCall;
 

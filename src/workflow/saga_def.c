@@ -43,7 +43,7 @@ static const char *const step_keys[] = {
 };
 
 int
-taskq_saga_step_index(SagaDef *d, const char *name)
+taskq_saga_step_index(TaskqSagaDef *d, const char *name)
 {
 	for (int i = 0; i < d->nsteps; i++)
 		if (strcmp(d->steps[i].name, name) == 0)
@@ -73,7 +73,7 @@ step_action(JsonbContainer *obj, const char *key, const char *step, bool require
 }
 
 static void
-parse_trigger(JsonbContainer *obj, SagaStep *s, bool check)
+parse_trigger(JsonbContainer *obj, TaskqSagaStep *s, bool check)
 {
 	JsonbValue *v = taskq_json_container_key(obj, "trigger");
 	char	   *t;
@@ -93,7 +93,7 @@ parse_trigger(JsonbContainer *obj, SagaStep *s, bool check)
 
 /* The names in "after" (resolved to indexes once every step is known). */
 static List *
-parse_after(JsonbContainer *obj, SagaStep *s, int index, bool *given, bool check)
+parse_after(JsonbContainer *obj, TaskqSagaStep *s, int index, bool *given, bool check)
 {
 	JsonbValue *v = taskq_json_container_key(obj, "after");
 	JsonbIterator *it;
@@ -142,7 +142,7 @@ parse_after(JsonbContainer *obj, SagaStep *s, int index, bool *given, bool check
 }
 
 static void
-parse_step(JsonbContainer *obj, SagaStep *s, int index, bool check)
+parse_step(JsonbContainer *obj, TaskqSagaStep *s, int index, bool check)
 {
 	JsonbValue *v = taskq_json_container_key(obj, "name");
 	char	   *where;
@@ -168,7 +168,7 @@ parse_step(JsonbContainer *obj, SagaStep *s, int index, bool check)
 
 /* The steps must make a DAG: a step that comes after itself is on a cycle. */
 static void
-check_acyclic(SagaDef *d)
+check_acyclic(TaskqSagaDef *d)
 {
 	for (int i = 0; i < d->nsteps; i++)
 		if (d->reach[i * d->nsteps + i])
@@ -178,7 +178,7 @@ check_acyclic(SagaDef *d)
 
 /* reach[i][j]: j comes after i, directly or through other steps. */
 static void
-compute_reach(SagaDef *d)
+compute_reach(TaskqSagaDef *d)
 {
 	int			n = d->nsteps;
 	int		   *stack = palloc(sizeof(int) * (n + 1));
@@ -211,10 +211,10 @@ compute_reach(SagaDef *d)
  * Parse a saga's JSON; with check, every rule of a definition is checked
  * (22023 naming the step).
  */
-SagaDef *
+TaskqSagaDef *
 taskq_saga_parse(Jsonb *def, bool check)
 {
-	SagaDef    *d = palloc0(sizeof(SagaDef));
+	TaskqSagaDef *d = palloc0(sizeof(TaskqSagaDef));
 	JsonbValue *steps;
 	JsonbIterator *it;
 	JsonbValue	elem;
@@ -240,7 +240,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 		!JsonContainerIsArray(steps->val.binary.data))
 		bad("a saga definition needs \"steps\", an array of steps", NULL);
 
-	d->steps = palloc0(sizeof(SagaStep) * cap);
+	d->steps = palloc0(sizeof(TaskqSagaStep) * cap);
 	afters = palloc0(sizeof(List *) * cap);
 	given = palloc0(sizeof(bool) * cap);
 	it = JsonbIteratorInit(steps->val.binary.data);
@@ -255,11 +255,11 @@ taskq_saga_parse(Jsonb *def, bool check)
 		if (n == cap)
 		{
 			cap *= 2;
-			d->steps = repalloc(d->steps, sizeof(SagaStep) * cap);
+			d->steps = repalloc(d->steps, sizeof(TaskqSagaStep) * cap);
 			afters = repalloc(afters, sizeof(List *) * cap);
 			given = repalloc(given, sizeof(bool) * cap);
 		}
-		memset(&d->steps[n], 0, sizeof(SagaStep));
+		memset(&d->steps[n], 0, sizeof(TaskqSagaStep));
 		parse_step(elem.val.binary.data, &d->steps[n], n, check);
 		afters[n] = parse_after(elem.val.binary.data, &d->steps[n], n, &given[n], check);
 		if (check)
@@ -273,7 +273,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 
 	for (int i = 0; i < d->nsteps; i++)
 	{
-		SagaStep   *s = &d->steps[i];
+		TaskqSagaStep *s = &d->steps[i];
 		ListCell   *lc;
 
 		if (!given[i])

@@ -13,7 +13,7 @@
 
 #include "utils/jsonb.h"
 
-typedef struct SagaStep
+typedef struct TaskqSagaStep
 {
 	char	   *name;
 	char	   *do_action;
@@ -27,12 +27,12 @@ typedef struct SagaStep
 	bool		has_undo_max_tries;
 	int32		undo_max_tries;
 	Jsonb	   *undo_retry;
-} SagaStep;
+} TaskqSagaStep;
 
-typedef struct SagaDef
+typedef struct TaskqSagaDef
 {
 	int			nsteps;
-	SagaStep   *steps;
+	TaskqSagaStep *steps;
 	bool		has_max_tries;
 	int32		max_tries;
 	Jsonb	   *retry;
@@ -41,9 +41,9 @@ typedef struct SagaDef
 	Jsonb	   *undo_retry;
 	/* reach[i * nsteps + j]: step j comes (transitively) after step i */
 	bool	   *reach;
-} SagaDef;
+} TaskqSagaDef;
 
-extern SagaDef *taskq_saga_parse(Jsonb *def, bool check);
-extern int	taskq_saga_step_index(SagaDef *d, const char *name);
+extern TaskqSagaDef *taskq_saga_parse(Jsonb *def, bool check);
+extern int	taskq_saga_step_index(TaskqSagaDef *d, const char *name);
 
 #endif							/* TASKQ_SAGA_DEF_H */

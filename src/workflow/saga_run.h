@@ -21,51 +21,51 @@
 #include "workflow/saga_def.h"
 
 /* Step states (taskq.saga_steps.do_state and undo_state; see saga.c). */
-typedef enum DoState
+typedef enum TaskqDoState
 {
 	DO_NONE,					/* not started: no row */
 	DO_READY,
 	DO_SUCCEEDED,
 	DO_FAILED,
 	DO_SKIPPED
-} DoState;
+} TaskqDoState;
 
-typedef enum UndoState
+typedef enum TaskqUndoState
 {
 	UNDO_NOT_YET,
 	UNDO_READY,
 	UNDO_SUCCEEDED,
 	UNDO_FAILED,
 	UNDO_NOTHING				/* undo: null, counted as undone */
-} UndoState;
+} TaskqUndoState;
 
-typedef struct StepState
+typedef struct TaskqStepState
 {
-	DoState		do_state;
-	UndoState	undo_state;
+	TaskqDoState do_state;
+	TaskqUndoState undo_state;
 	char	   *do_task;
 	char	   *undo_task;
 	bool		dirty;			/* to be written by taskq_saga_finish */
-} StepState;
+} TaskqStepState;
 
-typedef struct SagaRun
+typedef struct TaskqSagaRun
 {
 	TaskqRun   *run;
-	SagaDef    *d;
-	StepState  *st;				/* one per step of d */
+	TaskqSagaDef *d;
+	TaskqStepState *st;				/* one per step of d */
 	List	   *specs;			/* tasks to insert when the work is done */
-} SagaRun;
+} TaskqSagaRun;
 
 /* saga_store.c */
-extern SagaRun *taskq_saga_new(TaskqRun *run);
-extern SagaRun *taskq_saga_load(TaskqRun *run);
-extern SagaRun *taskq_saga_fetch(const char *id);
-extern void taskq_saga_finish(SagaRun *sr);
-extern char *taskq_saga_add_step_task(SagaRun *sr, int i, bool undo);
+extern TaskqSagaRun *taskq_saga_new(TaskqRun *run);
+extern TaskqSagaRun *taskq_saga_load(TaskqRun *run);
+extern TaskqSagaRun *taskq_saga_fetch(const char *id);
+extern void taskq_saga_finish(TaskqSagaRun *sr);
+extern char *taskq_saga_add_step_task(TaskqSagaRun *sr, int i, bool undo);
 
 /* saga_undo.c */
-extern void taskq_saga_switch_to_undo(SagaRun *sr);
-extern void taskq_saga_schedule_undo(SagaRun *sr);
-extern void taskq_saga_dismal(SagaRun *sr, int i, const char *error);
+extern void taskq_saga_switch_to_undo(TaskqSagaRun *sr);
+extern void taskq_saga_schedule_undo(TaskqSagaRun *sr);
+extern void taskq_saga_dismal(TaskqSagaRun *sr, int i, const char *error);
 
 #endif							/* TASKQ_SAGA_RUN_H */

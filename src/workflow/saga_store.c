@@ -2,7 +2,7 @@
  *
  * saga_store.c
  *	  A saga run as stored: the run's row (the columns a saga uses) and its
- *	  steps' rows in taskq.saga_steps, read into a SagaRun in one statement
+ *	  steps' rows in taskq.saga_steps, read into a TaskqSagaRun in one statement
  *	  and written back in one; and the tasks of the dos and undos a piece
  *	  of work made ready, inserted when it is done.
  *
@@ -84,24 +84,24 @@ parse_saga(Jsonb *def)
 	return taskq_saga_parse(def, false);
 }
 
-SagaRun *
+TaskqSagaRun *
 taskq_saga_new(TaskqRun *run)
 {
-	SagaRun    *sr = palloc0(sizeof(SagaRun));
+	TaskqSagaRun *sr = palloc0(sizeof(TaskqSagaRun));
 
 	sr->run = run;
 	sr->d = taskq_definition_parsed(run, parse_saga);
-	sr->st = palloc0(sizeof(StepState) * sr->d->nsteps);
+	sr->st = palloc0(sizeof(TaskqStepState) * sr->d->nsteps);
 	return sr;
 }
 
 /* Record one row of taskq.saga_steps in sr. */
 static void
-saga_load_step(SagaRun *sr, const char *step, char *do_task, const char *do_state,
+saga_load_step(TaskqSagaRun *sr, const char *step, char *do_task, const char *do_state,
 			   char *undo_task, const char *undo_state)
 {
 	int			i = taskq_saga_step_index(sr->d, step);
-	StepState  *s;
+	TaskqStepState *s;
 
 	if (i < 0)
 		return;
@@ -113,10 +113,10 @@ saga_load_step(SagaRun *sr, const char *step, char *do_task, const char *do_stat
 }
 
 /* The steps of a run fetched by the seam (run.c). */
-SagaRun *
+TaskqSagaRun *
 taskq_saga_load(TaskqRun *run)
 {
-	SagaRun    *sr = taskq_saga_new(run);
+	TaskqSagaRun *sr = taskq_saga_new(run);
 	Datum		a = CStringGetTextDatum(run->id);
 
 	taskq_execute(&steps_plan, &a, NULL, false, 0);
@@ -162,12 +162,12 @@ get_texts(int col, char ***out)
  * such run or it is not a saga.  Only the columns a saga uses are read:
  * saga_finish writes no others.
  */
-SagaRun *
+TaskqSagaRun *
 taskq_saga_fetch(const char *id)
 {
 	Datum		arg = CStringGetTextDatum(id);
 	TaskqRun   *run;
-	SagaRun    *sr;
+	TaskqSagaRun *sr;
 	char	  **cols[5];
 	int			n;
 
@@ -246,7 +246,7 @@ text_array(const char **vals, int n)
  * steps that changed and the run (one statement).
  */
 void
-taskq_saga_finish(SagaRun *sr)
+taskq_saga_finish(TaskqSagaRun *sr)
 {
 	TaskqRun   *run = sr->run;
 	int			n = sr->d->nsteps;
@@ -264,7 +264,7 @@ taskq_saga_finish(SagaRun *sr)
 		cols[c] = palloc(sizeof(char *) * n);
 	for (int i = 0; i < n; i++)
 	{
-		StepState  *s = &sr->st[i];
+		TaskqStepState *s = &sr->st[i];
 
 		if (!s->dirty)
 			continue;
@@ -305,7 +305,7 @@ taskq_saga_finish(SagaRun *sr)
 
 /* The body of a do or undo task of step i. */
 static Jsonb *
-step_body(SagaRun *sr, int i, bool undo)
+step_body(TaskqSagaRun *sr, int i, bool undo)
 {
 	JsonbParseState *st = NULL;
 	JsonbValue	v;
@@ -330,11 +330,11 @@ step_body(SagaRun *sr, int i, bool undo)
 
 /* A task for the do (or undo) of step i, inserted by saga_finish; its id. */
 char *
-taskq_saga_add_step_task(SagaRun *sr, int i, bool undo)
+taskq_saga_add_step_task(TaskqSagaRun *sr, int i, bool undo)
 {
-	SagaDef    *d = sr->d;
-	SagaStep   *s = &d->steps[i];
-	TaskSpec   *spec = palloc0(sizeof(TaskSpec));
+	TaskqSagaDef *d = sr->d;
+	TaskqSagaStep *s = &d->steps[i];
+	TaskqTaskSpec *spec = palloc0(sizeof(TaskqTaskSpec));
 
 	spec->index = list_length(sr->specs) + 1;
 	spec->id = taskq_run_next_task_id(sr->run);

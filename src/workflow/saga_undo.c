@@ -42,7 +42,7 @@
  * on its last try (a retry, a release or an expired lease ends it).
  */
 void
-taskq_saga_switch_to_undo(SagaRun *sr)
+taskq_saga_switch_to_undo(TaskqSagaRun *sr)
 {
 	TaskqRun   *run = sr->run;
 	List	   *ready = NIL;
@@ -87,13 +87,13 @@ taskq_saga_switch_to_undo(SagaRun *sr)
 }
 
 static bool
-undone(StepState *s)
+undone(TaskqStepState *s)
 {
 	return s->undo_state == UNDO_SUCCEEDED || s->undo_state == UNDO_NOTHING;
 }
 
 static bool
-started(StepState *s)
+started(TaskqStepState *s)
 {
 	return s->do_state == DO_READY || s->do_state == DO_SUCCEEDED || s->do_state == DO_FAILED;
 }
@@ -104,9 +104,9 @@ started(StepState *s)
  * undo is undone at once).  Nothing left to undo: failed (or cancelled).
  */
 void
-taskq_saga_schedule_undo(SagaRun *sr)
+taskq_saga_schedule_undo(TaskqSagaRun *sr)
 {
-	SagaDef    *d = sr->d;
+	TaskqSagaDef *d = sr->d;
 	int			n = d->nsteps;
 	bool		changed = true;
 
@@ -117,7 +117,7 @@ taskq_saga_schedule_undo(SagaRun *sr)
 		changed = false;
 		for (int i = 0; i < n; i++)
 		{
-			StepState  *s = &sr->st[i];
+			TaskqStepState *s = &sr->st[i];
 			bool		eligible = true;
 
 			if (s->undo_state != UNDO_NOT_YET ||
@@ -153,7 +153,7 @@ taskq_saga_schedule_undo(SagaRun *sr)
  * server log says so, and the run id is notified on taskq_dismal.
  */
 void
-taskq_saga_dismal(SagaRun *sr, int i, const char *error)
+taskq_saga_dismal(TaskqSagaRun *sr, int i, const char *error)
 {
 	TaskqRun   *run = sr->run;
 	const char *step = sr->d->steps[i].name;
