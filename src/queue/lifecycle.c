@@ -2,13 +2,13 @@
  *
  * lifecycle.c
  *	  The life of one task: its statuses and the transitions between them
- *	  (task.h draws the diagram), the end of a task (completed or aborted),
- *	  and the tasks one call of the queue finished, handed to the workflow
- *	  layer through the seam.
+ *	  (task.h lists the edges; docs/design.md draws them), the end of a
+ *	  task (completed or aborted), and the tasks one call of the queue
+ *	  finished, handed to the workflow layer through the seam.
  *
  * taskq_status_transition() is the transition table: every path that
  * changes a task's status_code asks it first, with the status it found
- * under the row's lock, so that a transition the diagram does not have is
+ * under the row's lock, so that a transition the table does not have is
  * an internal error caught in development (an Assert), never a silent
  * change.  Where the caller's argument asks for the impossible (returning
  * a task as in_progress, re-driving one that is not aborted) the API layer

@@ -5,18 +5,10 @@
  *	  transitions between statuses, and taskq's own SQLSTATE.
  *
  * The status of a task (taskq.status, column status_code) moves only
- * along the edges of this diagram; taskq_status_transition() (lifecycle.c)
- * is the one function that says which edges exist, and every write of
- * status_code asks it first:
- *
- *		pending ----claim----> in_progress ----return completed----> completed
- *		   ^  \                  |   |  \
- *		   |   \--abort/cancel---+---+---\--return aborted, last try,--> aborted
- *		   |                     |   |        cascade, cancel
- *		   +--return pending,----+   |
- *		   |  lease expired          |
- *		   |                         +--extend_ownership (expired lease, not yet re-owned)
- *		   +------------------- redrive (aborted -> pending)
+ * along the edges that TaskqTransition lists below (drawn once, in
+ * docs/design.md, "The life of a task"); taskq_status_transition()
+ * (lifecycle.c) is the one function that says which edges exist, and every
+ * write of status_code asks it first.
  *
  * release_task takes in_progress back to pending like a retry, but ready at
  * once and without counting the try.
@@ -48,7 +40,7 @@ typedef enum TaskqStatus
 
 #define TASKQ_STATUS_COUNT (TASKQ_ABORTED + 1)
 
-/* The ways a task changes status: the edges of the diagram above. */
+/* The ways a task changes status: the edges of the task's life. */
 typedef enum TaskqTransition
 {
 	TASKQ_CLAIM,				/* pending -> in_progress */
