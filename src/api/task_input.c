@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "common/args.h"
+#include "common/json_read.h"
 #include "api/task_input.h"
 
 typedef struct ParseContext
@@ -51,63 +52,13 @@ parse_error_context(void *arg)
 		errcontext("task %d of argument \"%s\"", pc->index, pc->argname);
 }
 
-static const char *
-json_type_name(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvString:
-			return "string";
-		case jbvNumeric:
-			return "number";
-		case jbvBool:
-			return "boolean";
-		case jbvBinary:
-			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
-		case jbvArray:
-			return "array";
-		case jbvObject:
-			return "object";
-		default:
-			return "unknown";
-	}
-}
-
 static void
 wrong_type(const char *key, const char *expected, JsonbValue *v)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("key \"%s\" must be %s, not %s", key, expected,
-					json_type_name(v))));
-}
-
-static char *
-json_string(JsonbValue *v)
-{
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-/*
- * The next key of the object being iterated (palloc'd), with its value in
- * *val; NULL at the end.
- */
-static char *
-json_next_key(JsonbIterator **it, JsonbValue *val)
-{
-	JsonbValue	k;
-	JsonbIteratorToken tok;
-
-	while ((tok = JsonbIteratorNext(it, &k, true)) != WJB_DONE)
-		if (tok == WJB_KEY)
-		{
-			tok = JsonbIteratorNext(it, val, true);
-			Assert(tok == WJB_VALUE);
-			return json_string(&k);
-		}
-	return NULL;
+					taskq_json_type_name(v))));
 }
 
 /* A JSON string used as an identifier: non-empty, bounded. */
@@ -126,7 +77,7 @@ json_identifier(const char *key, JsonbValue *v, int maxlen)
 				 errmsg("value of key \"%s\" is too long", key),
 				 errdetail("It is at most %d bytes; this one has %d.",
 						   maxlen, v->val.string.len)));
-	return json_string(v);
+	return taskq_json_string(v);
 }
 
 /* A JSON number that must be a whole number within int4. */
@@ -185,7 +136,7 @@ json_id_list(const char *key, JsonbValue *v)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("key \"%s\" must be an array of task ids, but it holds a %s",
-							key, json_type_name(&elem))));
+							key, taskq_json_type_name(&elem))));
 		result = lappend(result, json_identifier(key, &elem, TASKQ_MAX_ID_LEN));
 	}
 	return result;
@@ -198,7 +149,7 @@ json_timestamptz(const char *key, JsonbValue *v)
 
 	if (v->type != jbvString)
 		wrong_type(key, "a timestamp string", v);
-	s = json_string(v);
+	s = taskq_json_string(v);
 	return DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
 												   CStringGetDatum(s),
 												   ObjectIdGetDatum(InvalidOid),
@@ -240,7 +191,7 @@ parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 	spec->id = json_identifier("id", idval, TASKQ_MAX_ID_LEN);
 	pc->id = spec->id;
 
-	while ((key = json_next_key(&it, &val)) != NULL)
+	while ((key = taskq_json_next_key(&it, &val)) != NULL)
 	{
 		if (strcmp(key, "id") == 0)
 			continue;
@@ -299,7 +250,7 @@ parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 		{
 			if (val.type != jbvString)
 				wrong_type(key, "a string", &val);
-			spec->status = json_string(&val);
+			spec->status = taskq_json_string(&val);
 		}
 		else if (strcmp(key, "trigger") == 0)
 		{
@@ -307,7 +258,7 @@ parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 
 			if (val.type != jbvString)
 				wrong_type(key, "a string", &val);
-			rule = json_string(&val);
+			rule = taskq_json_string(&val);
 			if (!taskq_trigger_from_label(rule, &spec->trigger))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -391,7 +342,7 @@ taskq_parse_tasks(Jsonb *tasks, const char *argname)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a task must be a JSON object, not %s",
-							json_type_name(&v))));
+							taskq_json_type_name(&v))));
 		spec = palloc0(sizeof(TaskqTaskSpec));
 		spec->index = pc.index;
 		parse_task_object(v.val.binary.data, spec, &pc);

@@ -22,57 +22,8 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "common/json_read.h"
 #include "queue/queue.h"
-
-static const char *
-json_type_name(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return "null";
-		case jbvString:
-			return "string";
-		case jbvNumeric:
-			return "number";
-		case jbvBool:
-			return "boolean";
-		case jbvBinary:
-			return JsonContainerIsArray(v->val.binary.data) ? "array" : "object";
-		case jbvArray:
-			return "array";
-		case jbvObject:
-			return "object";
-		default:
-			return "unknown";
-	}
-}
-
-static char *
-json_string(JsonbValue *v)
-{
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-/*
- * The next key of the object being iterated (palloc'd), with its value in
- * *val; NULL at the end.
- */
-static char *
-json_next_key(JsonbIterator **it, JsonbValue *val)
-{
-	JsonbValue	k;
-	JsonbIteratorToken tok;
-
-	while ((tok = JsonbIteratorNext(it, &k, true)) != WJB_DONE)
-		if (tok == WJB_KEY)
-		{
-			tok = JsonbIteratorNext(it, val, true);
-			Assert(tok == WJB_VALUE);
-			return json_string(&k);
-		}
-	return NULL;
-}
 
 /* An interval given as a JSON string, not negative. */
 static Interval *
@@ -85,9 +36,9 @@ policy_interval(const char *argname, const char *key, JsonbValue *v)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key \"%s\" of \"%s\" must be an interval string, not %s",
-						key, argname, json_type_name(v))));
+						key, argname, taskq_json_type_name(v))));
 	i = DatumGetIntervalP(DirectFunctionCall3(interval_in,
-											  CStringGetDatum(json_string(v)),
+											  CStringGetDatum(taskq_json_string(v)),
 											  ObjectIdGetDatum(InvalidOid),
 											  Int32GetDatum(-1)));
 	if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(i),
@@ -108,7 +59,7 @@ policy_number(const char *argname, const char *key, JsonbValue *v,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key \"%s\" of \"%s\" must be a number, not %s",
-						key, argname, json_type_name(v))));
+						key, argname, taskq_json_type_name(v))));
 	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
 										   NumericGetDatum(v->val.numeric)));
 	if (d < min || d > max)
@@ -137,7 +88,7 @@ taskq_check_retry_policy(Jsonb *policy, const char *argname)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("\"%s\" must be a JSON object", argname)));
 	it = JsonbIteratorInit(&policy->root);
-	while ((key = json_next_key(&it, &val)) != NULL)
+	while ((key = taskq_json_next_key(&it, &val)) != NULL)
 	{
 		if (strcmp(key, "delay") == 0)
 			delay = policy_interval(argname, key, &val);

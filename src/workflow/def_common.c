@@ -26,8 +26,12 @@
 
 #define MAX_NAME_LEN 63
 
-static void
-bad(const char *msg, const char *detail)
+/*
+ * A definition refused (22023): msg and detail are composed by the
+ * caller, naming the definition's part, and passed through as they are.
+ */
+void
+taskq_def_bad(const char *msg, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -45,11 +49,11 @@ taskq_check_definition_name(const char *name, const char *what, const char *wher
 	size_t		len = strlen(name);
 
 	if (len == 0 || len > MAX_NAME_LEN)
-		bad(psprintf("%s name \"%s\" must be 1 to %d bytes long", what, name, MAX_NAME_LEN),
+		taskq_def_bad(psprintf("%s name \"%s\" must be 1 to %d bytes long", what, name, MAX_NAME_LEN),
 			where);
 	for (const unsigned char *p = (const unsigned char *) name; *p; p++)
 		if (*p < 0x20 || *p == 0x7f)
-			bad(psprintf("%s name \"%s\" must not contain control characters", what, name),
+			taskq_def_bad(psprintf("%s name \"%s\" must not contain control characters", what, name),
 				where);
 }
 
@@ -65,7 +69,7 @@ taskq_def_opt_int(JsonbContainer *obj, const char *key, const char *where, int32
 	if (v->type != jbvNumeric)
 	{
 		if (check)
-			bad(psprintf("key \"%s\" of %s must be an integer", key, where), NULL);
+			taskq_def_bad(psprintf("key \"%s\" of %s must be an integer", key, where), NULL);
 		return false;
 	}
 	i = DatumGetInt64(DirectFunctionCall1(numeric_int8,
@@ -74,7 +78,7 @@ taskq_def_opt_int(JsonbContainer *obj, const char *key, const char *where, int32
 				  !DatumGetBool(DirectFunctionCall2(numeric_eq,
 													NumericGetDatum(v->val.numeric),
 													DirectFunctionCall1(int8_numeric, Int64GetDatum(i))))))
-		bad(psprintf("key \"%s\" of %s must be %s", key, where,
+		taskq_def_bad(psprintf("key \"%s\" of %s must be %s", key, where,
 					 positive ? "a positive integer" : "an integer"), NULL);
 	*out = (int32) i;
 	return true;
@@ -96,7 +100,7 @@ taskq_def_opt_retry(JsonbContainer *obj, const char *key, const char *where, boo
 	if (check)
 	{
 		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-			bad(psprintf("key \"%s\" of %s must be a retry policy object", key, where), NULL);
+			taskq_def_bad(psprintf("key \"%s\" of %s must be a retry policy object", key, where), NULL);
 		/*
 		 * The queue's own check says what is wrong; in a subtransaction (an
 		 * interval's input function raises its own errors), so that its
@@ -122,7 +126,7 @@ taskq_def_opt_retry(JsonbContainer *obj, const char *key, const char *where, boo
 				RollbackAndReleaseCurrentSubTransaction();
 				MemoryContextSwitchTo(cxt);
 				CurrentResourceOwner = owner;
-				bad(psprintf("%s policy of %s is invalid: %s",
+				taskq_def_bad(psprintf("%s policy of %s is invalid: %s",
 							 strcmp(key, "retry") == 0 ? "retry" : key, where, e->message), NULL);
 			}
 			PG_END_TRY();
@@ -151,6 +155,6 @@ taskq_def_check_keys(JsonbContainer *obj, const char *const *known, const char *
 		for (int i = 0; known[i]; i++)
 			ok |= strcmp(known[i], key) == 0;
 		if (!ok)
-			bad(psprintf("unknown key \"%s\" in %s", key, where), NULL);
+			taskq_def_bad(psprintf("unknown key \"%s\" in %s", key, where), NULL);
 	}
 }

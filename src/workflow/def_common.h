@@ -15,6 +15,9 @@
 #include "workflow/run.h"
 
 /* Definitions: a new version of name, or the one a run names (definitions.c). */
+/* A definition refused (22023), with a message and detail composed by the caller. */
+extern void taskq_def_bad(const char *msg, const char *detail) pg_attribute_noreturn();
+
 extern int32 taskq_definition_store(const char *name, const char *kind, Jsonb *def);
 extern Jsonb *taskq_definition_latest(const char *name, const char *kind,
 									  int32 *version, TransactionId *xmin);

@@ -23,22 +23,13 @@
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
 
-static void
-bad(const char *msg, const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg_internal("%s", msg),
-			 detail ? errdetail_internal("%s", detail) : 0));
-}
-
 static char *
 req_string(JsonbValue *v, const char *key, const char *state)
 {
 	char	   *s = taskq_json_text(v);
 
 	if (s == NULL)
-		bad(psprintf("key \"%s\" of state \"%s\" must be a string", key, state), NULL);
+		taskq_def_bad(psprintf("key \"%s\" of state \"%s\" must be a string", key, state), NULL);
 	return s;
 }
 
@@ -52,7 +43,7 @@ opt_bool(JsonbContainer *obj, const char *key, const char *state, bool check)
 	if (v->type != jbvBool)
 	{
 		if (check)
-			bad(psprintf("key \"%s\" of state \"%s\" must be true or false", key, state), NULL);
+			taskq_def_bad(psprintf("key \"%s\" of state \"%s\" must be true or false", key, state), NULL);
 		return false;
 	}
 	return v->val.boolean;
@@ -85,7 +76,7 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
 	{
 		if (check)
-			bad(psprintf("key \"transitions\" of state \"%s\" must be an array", s->name), NULL);
+			taskq_def_bad(psprintf("key \"transitions\" of state \"%s\" must be an array", s->name), NULL);
 		return;
 	}
 	it = JsonbIteratorInit(v->val.binary.data);
@@ -97,7 +88,7 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 		if (tok != WJB_ELEM)
 			continue;
 		if (elem.type != jbvBinary || !JsonContainerIsObject(elem.val.binary.data))
-			bad(psprintf("each transition of state \"%s\" must be an object", s->name), NULL);
+			taskq_def_bad(psprintf("each transition of state \"%s\" must be an object", s->name), NULL);
 		where = psprintf("a transition of state \"%s\"", s->name);
 		if (check)
 			taskq_def_check_keys(elem.val.binary.data, transition_keys, where);
@@ -113,15 +104,15 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 		if (check)
 		{
 			if (t->event == NULL)
-				bad(psprintf("a transition of state \"%s\" has no \"event\" string", s->name), NULL);
+				taskq_def_bad(psprintf("a transition of state \"%s\" has no \"event\" string", s->name), NULL);
 			if (t->to == NULL)
-				bad(psprintf("transition \"%s\" of state \"%s\" has no \"to\" string",
+				taskq_def_bad(psprintf("transition \"%s\" of state \"%s\" has no \"to\" string",
 							 t->event, s->name), NULL);
 			taskq_check_definition_name(t->event, "event",
 										psprintf("In state \"%s\".", s->name));
 			for (int i = 0; i < s->ntransitions - 1; i++)
 				if (strcmp(s->transitions[i].event, t->event) == 0)
-					bad(psprintf("state \"%s\" has two transitions on event \"%s\"",
+					taskq_def_bad(psprintf("state \"%s\" has two transitions on event \"%s\"",
 								 s->name, t->event), NULL);
 		}
 	}
@@ -135,7 +126,7 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 
 	v = taskq_json_container_key(obj, "name");
 	if (check && (v == NULL || v->type != jbvString))
-		bad(psprintf("state %d of the machine has no \"name\" string", index + 1), NULL);
+		taskq_def_bad(psprintf("state %d of the machine has no \"name\" string", index + 1), NULL);
 	s->name = taskq_json_text(v);
 	if (check)
 	{
@@ -146,11 +137,11 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 
 	v = taskq_json_container_key(obj, "action");
 	if (check && v == NULL)
-		bad(psprintf("state \"%s\" has no \"action\"", s->name),
+		taskq_def_bad(psprintf("state \"%s\" has no \"action\"", s->name),
 			"Give the action workers claim, or null for a state that waits for send_event.");
 	s->action = (v == NULL || v->type == jbvNull) ? NULL : req_string(v, "action", s->name);
 	if (check && s->action && (strlen(s->action) == 0 || strlen(s->action) > TASKQ_MAX_ACTION_LEN))
-		bad(psprintf("action of state \"%s\" must be 1 to %d bytes long", s->name,
+		taskq_def_bad(psprintf("action of state \"%s\" must be 1 to %d bytes long", s->name,
 					 TASKQ_MAX_ACTION_LEN), NULL);
 	s->initial = opt_bool(obj, "initial", s->name, check);
 	s->final = opt_bool(obj, "final", s->name, check);
@@ -160,11 +151,11 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 	if (v != NULL && v->type != jbvNull)
 	{
 		if (v->type != jbvNumeric)
-			bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds", s->name), NULL);
+			taskq_def_bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds", s->name), NULL);
 		s->fan_in = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
 													   NumericGetDatum(v->val.numeric)));
 		if (check && !(s->fan_in > 0 && s->fan_in <= 86400.0 * 365))
-			bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds greater than zero",
+			taskq_def_bad(psprintf("key \"fan_in\" of state \"%s\" must be a number of seconds greater than zero",
 						 s->name), NULL);
 	}
 	s->has_max_tries = taskq_def_opt_int(obj, "max_tries", where, &s->max_tries, true, check);
@@ -176,16 +167,16 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 	if (check && s->action == NULL)
 	{
 		if (s->continuation)
-			bad(psprintf("waiting state \"%s\" cannot be a continuation", s->name),
+			taskq_def_bad(psprintf("waiting state \"%s\" cannot be a continuation", s->name),
 				"A state with action null has no worker to continue it.");
 		if (s->fan_in > 0)
-			bad(psprintf("waiting state \"%s\" cannot be a fan-in state", s->name), NULL);
+			taskq_def_bad(psprintf("waiting state \"%s\" cannot be a fan-in state", s->name), NULL);
 		if (s->final)
-			bad(psprintf("waiting state \"%s\" cannot be final", s->name),
+			taskq_def_bad(psprintf("waiting state \"%s\" cannot be final", s->name),
 				"A state with action null leaves only by an event.");
 	}
 	if (check && !s->final && s->ntransitions == 0)
-		bad(psprintf("state \"%s\" is not final and has no transitions", s->name), NULL);
+		taskq_def_bad(psprintf("state \"%s\" is not final and has no transitions", s->name), NULL);
 }
 
 int
@@ -225,7 +216,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 	if (check)
 	{
 		if (!JB_ROOT_IS_OBJECT(def) || JB_ROOT_IS_SCALAR(def))
-			bad("a state machine definition must be a JSON object", NULL);
+			taskq_def_bad("a state machine definition must be a JSON object", NULL);
 		taskq_def_check_keys(&def->root, machine_keys, "the machine");
 	}
 	m->has_max_tries = taskq_def_opt_int(&def->root, "max_tries", "the machine", &m->max_tries, true, check);
@@ -233,7 +224,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 	states = taskq_json_key(def, "states");
 	if (states == NULL || states->type != jbvBinary ||
 		!JsonContainerIsArray(states->val.binary.data))
-		bad("a state machine definition needs \"states\", an array of states", NULL);
+		taskq_def_bad("a state machine definition needs \"states\", an array of states", NULL);
 
 	m->states = palloc0(sizeof(TaskqMachineState) * cap);
 	it = JsonbIteratorInit(states->val.binary.data);
@@ -242,7 +233,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		if (tok != WJB_ELEM)
 			continue;
 		if (elem.type != jbvBinary || !JsonContainerIsObject(elem.val.binary.data))
-			bad(psprintf("state %d of the machine must be an object", m->nstates + 1), NULL);
+			taskq_def_bad(psprintf("state %d of the machine must be an object", m->nstates + 1), NULL);
 		if (m->nstates == cap)
 		{
 			cap *= 2;
@@ -253,7 +244,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		if (check)
 			for (int i = 0; i < m->nstates; i++)
 				if (strcmp(m->states[i].name, m->states[m->nstates].name) == 0)
-					bad(psprintf("state \"%s\" is defined twice", m->states[i].name), NULL);
+					taskq_def_bad(psprintf("state \"%s\" is defined twice", m->states[i].name), NULL);
 		if (m->states[m->nstates].initial)
 		{
 			m->initial = m->nstates;
@@ -270,18 +261,18 @@ taskq_machine_parse(Jsonb *def, bool check)
 
 			tr->to_index = taskq_machine_state_index(m, tr->to);
 			if (check && tr->to_index < 0)
-				bad(psprintf("transition \"%s\" of state \"%s\" goes to unknown state \"%s\"",
+				taskq_def_bad(psprintf("transition \"%s\" of state \"%s\" goes to unknown state \"%s\"",
 							 tr->event, m->states[i].name, tr->to), NULL);
 		}
 
 	if (!check)
 		return m;
 	if (m->nstates == 0)
-		bad("a state machine needs at least one state", NULL);
+		taskq_def_bad("a state machine needs at least one state", NULL);
 	if (ninitial != 1)
-		bad(psprintf("a state machine needs exactly one initial state, not %d", ninitial), NULL);
+		taskq_def_bad(psprintf("a state machine needs exactly one initial state, not %d", ninitial), NULL);
 	if (nfinal == 0)
-		bad("a state machine needs at least one final state", NULL);
+		taskq_def_bad("a state machine needs at least one final state", NULL);
 
 	/* every state reachable from the initial one */
 	{
@@ -304,7 +295,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		}
 		for (int i = 0; i < m->nstates; i++)
 			if (!seen[i])
-				bad(psprintf("state \"%s\" cannot be reached from initial state \"%s\"",
+				taskq_def_bad(psprintf("state \"%s\" cannot be reached from initial state \"%s\"",
 							 m->states[i].name, m->states[m->initial].name), NULL);
 	}
 	return m;

@@ -25,15 +25,6 @@
 #include "workflow/run.h"
 #include "workflow/saga_def.h"
 
-static void
-bad(const char *msg, const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg_internal("%s", msg),
-			 detail ? errdetail_internal("%s", detail) : 0));
-}
-
 static const char *const saga_keys[] = {
 	"steps", "max_tries", "retry", "undo_max_tries", "undo_retry", NULL
 };
@@ -62,12 +53,12 @@ step_action(JsonbContainer *obj, const char *key, const char *step, bool require
 	if (v == NULL || v->type == jbvNull)
 	{
 		if (check && required)
-			bad(psprintf("step \"%s\" has no \"%s\" action", step, key), NULL);
+			taskq_def_bad(psprintf("step \"%s\" has no \"%s\" action", step, key), NULL);
 		return NULL;
 	}
 	s = taskq_json_text(v);
 	if (check && (s == NULL || strlen(s) == 0 || strlen(s) > TASKQ_MAX_ACTION_LEN))
-		bad(psprintf("key \"%s\" of step \"%s\" must be an action name of 1 to %d bytes%s",
+		taskq_def_bad(psprintf("key \"%s\" of step \"%s\" must be an action name of 1 to %d bytes%s",
 					 key, step, TASKQ_MAX_ACTION_LEN, required ? "" : ", or null"), NULL);
 	return s;
 }
@@ -84,10 +75,10 @@ parse_trigger(JsonbContainer *obj, TaskqSagaStep *s, bool check)
 	if (t && strcmp(t, "one_success") == 0)
 		s->one_success = true;
 	else if (check && t && (strcmp(t, "all_done") == 0 || strcmp(t, "one_failed") == 0))
-		bad(psprintf("trigger \"%s\" of step \"%s\" is not allowed in a saga", t, s->name),
+		taskq_def_bad(psprintf("trigger \"%s\" of step \"%s\" is not allowed in a saga", t, s->name),
 			"A failure switches a saga to undo, so such a step could never run: use all_success or one_success.");
 	else if (check && (t == NULL || strcmp(t, "all_success") != 0))
-		bad(psprintf("key \"trigger\" of step \"%s\" must be \"all_success\" or \"one_success\"",
+		taskq_def_bad(psprintf("key \"trigger\" of step \"%s\" must be \"all_success\" or \"one_success\"",
 					 s->name), NULL);
 }
 
@@ -107,7 +98,7 @@ parse_after(JsonbContainer *obj, TaskqSagaStep *s, int index, bool *given, bool 
 	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
 	{
 		if (check)
-			bad(psprintf("key \"after\" of step \"%s\" must be an array of step names", s->name),
+			taskq_def_bad(psprintf("key \"after\" of step \"%s\" must be an array of step names", s->name),
 				NULL);
 		return NIL;
 	}
@@ -122,7 +113,7 @@ parse_after(JsonbContainer *obj, TaskqSagaStep *s, int index, bool *given, bool 
 		if (name == NULL)
 		{
 			if (check)
-				bad(psprintf("key \"after\" of step \"%s\" must be an array of step names",
+				taskq_def_bad(psprintf("key \"after\" of step \"%s\" must be an array of step names",
 							 s->name), NULL);
 			continue;
 		}
@@ -132,7 +123,7 @@ parse_after(JsonbContainer *obj, TaskqSagaStep *s, int index, bool *given, bool 
 
 			foreach(lc, names)
 				if (strcmp(lfirst(lc), name) == 0)
-				bad(psprintf("step \"%s\" names step \"%s\" twice in \"after\"", s->name, name),
+				taskq_def_bad(psprintf("step \"%s\" names step \"%s\" twice in \"after\"", s->name, name),
 					NULL);
 		}
 		names = lappend(names, name);
@@ -148,7 +139,7 @@ parse_step(JsonbContainer *obj, TaskqSagaStep *s, int index, bool check)
 	char	   *where;
 
 	if (check && (v == NULL || v->type != jbvString))
-		bad(psprintf("step %d of the saga has no \"name\" string", index + 1), NULL);
+		taskq_def_bad(psprintf("step %d of the saga has no \"name\" string", index + 1), NULL);
 	s->name = taskq_json_text(v);
 	if (check)
 	{
@@ -172,7 +163,7 @@ check_acyclic(TaskqSagaDef *d)
 {
 	for (int i = 0; i < d->nsteps; i++)
 		if (d->reach[i * d->nsteps + i])
-			bad(psprintf("step \"%s\" is on a cycle of \"after\"", d->steps[i].name),
+			taskq_def_bad(psprintf("step \"%s\" is on a cycle of \"after\"", d->steps[i].name),
 				"The steps of a saga must form a directed acyclic graph.");
 }
 
@@ -226,7 +217,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 	if (check)
 	{
 		if (!JB_ROOT_IS_OBJECT(def) || JB_ROOT_IS_SCALAR(def))
-			bad("a saga definition must be a JSON object", NULL);
+			taskq_def_bad("a saga definition must be a JSON object", NULL);
 		taskq_def_check_keys(&def->root, saga_keys, "the saga");
 	}
 	d->has_max_tries = taskq_def_opt_int(&def->root, "max_tries", "the saga",
@@ -238,7 +229,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 	steps = taskq_json_key(def, "steps");
 	if (steps == NULL || steps->type != jbvBinary ||
 		!JsonContainerIsArray(steps->val.binary.data))
-		bad("a saga definition needs \"steps\", an array of steps", NULL);
+		taskq_def_bad("a saga definition needs \"steps\", an array of steps", NULL);
 
 	d->steps = palloc0(sizeof(TaskqSagaStep) * cap);
 	afters = palloc0(sizeof(List *) * cap);
@@ -251,7 +242,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 		if (tok != WJB_ELEM)
 			continue;
 		if (elem.type != jbvBinary || !JsonContainerIsObject(elem.val.binary.data))
-			bad(psprintf("step %d of the saga must be an object", n + 1), NULL);
+			taskq_def_bad(psprintf("step %d of the saga must be an object", n + 1), NULL);
 		if (n == cap)
 		{
 			cap *= 2;
@@ -265,11 +256,11 @@ taskq_saga_parse(Jsonb *def, bool check)
 		if (check)
 			for (int i = 0; i < n; i++)
 				if (strcmp(d->steps[i].name, d->steps[n].name) == 0)
-					bad(psprintf("step \"%s\" is defined twice", d->steps[i].name), NULL);
+					taskq_def_bad(psprintf("step \"%s\" is defined twice", d->steps[i].name), NULL);
 		d->nsteps++;
 	}
 	if (check && d->nsteps == 0)
-		bad("a saga needs at least one step", NULL);
+		taskq_def_bad("a saga needs at least one step", NULL);
 
 	for (int i = 0; i < d->nsteps; i++)
 	{
@@ -292,7 +283,7 @@ taskq_saga_parse(Jsonb *def, bool check)
 			if (a < 0)
 			{
 				if (check)
-					bad(psprintf("step \"%s\" comes after unknown step \"%s\"", s->name,
+					taskq_def_bad(psprintf("step \"%s\" comes after unknown step \"%s\"", s->name,
 								 (char *) lfirst(lc)), NULL);
 				continue;
 			}
