@@ -51,7 +51,7 @@ static TaskqPlan lock_tasks_plan = {
 	1, {TEXTARRAYOID}
 };
 
-/* The same for an extension not updated to 0.5 yet: every task all_success. */
+/* Legacy (queue.h, taskq_schema_at_least_0_5): before 0.5 every task is all_success. */
 static TaskqPlan legacy_lock_tasks_plan = {
 	"SELECT id, status_code::text, performance_token IS NULL, to_signal_after, true"
 	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) ANY ($1)"

@@ -218,9 +218,18 @@ extern Datum taskq_wait_task(const char *id, bool has_deadline, TimestampTz dead
 
 /*
  * Is this database's taskq schema at least 0.5 (the task columns of
- * trigger rules and results, the runs)?  Until ALTER EXTENSION taskq
- * UPDATE, the library runs its legacy statements on the older tables
- * (queue/tasks_shape.c).
+ * trigger rules and results, the runs)?  (queue/tasks_shape.c)
+ *
+ * The legacy statements.  A new library runs in databases whose extension
+ * is not updated yet (ALTER EXTENSION taskq UPDATE is per database, after
+ * the restart that loaded the library).  For a schema older than 0.5 the
+ * queue runs a legacy form of each statement that reads the columns 0.5
+ * added, chosen by this function: the signals (signal.c), the completion
+ * (complete.c), edges to stored tasks (insert.c, graph.c) and the
+ * worker's retention (maintenance.c); the claim leaves claimed_at (0.6)
+ * unwritten where the column is missing.  Each is marked "legacy" where it
+ * is declared.  They all go together when updates from 0.4 are no longer
+ * supported: the update scripts from 0.1-0.4 are removed in the same change.
  */
 extern bool taskq_schema_at_least_0_5(void);
 
