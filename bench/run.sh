@@ -217,7 +217,8 @@ prefill() {
 }
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+# a ÷ b to two places; "-" unless both are numbers (a system left out of DRAIN_SYSTEMS is "–")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { n = "^[0-9.eE+-]+$"; if (a ~ n && b ~ n && b > 0) printf "%.2f", a / b; else print "-" }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 # The CPU time (clock ticks) the cluster's processes used so far: the
@@ -775,11 +776,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         line() {
             [[ -n ${R[$2.taskq]:-} ]] || return 0
+            local bl=${R[$2.baseline]:-–} fl=${R[$2.floor]:-–}
             local c=${R[$2.cycle]:-–} cb=– cf=– z=${R[$2.cycle0]:-–} zf=– b=${R[$2.bound]:-–} bf=–
-            [[ $c != – ]] && cb=$(ratio "$c" "${R[$2.baseline]}") && cf=$(ratio "$c" "${R[$2.floor]}")
-            [[ $z != – ]] && zf=$(ratio "$z" "${R[$2.floor]}")
-            [[ $b != – ]] && bf=$(ratio "$b" "${R[$2.floor]}")
-            echo "| $1 | ${R[$2.taskq]} | ${R[$2.baseline]} | ${R[$2.floor]} | $(ratio "${R[$2.taskq]}" "${R[$2.baseline]}") | $(ratio "${R[$2.taskq]}" "${R[$2.floor]}") | $c | $cb | $cf | $z | $zf | $b | $bf |"
+            [[ $c != – ]] && cb=$(ratio "$c" "$bl") && cf=$(ratio "$c" "$fl")
+            [[ $z != – ]] && zf=$(ratio "$z" "$fl")
+            [[ $b != – ]] && bf=$(ratio "$b" "$fl")
+            echo "| $1 | ${R[$2.taskq]} | $bl | $fl | $(ratio "${R[$2.taskq]}" "$bl") | $(ratio "${R[$2.taskq]}" "$fl") | $c | $cb | $cf | $z | $zf | $b | $bf |"
         }
         line "enqueue, 1 per transaction, 4 clients" enq1
         line "enqueue, batches of 1,000, 4 clients" enq1000
