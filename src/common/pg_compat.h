@@ -18,10 +18,13 @@
 #define TASKQ_PG_COMPAT_H
 
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 
 #if PG_VERSION_NUM >= 160000
@@ -29,8 +32,6 @@
 #endif
 #if PG_VERSION_NUM >= 170000
 #include "storage/procnumber.h"
-#else
-#include "storage/backendid.h"
 #endif
 
 /*
@@ -150,19 +151,62 @@ taskq_index_beginscan(Relation heap, Relation index, Snapshot snapshot, int nkey
 }
 
 /*
- * This backend's number among the running ones, 0-based: distinct from
- * every other backend's while it runs, and below MaxBackends for a
- * regular backend or background worker.  Up to 16 that is MyBackendId
- * less one (MyBackendId counts from 1, InvalidBackendId being -1); 17
- * replaced MyBackendId with MyProcNumber, which counts from 0.  Whoever
- * stores it says which base it stores (signal.c's stripes are 1-based,
- * as MyBackendId was).
+ * This backend's number, 0-based: the index of its PGPROC, which the
+ * proclists of condition variables link by, distinct from every other
+ * running backend's, and below MaxBackends for a regular backend or
+ * background worker.  Up to 16 it is MyProc->pgprocno; 17 named it
+ * MyProcNumber (and dropped MyBackendId, the 1-based slot of the
+ * invalidation queue, which counted from 1 and was a different number).
+ * Whoever stores it says which base it stores (signal.c's stripes count
+ * from 1).
  */
 #if PG_VERSION_NUM >= 170000
 #define TASKQ_PROC_NUMBER	((int32) MyProcNumber)
 #else
-#define TASKQ_PROC_NUMBER	((int32) MyBackendId - 1)
+#define TASKQ_PROC_NUMBER	((int32) MyProc->pgprocno)
 #endif
+
+/* This backend's local transaction id (17 moved it into MyProc->vxid). */
+#if PG_VERSION_NUM >= 170000
+#define TASKQ_MY_LXID		(MyProc->vxid.lxid)
+#else
+#define TASKQ_MY_LXID		(MyProc->lxid)
+#endif
+
+/*
+ * Does this backend hold the lock in exactly this mode?  17 added whether
+ * a stronger mode also counts: not here, as before.
+ */
+static inline bool
+taskq_lock_held_by_me(const LOCKTAG *tag, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 170000
+	return LockHeldByMe(tag, mode, false);
+#else
+	return LockHeldByMe(tag, mode);
+#endif
+}
+
+/*
+ * Descend the btree idx to the leaf page where key belongs, read-locked
+ * (_bt_search).  16 added the heap relation (for a page split's cleanup;
+ * a read takes none); 17 dropped the snapshot, which served only the
+ * "snapshot too old" check 17 removed.
+ */
+static inline BTStack
+taskq_bt_search(Relation idx, Relation heap, BTScanInsert key, Buffer *buf, int access,
+				Snapshot snapshot)
+{
+#if PG_VERSION_NUM >= 170000
+	(void) snapshot;
+	return _bt_search(idx, heap, key, buf, access);
+#elif PG_VERSION_NUM >= 160000
+	return _bt_search(idx, heap, key, buf, access, snapshot);
+#else
+	(void) heap;
+	return _bt_search(idx, key, buf, access, snapshot);
+#endif
+}
 
 /* May the role do mode (ACL_CONNECT, ...) on the database?  16 made it generic. */
 static inline AclResult

@@ -547,7 +547,7 @@ entry_after(ClaimWalk *w, const char *after, char **action, TaskqReadyKey *key)
 	skey->scankeys[0].sk_flags &= ~SK_ISNULL;
 	skey->scankeys[0].sk_argument = CStringGetTextDatum(after ? after : "");
 
-	stack = _bt_search(idx, skey, &buf, BT_READ, w->d->snapshot);
+	stack = taskq_bt_search(idx, w->d->rel, skey, &buf, BT_READ, w->d->snapshot);
 	_bt_freestack(stack);
 	if (!BufferIsValid(buf))
 	{

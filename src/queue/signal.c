@@ -443,8 +443,11 @@ static TaskqPlan legacy_add_edges_unstarted_plan = {
 
 /*
  * This backend's counter row of a join in taskq.deferred_signals: its
- * stripe, the backend's number among the running ones counted from 1 (as
- * the stripes always were), so concurrent completions never share a row.
+ * stripe, the backend's number (pg_compat.h) counted from 1, as the
+ * stripes always were.  Any number distinct among the running backends
+ * does: concurrent completions never share a row, the worker adds up a
+ * join's rows whatever their stripes, and a later backend of the same
+ * number adds to the row (ON CONFLICT) as the earlier one did.
  */
 #define MY_STRIPE	(TASKQ_PROC_NUMBER + 1)
 

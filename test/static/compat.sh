@@ -6,9 +6,11 @@
 #   - no other file calls, outside comments, what the header wraps, whose
 #     form changed between 15 and 18: table_tuple_update,
 #     ExecInsertIndexTuples, ExecInitRangeTable, index_beginscan,
-#     MyBackendId, MyProcNumber, pg_database_aclcheck, object_aclcheck,
-#     nor includes storage/backendid.h or storage/procnumber.h.  Such a
-#     call builds on the 15 that make test uses and breaks on 17 or 18.
+#     _bt_search, LockHeldByMe, MyBackendId, MyProcNumber,
+#     pg_database_aclcheck, object_aclcheck, PGPROC's lxid and pgprocno
+#     (->lxid, ->pgprocno), nor includes storage/backendid.h or
+#     storage/procnumber.h.  Such a call builds on the 15 that make test
+#     uses and breaks on 17 or 18.
 # The checker first proves on planted trees that it catches each kind of
 # violation, and that a good tree passes, then runs on src/.
 # Exit 0 when all hold; otherwise print each violation and exit 1.
@@ -26,8 +28,9 @@ use File::Find;
 my $root = shift;
 my $header = "common/pg_compat.h";
 my @wrapped = qw(table_tuple_update ExecInsertIndexTuples ExecInitRangeTable
-                 index_beginscan MyBackendId MyProcNumber pg_database_aclcheck
-                 object_aclcheck);
+                 index_beginscan _bt_search LockHeldByMe MyBackendId MyProcNumber
+                 pg_database_aclcheck object_aclcheck);
+my @members = qw(lxid pgprocno);    # of PGPROC, reached as MyProc->x
 my @headers = qw(storage/backendid.h storage/procnumber.h);
 my @files;
 
@@ -60,6 +63,10 @@ for my $f (sort @files) {
         for my $w (@wrapped) {
             print "$rel:$n: uses $w directly (call its wrapper in $header)\n"
                 if $l =~ /(?<![\w.>])\Q$w\E\b/;
+        }
+        for my $m (@members) {
+            print "$rel:$n: uses PGPROC->$m directly (call its wrapper in $header)\n"
+                if $l =~ /->\s*\Q$m\E\b/;
         }
     }
 }
@@ -116,6 +123,18 @@ T
 bad raw_proc_number '^queue/s.c:1: uses MyProcNumber directly' <<'T'
 queue/s.c|int n = MyProcNumber;
 T
+bad raw_bt_search '^queue/w.c:1: uses _bt_search directly' <<'T'
+queue/w.c|stack = _bt_search(idx, skey, &buf, BT_READ, snap);
+T
+bad raw_lock_held '^queue/g.c:1: uses LockHeldByMe directly' <<'T'
+queue/g.c|if (LockHeldByMe(&tag, ExclusiveLock))
+T
+bad raw_lxid '^queue/l.c:2: uses PGPROC->lxid directly' <<'T'
+queue/l.c|static LocalTransactionId my_lxid;\nif (my_lxid != MyProc->lxid)
+T
+bad raw_pgprocno '^queue/w.c:1: uses PGPROC->pgprocno directly' <<'T'
+queue/w.c|q = proclist_contains(&cv->wakeup, MyProc->pgprocno, cvWaitLink);
+T
 bad raw_aclcheck '^worker/r.c:1: uses pg_database_aclcheck directly' <<'T'
 worker/r.c|ok = pg_database_aclcheck(db, role, ACL_CONNECT) == ACLCHECK_OK;
 T
@@ -134,6 +153,7 @@ T
 plant good <<'T'
 common/pg_compat.h|#if PG_VERSION_NUM >= 170000\n#include "storage/procnumber.h"\n#define TASKQ_PROC_NUMBER MyProcNumber\n#else\n#include "storage/backendid.h"\n#define TASKQ_PROC_NUMBER (MyBackendId - 1)\n#endif\nstatic inline IndexScanDesc\ntaskq_index_beginscan(Relation h, Relation i, Snapshot s, int n, int o)\n{\n\treturn index_beginscan(h, i, s, n, o);\n}
 queue/a.c|#include "common/pg_compat.h"\n/* as table_tuple_update does; PG_VERSION_NUM 150000 */\nscan = taskq_index_beginscan(rel, idx, snap, 1, 0);\nr = taskq_tuple_update(rel, tid, slot, cid, snap, InvalidSnapshot, true, &tmfd, &m, &u);
+queue/l.c|static LocalTransactionId finished_lxid;\nif (finished_lxid != TASKQ_MY_LXID)\n\tstack = taskq_bt_search(idx, heap, skey, &buf, BT_READ, snap);\nint n = d->pgprocno_count;
 queue/b.c|// MyBackendId in a line comment\nstatic const char *m = "MyBackendId, ExecInitRangeTable(";\nint s = TASKQ_PROC_NUMBER + 1;\nint t = d->index_beginscan_count;
 worker/r.c|ok = taskq_database_aclcheck(db, role, ACL_CONNECT) == ACLCHECK_OK;\n/*\n * index_beginscan and\n * ExecInsertIndexTuples across lines\n */
 T
@@ -149,4 +169,4 @@ if [[ -n $out ]]; then
     echo "$out"
     exit 1
 fi
-echo "compat: only src/common/pg_compat.h tests the PostgreSQL version or calls what changed between 15 and 18"
+echo "compat: only src/common/pg_compat.h tests the PostgreSQL version or uses what changed between 15 and 18"
