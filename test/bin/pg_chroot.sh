@@ -64,16 +64,30 @@ mirror() {
     echo http://deb.debian.org/debian
 }
 
+# chrooted [chroot options] -- CMD...: CMD in the chroot with /proc mounted
+# (packages' scripts need it), in a mount namespace of its own: the mount
+# goes away with the command, and none is left on this machine.
+chrooted() {
+    local -a opts=()
+    while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+    shift
+    # shellcheck disable=SC2016  # the inner shell expands them
+    unshare --mount --propagation private /bin/sh -c \
+        'dir=$1; shift; mount -t proc proc "$dir/proc" && exec chroot "$@"' \
+        sh "$dir" ${opts[@]+"${opts[@]}"} "$dir" "$@"
+}
+
 # in_chroot CMD...: CMD as root inside the chroot, with a plain environment.
 in_chroot() {
-    chroot "$dir" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    chrooted -- /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-# as_user CMD...: CMD as the chroot's user taskq.
+# as_user CMD...: CMD as the chroot's user taskq, a client of the cluster's
+# superuser role postgres.
 as_user() {
-    chroot --userspec=taskq:taskq "$dir" /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C \
-        HOME=/build "$@"
+    chrooted --userspec=taskq:taskq -- /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C \
+        HOME=/build PGUSER=postgres "$@"
 }
 
 # Make the chroot (or finish one an earlier run left without PostgreSQL).
@@ -142,7 +156,7 @@ echo "pg_chroot: build against PostgreSQL $pg ok, no warnings"
 in_chroot make -C /build/taskq -s install PG_CONFIG="$pg_config" TASKQ_ASSERT=1 >>"$log" 2>&1 ||
     { tail -n 20 "$log"; echo "pg_chroot: make install failed"; exit 1; }
 in_chroot sh -c 'id taskq >/dev/null 2>&1 || useradd -d /build -M -s /bin/sh taskq'
-chown -R taskq: "$dir/build" 2>/dev/null || in_chroot chown -R taskq:taskq /build
+in_chroot chown -R taskq:taskq /build    # the chroot's taskq, not this machine's
 bindir=/usr/lib/postgresql/$pg/bin
 run=/build/run
 stop() { as_user "$bindir/pg_ctl" -D "$run/data" -m immediate -w -s stop >/dev/null 2>&1 || true; }
@@ -179,10 +193,11 @@ suite() {
     as_user sh -c 'cd /build/taskq && exec "$@"' sh "$driver" --inputdir="$inputdir" \
         --outputdir="$outdir" --bindir="$bindir" --host="$run" --port=5432 \
         --load-extension=taskq "$@" >"$out" 2>&1 || rc=$?
-    ok=$(grep -cE ' \.\.\. (ok|failed \(ignored\))' "$out" || true)
-    bad=$(grep -cE ' \.\.\. FAILED' "$out" || true)
+    # 15 writes "test x ... ok", 16 and later TAP lines: "ok 1 - x", "not ok 2 - y"
+    ok=$(grep -cE ' \.\.\. (ok|failed \(ignored\))|^ok [0-9]+ ' "$out" || true)
+    bad=$(grep -cE ' \.\.\. FAILED|^not ok [0-9]+ ' "$out" || true)
     [[ $rc -ne 0 && $bad -eq 0 ]] && bad=1    # could not run
-    grep -E ' \.\.\. ' "$out" | sed 's/^/   /' || true
+    grep -E ' \.\.\. |^(not )?ok [0-9]+ ' "$out" | sed 's/^/   /' || true
     echo "pg_chroot: $name on PostgreSQL $pg: $ok ok, $bad failed"
     [[ $bad -eq 0 ]] || echo "pg_chroot: $name: diffs in $dir/build/taskq/$outdir/regression.diffs"
     pass=$((pass + ok))
