@@ -26,6 +26,7 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/relcache.h"
 
 #if PG_VERSION_NUM >= 160000
 #include "catalog/pg_database.h"
@@ -205,6 +206,48 @@ taskq_bt_search(Relation idx, Relation heap, BTScanInsert key, Buffer *buf, int 
 #else
 	(void) heap;
 	return _bt_search(idx, key, buf, access, snapshot);
+#endif
+}
+
+/*
+ * Among the specifiers of a declaration of a function that never returns
+ * ("extern TASKQ_NORETURN void f(...)").  18 replaced the attribute after
+ * the declarator (pg_attribute_noreturn()) with pg_noreturn among the
+ * specifiers; up to 17 the attribute, GCC's and clang's, may stand there
+ * too.
+ */
+#if PG_VERSION_NUM >= 180000
+#define TASKQ_NORETURN		pg_noreturn
+#else
+#define TASKQ_NORETURN		pg_attribute_noreturn()
+#endif
+
+/*
+ * The primary key index of rel, deferrable or not.  18 added whether a
+ * deferrable one counts; up to 17 it did.
+ */
+static inline Oid
+taskq_primary_key_index(Relation rel)
+{
+#if PG_VERSION_NUM >= 180000
+	return RelationGetPrimaryKeyIndex(rel, true);
+#else
+	return RelationGetPrimaryKeyIndex(rel);
+#endif
+}
+
+/*
+ * Give rri the prepared CHECK constraints ExecConstraints evaluates (one
+ * per constraint of the relation's descriptor, in its order), instead of
+ * its preparing them anew.  18 renamed the field.
+ */
+static inline void
+taskq_set_check_exprs(ResultRelInfo *rri, ExprState **states)
+{
+#if PG_VERSION_NUM >= 180000
+	rri->ri_CheckConstraintExprs = states;
+#else
+	rri->ri_ConstraintExprs = states;
 #endif
 }
 

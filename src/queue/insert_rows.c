@@ -153,7 +153,7 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	not_before = d.col->not_before;
 	/* the CHECK constraints as ExecConstraints would build them, kept */
 	if (ie->ncheck > 0)
-		d.rri->ri_ConstraintExprs = ie->check_states;
+		taskq_set_check_exprs(d.rri, ie->check_states);
 
 	econtext = GetPerTupleExprContext(d.estate);
 	/*

@@ -224,7 +224,7 @@ add_entries(TaskqRel *d, TupleTableSlot *slot, bool update, TaskqIndexUpdate ind
 	/* the primary key alone may conflict without failing: the caller checks it */
 	list_free(taskq_insert_index_tuples(rri, slot, d->estate, update, repeat != NULL, repeat,
 										repeat != NULL ?
-										list_make1_oid(RelationGetPrimaryKeyIndex(d->rel)) : NIL,
+										list_make1_oid(taskq_primary_key_index(d->rel)) : NIL,
 										indexes));
 }
 

@@ -7,8 +7,10 @@
 #     form changed between 15 and 18: table_tuple_update,
 #     ExecInsertIndexTuples, ExecInitRangeTable, index_beginscan,
 #     _bt_search, LockHeldByMe, MyBackendId, MyProcNumber,
-#     pg_database_aclcheck, object_aclcheck, PGPROC's lxid and pgprocno
-#     (->lxid, ->pgprocno), nor includes storage/backendid.h or
+#     pg_database_aclcheck, object_aclcheck, RelationGetPrimaryKeyIndex,
+#     pg_attribute_noreturn, pg_noreturn, the fields PGPROC.lxid,
+#     PGPROC.pgprocno and ResultRelInfo.ri_ConstraintExprs (as ->x); nor
+#     includes storage/backendid.h or
 #     storage/procnumber.h.  Such a call builds on the 15 that make test
 #     uses and breaks on 17 or 18.
 # The checker first proves on planted trees that it catches each kind of
@@ -29,8 +31,9 @@ my $root = shift;
 my $header = "common/pg_compat.h";
 my @wrapped = qw(table_tuple_update ExecInsertIndexTuples ExecInitRangeTable
                  index_beginscan _bt_search LockHeldByMe MyBackendId MyProcNumber
-                 pg_database_aclcheck object_aclcheck);
-my @members = qw(lxid pgprocno);    # of PGPROC, reached as MyProc->x
+                 pg_database_aclcheck object_aclcheck RelationGetPrimaryKeyIndex
+                 pg_attribute_noreturn pg_noreturn);
+my @members = qw(lxid pgprocno ri_ConstraintExprs ri_CheckConstraintExprs);    # as p->x
 my @headers = qw(storage/backendid.h storage/procnumber.h);
 my @files;
 
@@ -65,7 +68,7 @@ for my $f (sort @files) {
                 if $l =~ /(?<![\w.>])\Q$w\E\b/;
         }
         for my $m (@members) {
-            print "$rel:$n: uses PGPROC->$m directly (call its wrapper in $header)\n"
+            print "$rel:$n: uses ->$m directly (call its wrapper in $header)\n"
                 if $l =~ /->\s*\Q$m\E\b/;
         }
     }
@@ -129,11 +132,20 @@ T
 bad raw_lock_held '^queue/g.c:1: uses LockHeldByMe directly' <<'T'
 queue/g.c|if (LockHeldByMe(&tag, ExclusiveLock))
 T
-bad raw_lxid '^queue/l.c:2: uses PGPROC->lxid directly' <<'T'
+bad raw_lxid '^queue/l.c:2: uses ->lxid directly' <<'T'
 queue/l.c|static LocalTransactionId my_lxid;\nif (my_lxid != MyProc->lxid)
 T
-bad raw_pgprocno '^queue/w.c:1: uses PGPROC->pgprocno directly' <<'T'
+bad raw_pgprocno '^queue/w.c:1: uses ->pgprocno directly' <<'T'
 queue/w.c|q = proclist_contains(&cv->wakeup, MyProc->pgprocno, cvWaitLink);
+T
+bad raw_noreturn '^workflow/d.h:1: uses pg_attribute_noreturn directly' <<'T'
+workflow/d.h|extern void taskq_bad(const char *msg) pg_attribute_noreturn();
+T
+bad raw_pkey '^queue/r.c:1: uses RelationGetPrimaryKeyIndex directly' <<'T'
+queue/r.c|Oid pk = RelationGetPrimaryKeyIndex(rel);
+T
+bad raw_checks '^queue/i.c:1: uses ->ri_ConstraintExprs directly' <<'T'
+queue/i.c|d.rri->ri_ConstraintExprs = states;
 T
 bad raw_aclcheck '^worker/r.c:1: uses pg_database_aclcheck directly' <<'T'
 worker/r.c|ok = pg_database_aclcheck(db, role, ACL_CONNECT) == ACLCHECK_OK;
@@ -155,6 +167,7 @@ common/pg_compat.h|#if PG_VERSION_NUM >= 170000\n#include "storage/procnumber.h"
 queue/a.c|#include "common/pg_compat.h"\n/* as table_tuple_update does; PG_VERSION_NUM 150000 */\nscan = taskq_index_beginscan(rel, idx, snap, 1, 0);\nr = taskq_tuple_update(rel, tid, slot, cid, snap, InvalidSnapshot, true, &tmfd, &m, &u);
 queue/l.c|static LocalTransactionId finished_lxid;\nif (finished_lxid != TASKQ_MY_LXID)\n\tstack = taskq_bt_search(idx, heap, skey, &buf, BT_READ, snap);\nint n = d->pgprocno_count;
 queue/b.c|// MyBackendId in a line comment\nstatic const char *m = "MyBackendId, ExecInitRangeTable(";\nint s = TASKQ_PROC_NUMBER + 1;\nint t = d->index_beginscan_count;
+workflow/d.h|extern TASKQ_NORETURN void taskq_bad(const char *msg);\nOid pk = taskq_primary_key_index(rel);\ntaskq_set_check_exprs(d.rri, states);
 worker/r.c|ok = taskq_database_aclcheck(db, role, ACL_CONNECT) == ACLCHECK_OK;\n/*\n * index_beginscan and\n * ExecInsertIndexTuples across lines\n */
 T
 out=$(check "$tmp/good")
