@@ -79,7 +79,7 @@ clean-taskq-worker:
 	rm -f $(TQW) $(TQW_OBJS)
 endif
 
-.PHONY: test check-asan demo demo-stop deps bench crash-loop fuzz
+.PHONY: test check-asan check-build check-regress demo demo-stop deps bench crash-loop fuzz
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 test:
 	bash test/bin/test.sh
@@ -89,6 +89,16 @@ test:
 # once per change to the C code.
 check-asan:
 	TASKQ_SANITIZE=1 bash test/bin/test.sh
+
+# The build against another PostgreSQL major version (PG=17 or PG=18), in a
+# chroot of the Debian release that packages it, made once and kept
+# (test/bin/pg_chroot.sh, as root); check-regress also runs the regress
+# and isolation suites there.  make test is PostgreSQL 15's, as before.
+check-build:
+	bash test/bin/pg_chroot.sh $(PG)
+
+check-regress:
+	bash test/bin/pg_chroot.sh --regress $(PG)
 
 # The examples with real concurrent workers on a throwaway cluster
 # (VERBOSE=1: full monitors; KEEP=1: leave the cluster running).

@@ -33,6 +33,7 @@
 #include "utils/syscache.h"
 
 #include "common/direct_write.h"
+#include "common/pg_compat.h"
 
 /* The attribute number of a column, or InvalidAttrNumber. */
 AttrNumber
@@ -128,7 +129,7 @@ bool
 taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData *keys,
 				   TupleTableSlot *slot)
 {
-	IndexScanDesc scan = index_beginscan(rel, idx, snap, n, 0);
+	IndexScanDesc scan = taskq_index_beginscan(rel, idx, snap, n, 0);
 	bool		found;
 
 	index_rescan(scan, keys, n, NULL, 0);
@@ -142,7 +143,7 @@ taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n, ScanKeyData
  * entries of new versions as an UPDATE or INSERT adds them, its indexes
  * not yet given: the caller opens them (ExecOpenIndices, or the kept shape
  * of taskq.tasks, queue/tasks_shape.c).  updated: the columns an update
- * changes (attribute numbers offset as in RangeTblEntry.updatedCols),
+ * changes (attribute numbers offset as in updatedCols: pg_compat.h),
  * which tell the indexes which new entries repeat a key.
  * ExecCloseIndices and FreeExecutorState undo it.
  */
@@ -156,8 +157,7 @@ taskq_direct_estate(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
 	rte->relid = RelationGetRelid(rel);
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-	rte->updatedCols = updated;
-	ExecInitRangeTable(estate, list_make1(rte));
+	taskq_init_range_table(estate, rte, updated);
 	*rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(*rri, rel, 1, NULL, 0);
 	return estate;

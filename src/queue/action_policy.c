@@ -57,6 +57,7 @@
 #include "common/direct_write.h"
 #include "common/limits.h"
 #include "common/local_table.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "queue/queue_internal.h"
 
@@ -178,7 +179,7 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 		a->has_tries = false;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
 					CStringGetTextDatum(lfirst(lc)));
-		scan = index_beginscan(rel, idx, snap, 1, 0);
+		scan = taskq_index_beginscan(rel, idx, snap, 1, 0);
 		index_rescan(scan, &key, 1, NULL, 0);
 		if (index_getnext_slot(scan, ForwardScanDirection, slot))
 		{

@@ -19,6 +19,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "common/pg_compat.h"
 #include "common/settings.h"
 #include "queue/queue_internal.h"
 
@@ -51,7 +52,7 @@ taskq_wrote_only_claims(void)
 {
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		return true;
-	return claims_only_lxid == MyProc->lxid && claims_only_end == XactLastRecEnd;
+	return claims_only_lxid == TASKQ_MY_LXID && claims_only_end == XactLastRecEnd;
 }
 
 /* After a claim that wrote rows; only_claims is wrote_only_claims() before it. */
@@ -60,7 +61,7 @@ taskq_note_claim_written(bool only_claims)
 {
 	if (only_claims)
 	{
-		claims_only_lxid = MyProc->lxid;
+		claims_only_lxid = TASKQ_MY_LXID;
 		claims_only_end = XactLastRecEnd;
 	}
 	else
@@ -70,7 +71,7 @@ taskq_note_claim_written(bool only_claims)
 static void
 claims_only_xact_callback(XactEvent event, void *arg)
 {
-	if (claims_only_lxid != MyProc->lxid)
+	if (claims_only_lxid != TASKQ_MY_LXID)
 		return;
 	if (event == XACT_EVENT_PRE_COMMIT && taskq_async_claims &&
 		claims_only_end == XactLastRecEnd)

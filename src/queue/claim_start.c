@@ -64,6 +64,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "common/pg_compat.h"
 #include "common/settings.h"
 #include "queue/claim_start.h"
 #include "queue/queue.h"
@@ -166,13 +167,13 @@ static LocalTransactionId ready_changed_lxid = InvalidLocalTransactionId;
 void
 taskq_claim_start_ready_changed(void)
 {
-	ready_changed_lxid = MyProc->lxid;
+	ready_changed_lxid = TASKQ_MY_LXID;
 }
 
 bool
 taskq_claim_start_ready_changed_here(void)
 {
-	return ready_changed_lxid == MyProc->lxid;
+	return ready_changed_lxid == TASKQ_MY_LXID;
 }
 
 /*
@@ -186,7 +187,7 @@ taskq_claim_start_ready_changed_here(void)
 bool
 taskq_claim_start_may_move(bool writes_noted)
 {
-	if (ready_changed_lxid == MyProc->lxid)
+	if (ready_changed_lxid == TASKQ_MY_LXID)
 		return false;
 	return !TransactionIdIsValid(GetTopTransactionIdIfAny()) || writes_noted;
 }

@@ -45,6 +45,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "common/pg_compat.h"
 #include "ipc/shmem.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
@@ -90,7 +91,7 @@ woken_since_look(ConditionVariable *cv)
 	bool		queued;
 
 	SpinLockAcquire(&cv->mutex);
-	queued = proclist_contains(&cv->wakeup, MyProc->pgprocno, cvWaitLink);
+	queued = proclist_contains(&cv->wakeup, TASKQ_PROC_NUMBER, cvWaitLink);
 	SpinLockRelease(&cv->mutex);
 	return !queued;
 }

@@ -61,6 +61,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "common/pg_compat.h"
 #include "common/settings.h"
 #include "ipc/wakeup.h"
 #include "queue/claim_start.h"
@@ -334,7 +335,7 @@ end_cover(ClaimStream *s)
 static void
 stream_scan(ClaimWalk *w, ClaimStream *s, ScanKey keys, int nkeys)
 {
-	s->scan = index_beginscan(w->d->rel, w->idx, w->d->snapshot, nkeys, 0);
+	s->scan = taskq_index_beginscan(w->d->rel, w->idx, w->d->snapshot, nkeys, 0);
 	s->scan->xs_want_itup = true;	/* the keys and not_before, without the heap */
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
 }
@@ -546,7 +547,7 @@ entry_after(ClaimWalk *w, const char *after, char **action, TaskqReadyKey *key)
 	skey->scankeys[0].sk_flags &= ~SK_ISNULL;
 	skey->scankeys[0].sk_argument = CStringGetTextDatum(after ? after : "");
 
-	stack = _bt_search(idx, skey, &buf, BT_READ, w->d->snapshot);
+	stack = taskq_bt_search(idx, w->d->rel, skey, &buf, BT_READ, w->d->snapshot);
 	_bt_freestack(stack);
 	if (!BufferIsValid(buf))
 	{

@@ -29,6 +29,7 @@
 #include "utils/fmgroids.h"
 #include "utils/timestamp.h"
 
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "common/settings.h"
 #include "queue/claim_start.h"
@@ -201,7 +202,7 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 		if (!found)
 		{
 			ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(item->id));
-			scan = index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
+			scan = taskq_index_beginscan(d.rel, pkey, d.snapshot, 1, 0);
 			index_rescan(scan, &key, 1, NULL, 0);
 			found = index_getnext_slot(scan, ForwardScanDirection, d.oldslot);
 			index_endscan(scan);

@@ -31,6 +31,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "queue/cancel.h"
 #include "queue/queue_internal.h"
@@ -304,7 +305,7 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TASKQ_LOCK_CLASS, h, 2);
 	/* a run's own calls insert its steps under its exclusive lock: it covers them */
-	if (!exclusive && LockHeldByMe(&tag, ExclusiveLock))
+	if (!exclusive && taskq_lock_held_by_me(&tag, ExclusiveLock))
 		return;
 	(void) LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }

@@ -59,6 +59,7 @@
 
 #include "common/args.h"
 #include "common/direct_write.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "queue/claim_start.h"
 #include "queue/insert_exprs.h"
@@ -86,7 +87,7 @@ id_stored(TaskqRel *d, Relation pkey, IndexInfo *pkinfo, Datum id, ItemPointer t
 	bool		isnull = false;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, id);
-	scan = index_beginscan(d->rel, pkey, d->snapshot, 1, 0);
+	scan = taskq_index_beginscan(d->rel, pkey, d->snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, d->oldslot);
 	index_endscan(scan);
@@ -152,7 +153,7 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	not_before = d.col->not_before;
 	/* the CHECK constraints as ExecConstraints would build them, kept */
 	if (ie->ncheck > 0)
-		d.rri->ri_ConstraintExprs = ie->check_states;
+		taskq_set_check_exprs(d.rri, ie->check_states);
 
 	econtext = GetPerTupleExprContext(d.estate);
 	/*

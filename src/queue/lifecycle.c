@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "common/args.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
@@ -210,10 +211,10 @@ taskq_task_finished(const char *id, TaskqStatus outcome)
 	taskq_note_finished(id);
 	if (taskq_finished_hook == NULL)
 		return;
-	if (finished_lxid != MyProc->lxid)
+	if (finished_lxid != TASKQ_MY_LXID)
 	{
 		nfinished = 0;			/* left by a call that failed */
-		finished_lxid = MyProc->lxid;
+		finished_lxid = TASKQ_MY_LXID;
 	}
 	if (nfinished == maxfinished)
 	{
@@ -237,7 +238,7 @@ void
 taskq_finished_dispatch(void)
 {
 	while (taskq_finished_hook != NULL && nfinished > 0 &&
-		   finished_lxid == MyProc->lxid)
+		   finished_lxid == TASKQ_MY_LXID)
 	{
 		int			n = nfinished;
 		TaskqFinished *batch = palloc(sizeof(TaskqFinished) * n);

@@ -55,7 +55,6 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "storage/backendid.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -63,6 +62,7 @@
 #include "utils/memutils.h"
 
 #include "common/local_table.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "common/settings.h"
 #include "ipc/wakeup.h"
@@ -441,6 +441,16 @@ static TaskqPlan legacy_add_edges_unstarted_plan = {
 	2, {TEXTOID, INT4OID}
 };
 
+/*
+ * This backend's counter row of a join in taskq.deferred_signals: its
+ * stripe, the backend's number (pg_compat.h) counted from 1, as the
+ * stripes always were.  Any number distinct among the running backends
+ * does: concurrent completions never share a row, the worker adds up a
+ * join's rows whatever their stripes, and a later backend of the same
+ * number adds to the row (ON CONFLICT) as the earlier one did.
+ */
+#define MY_STRIPE	(TASKQ_PROC_NUMBER + 1)
+
 /* The statement for this database's schema: with rules, or the legacy one. */
 static inline TaskqPlan *
 plan_for(TaskqPlan *rules, TaskqPlan *legacy)
@@ -462,7 +472,7 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 
 	args[0] = CStringGetTextDatum(succ);
 	args[1] = Int32GetDatum(k);
-	args[2] = Int32GetDatum(MyBackendId);	/* this backend's counter */
+	args[2] = Int32GetDatum(MY_STRIPE);	/* this backend's counter */
 	if (folding)
 	{
 		taskq_execute(plan_for(&fold_signal_plan, &legacy_fold_signal_plan), args, NULL, false, 0);
@@ -478,7 +488,7 @@ signal_task(const char *succ, int32 k, bool may_defer, List **work)
 	}
 	else if (may_defer && known_wide(succ))
 	{
-		TaskqCounterResult added = taskq_signal_counter_add(succ, MyBackendId, k);
+		TaskqCounterResult added = taskq_signal_counter_add(succ, MY_STRIPE, k);
 
 		if (added == TASKQ_COUNTER_SQL)
 			taskq_execute(&add_to_counter_plan, args, NULL, false, 0);

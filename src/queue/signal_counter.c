@@ -54,6 +54,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/direct_write.h"
+#include "common/pg_compat.h"
 #include "queue/queue_internal.h"
 
 /* What was checked of taskq.deferred_signals, per backend. */
@@ -166,7 +167,7 @@ taskq_signal_counter_add(const char *id, int32 stripe, int32 k)
 		TM_Result	result;
 		TM_FailureData tmfd;
 		LockTupleMode lockmode;
-		bool		update_indexes;
+		TaskqIndexUpdate indexes;
 
 		slot_getallattrs(oldslot);
 		newslot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
@@ -175,13 +176,12 @@ taskq_signal_counter_add(const char *id, int32 stripe, int32 k)
 		memcpy(newslot->tts_isnull, oldslot->tts_isnull, sizeof(bool) * desc->natts);
 		newslot->tts_values[counter.signals - 1] = Int32GetDatum(sum);
 		ExecStoreVirtualTuple(newslot);
-		result = table_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snap,
-									InvalidSnapshot, false, &tmfd, &lockmode,
-									&update_indexes);
+		result = taskq_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snap,
+									InvalidSnapshot, false, &tmfd, &lockmode, &indexes);
 		if (result == TM_Ok)
 		{
 			out = TASKQ_COUNTER_ADDED;
-			if (update_indexes)
+			if (indexes != TASKQ_INDEXES_NONE)
 			{
 				/* as an UPDATE does: each index of the table gets the new version */
 				Bitmapset  *updated = bms_make_singleton(counter.signals -
@@ -191,7 +191,8 @@ taskq_signal_counter_add(const char *id, int32 stripe, int32 k)
 
 				estate->es_output_cid = cid;
 				estate->es_snapshot = snap;
-				list_free(ExecInsertIndexTuples(rri, newslot, estate, true, false, NULL, NIL));
+				list_free(taskq_insert_index_tuples(rri, newslot, estate, true, false, NULL, NIL,
+													indexes));
 				ExecCloseIndices(rri);
 				FreeExecutorState(estate);
 			}

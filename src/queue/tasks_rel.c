@@ -42,6 +42,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/direct_write.h"
+#include "common/pg_compat.h"
 #include "queue/tasks_rel.h"
 
 /*
@@ -188,10 +189,13 @@ add_entry(TaskqRel *d, TupleTableSlot *slot, int i, bool update, bool *repeat)
  * (add_entry), each predicate evaluated once; for tables with an exclusion
  * constraint or a deferred unique index (the shape says), they go through
  * ExecInsertIndexTuples, which evaluates the predicates of the indexes
- * opened here again.
+ * opened here again.  indexes: which indexes get the entry (a new row, or
+ * an update that was not HOT: all; from 16 a HOT update gives one to the
+ * summarizing indexes, pg_compat.h).
  */
-void
-taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
+static void
+add_entries(TaskqRel *d, TupleTableSlot *slot, bool update, TaskqIndexUpdate indexes,
+			bool *repeat)
 {
 	ResultRelInfo *rri = d->rri;
 	ExprContext *econtext = GetPerTupleExprContext(d->estate);
@@ -205,6 +209,9 @@ taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *re
 		/* an index already open (read, or an earlier row's) is ExecInsertIndexTuples' */
 		if (!ii->ii_ReadyForInserts || (rri->ri_IndexRelationDescs[i] != NULL && !here))
 			continue;
+		/* a HOT update's version goes into the summarizing indexes only */
+		if (indexes == TASKQ_INDEXES_SUMMARIZING && !taskq_index_summarizing(ii))
+			continue;
 		/* the kept shape prepared every predicate */
 		if (ii->ii_Predicate != NIL && !ExecQual(ii->ii_PredicateState, econtext))
 			continue;
@@ -215,9 +222,17 @@ taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *re
 	if (here)
 		return;
 	/* the primary key alone may conflict without failing: the caller checks it */
-	list_free(ExecInsertIndexTuples(rri, slot, d->estate, update, repeat != NULL, repeat,
-									repeat != NULL ?
-									list_make1_oid(RelationGetPrimaryKeyIndex(d->rel)) : NIL));
+	list_free(taskq_insert_index_tuples(rri, slot, d->estate, update, repeat != NULL, repeat,
+										repeat != NULL ?
+										list_make1_oid(taskq_primary_key_index(d->rel)) : NIL,
+										indexes));
+}
+
+/* The entries of a new row (update false) or a new version's, in every index. */
+void
+taskq_rel_index_entries(TaskqRel *d, TupleTableSlot *slot, bool update, bool *repeat)
+{
+	add_entries(d, slot, update, TASKQ_INDEXES_ALL, repeat);
 }
 
 /* Write the new version over the old one found at tid; wait or not. */
@@ -225,15 +240,14 @@ TM_Result
 taskq_rel_update(TaskqRel *d, ItemPointer tid, bool wait, TM_FailureData *tmfd)
 {
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	TaskqIndexUpdate indexes;
 	TM_Result	result;
 
 	ExecStoreVirtualTuple(d->newslot);
-	result = table_tuple_update(d->rel, tid, d->newslot, d->cid, d->snapshot,
-								InvalidSnapshot, wait, tmfd, &lockmode,
-								&update_indexes);
-	if (result == TM_Ok && update_indexes)
-		taskq_rel_index_entries(d, d->newslot, true, NULL);
+	result = taskq_tuple_update(d->rel, tid, d->newslot, d->cid, d->snapshot,
+								InvalidSnapshot, wait, tmfd, &lockmode, &indexes);
+	if (result == TM_Ok && indexes != TASKQ_INDEXES_NONE)
+		add_entries(d, d->newslot, true, indexes, NULL);
 	ResetPerTupleExprContext(d->estate);
 	return result;
 }

@@ -269,7 +269,7 @@ shape_indexes(Relation rel, TaskqRelShape *s)
 		s->index_oids[i] = lfirst_oid(lc);
 		s->index_names[i] = pstrdup(RelationGetRelationName(idx));
 		s->infos[i++] = ii;
-		/* what taskq_rel_index_entries leaves to ExecInsertIndexTuples */
+		/* what tasks_rel.c's entries leave to ExecInsertIndexTuples */
 		if (ii->ii_ExclusionOps != NULL || (ii->ii_Unique && !idx->rd_index->indimmediate))
 			s->checked_entries = true;
 		index_close(idx, AccessShareLock);

@@ -25,6 +25,7 @@
 #include "utils/syscache.h"
 #include "utils/uuid.h"
 
+#include "common/pg_compat.h"
 #include "common/settings.h"
 #include "worker/worker.h"
 
@@ -82,5 +83,5 @@ bool
 taskq_worker_role_may_connect(Oid roleid, Oid dboid)
 {
 	return !OidIsValid(roleid) ||
-		pg_database_aclcheck(dboid, roleid, ACL_CONNECT) == ACLCHECK_OK;
+		taskq_database_aclcheck(dboid, roleid, ACL_CONNECT) == ACLCHECK_OK;
 }

@@ -12,11 +12,12 @@
 
 #include "utils/jsonb.h"
 
+#include "common/pg_compat.h"
 #include "workflow/run.h"
 
 /* Definitions: a new version of name, or the one a run names (definitions.c). */
 /* A definition refused (22023), with a message and detail composed by the caller. */
-extern void taskq_def_bad(const char *msg, const char *detail) pg_attribute_noreturn();
+extern TASKQ_NORETURN void taskq_def_bad(const char *msg, const char *detail);
 
 extern int32 taskq_definition_store(const char *name, const char *kind, Jsonb *def);
 extern Jsonb *taskq_definition_latest(const char *name, const char *kind,

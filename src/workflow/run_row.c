@@ -48,6 +48,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/direct_write.h"
+#include "common/pg_compat.h"
 #include "workflow/run.h"
 
 /* The columns of taskq.runs, in the order of run_col_names. */
@@ -297,7 +298,7 @@ taskq_run_row_store(TaskqRun *run)
 	TM_Result	result;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	TaskqIndexUpdate indexes;
 	CommandId	cid;
 
 	if (!run_tables())
@@ -345,14 +346,14 @@ taskq_run_row_store(TaskqRun *run)
 		nulls[tables.col[RC_FINISHED_AT] - 1] = true;
 	ExecStoreVirtualTuple(newslot);
 
-	result = table_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snap,
-								InvalidSnapshot, true, &tmfd, &lockmode, &update_indexes);
+	result = taskq_tuple_update(rel, &oldslot->tts_tid, newslot, cid, snap,
+								InvalidSnapshot, true, &tmfd, &lockmode, &indexes);
 	if (result != TM_Ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("run \"%s\" was changed by another transaction", run->id),
 				 errhint("Retry the call.")));
-	if (update_indexes)
+	if (indexes != TASKQ_INDEXES_NONE)
 	{
 		/* as an UPDATE does: each index whose key or predicate holds the new version */
 		Bitmapset  *updated = NULL;
@@ -366,7 +367,8 @@ taskq_run_row_store(TaskqRun *run)
 		estate = taskq_index_state(rel, updated, &rri);
 		estate->es_output_cid = cid;
 		estate->es_snapshot = snap;
-		list_free(ExecInsertIndexTuples(rri, newslot, estate, true, false, NULL, NIL));
+		list_free(taskq_insert_index_tuples(rri, newslot, estate, true, false, NULL, NIL,
+											indexes));
 		ExecCloseIndices(rri);
 		FreeExecutorState(estate);
 	}
