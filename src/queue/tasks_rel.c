@@ -96,7 +96,7 @@ taskq_rel_close(TaskqRel *d)
 	ExecDropSingleTupleTableSlot(d->newslot);
 	PopActiveSnapshot();
 	UnregisterSnapshot(d->snapshot);
-	ExecCloseIndices(d->rri);
+	taskq_rel_shape_close_indexes(d->rri);
 	FreeExecutorState(d->estate);
 	table_close(d->rel, RowExclusiveLock);
 	/* Later commands of this transaction see the changes. */

@@ -107,6 +107,7 @@ extern Bitmapset *taskq_rel_shape_updated(TaskqRelShape *s, Relation rel,
 										  const char *const *changed, int nchanged);
 extern void taskq_rel_shape_indexes(const TaskqRelShape *s, ResultRelInfo *rri);
 extern Relation taskq_rel_shape_index(const TaskqRelShape *s, ResultRelInfo *rri, int i);
+extern void taskq_rel_shape_close_indexes(ResultRelInfo *rri);
 extern bool taskq_task_columns(TupleDesc desc, TaskqTaskColumns *c);
 extern bool taskq_ready_cols(TupleDesc desc, TaskqReadyCols *c);
 

@@ -371,7 +371,8 @@ taskq_rel_shape_updated(TaskqRelShape *w, Relation rel,
 /*
  * Give rri rel's indexes, as ExecOpenIndices does, each with a copy of its
  * kept IndexInfo, but none opened yet (taskq_rel_shape_index opens one).
- * ExecInsertIndexTuples and ExecCloseIndices pass over those left closed.
+ * ExecInsertIndexTuples passes over those left closed;
+ * taskq_rel_shape_close_indexes closes the others.
  */
 void
 taskq_rel_shape_indexes(const TaskqRelShape *s, ResultRelInfo *rri)
@@ -402,4 +403,26 @@ taskq_rel_shape_index(const TaskqRelShape *s, ResultRelInfo *rri, int i)
 	if (rri->ri_IndexRelationDescs[i] == NULL)
 		rri->ri_IndexRelationDescs[i] = index_open(s->index_oids[i], RowExclusiveLock);
 	return rri->ri_IndexRelationDescs[i];
+}
+
+/*
+ * Close the indexes of rri that were opened, as ExecCloseIndices does.
+ * Up to 17 it passed over those left closed; from 18 it takes every one
+ * as open (an Assert only), so it is given only the opened ones, moved to
+ * the front of rri's arrays.  It is the last use of rri's indexes.
+ */
+void
+taskq_rel_shape_close_indexes(ResultRelInfo *rri)
+{
+	int			n = 0;
+
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+	{
+		if (rri->ri_IndexRelationDescs[i] == NULL)
+			continue;
+		rri->ri_IndexRelationDescs[n] = rri->ri_IndexRelationDescs[i];
+		rri->ri_IndexRelationInfo[n++] = rri->ri_IndexRelationInfo[i];
+	}
+	rri->ri_NumIndices = n;
+	ExecCloseIndices(rri);
 }
