@@ -66,7 +66,7 @@ taskq_worker_role_lookup(Oid *roleid)
 					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 					 errmsg("role \"%s\" named by taskq.worker_role is not permitted to log in",
 							taskq_worker_role),
-					 errdetail("PostgreSQL 15 starts background workers only as roles with LOGIN; no taskq worker is started."),
+					 errdetail("PostgreSQL starts background workers only as roles with LOGIN; no taskq worker is started."),
 					 errhint("Give it LOGIN with ALTER ROLE %s LOGIN.", quote_identifier(taskq_worker_role))));
 		warned = 2;
 		ReleaseSysCache(tup);
