@@ -78,27 +78,9 @@ for my $f (sort @files) {
 
 # Self-test: each bad tree must give at least one violation, of the kind it
 # plants (the line must match the pattern given), and the good tree none.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-plant() {   # plant NAME: a tree in $tmp/NAME from the here-doc lines "path|content"
-    local name=$1 line path
-    mkdir -p "$tmp/$name"
-    while IFS= read -r line; do
-        path=${line%%|*}
-        mkdir -p "$tmp/$name/$(dirname "$path")"
-        printf '%b\n' "${line#*|}" >>"$tmp/$name/$path"
-    done
-}
-bad() {   # bad NAME PATTERN: the tree NAME gives a violation matching PATTERN
-    local name=$1 pattern=$2 out
-    plant "$name"
-    out=$(check "$tmp/$name")
-    if ! grep -qE -- "$pattern" <<<"$out"; then
-        echo "compat.sh self-test: the violation in tree '$name' was not caught" >&2
-        [[ -z $out ]] || echo "$out" >&2
-        exit 1
-    fi
-}
+# shellcheck source=test/bin/planted.sh
+source test/bin/planted.sh   # the scripts run from the top of the tree (cd above)
+tmp=$planted_tmp
 bad version_test '^queue/a.c:2: tests PG_VERSION_NUM' <<'T'
 queue/a.c|/* a */\n#if PG_VERSION_NUM >= 170000\n#endif
 T
