@@ -29,3 +29,21 @@ bad() {
         exit 1
     fi
 }
+
+# good_then_src SUMMARY: the planted tree "good" gives no violation, then
+# src/ none; prints SUMMARY when both hold, else the violations (exit 1).
+good_then_src() {
+    local out
+    out=$(check "$planted_tmp/good")
+    if [[ -n $out ]]; then
+        echo "${0##*/} self-test: the good tree gave violations:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    out=$(check src)
+    if [[ -n $out ]]; then
+        echo "$out"
+        exit 1
+    fi
+    echo "$1"
+}

@@ -80,7 +80,6 @@ for my $f (sort @files) {
 # plants (the line must match the pattern given), and the good tree none.
 # shellcheck source=test/bin/planted.sh
 source test/bin/planted.sh   # the scripts run from the top of the tree (cd above)
-tmp=$planted_tmp
 bad version_test '^queue/a.c:2: tests PG_VERSION_NUM' <<'T'
 queue/a.c|/* a */\n#if PG_VERSION_NUM >= 170000\n#endif
 T
@@ -152,16 +151,4 @@ queue/b.c|// MyBackendId in a line comment\nstatic const char *m = "MyBackendId,
 workflow/d.h|extern TASKQ_NORETURN void taskq_bad(const char *msg);\nOid pk = taskq_primary_key_index(rel);\ntaskq_set_check_exprs(d.rri, states);
 worker/r.c|ok = taskq_database_aclcheck(db, role, ACL_CONNECT) == ACLCHECK_OK;\n/*\n * index_beginscan and\n * ExecInsertIndexTuples across lines\n */
 T
-out=$(check "$tmp/good")
-if [[ -n $out ]]; then
-    echo "compat.sh self-test: the good tree gave violations:" >&2
-    echo "$out" >&2
-    exit 1
-fi
-
-out=$(check src)
-if [[ -n $out ]]; then
-    echo "$out"
-    exit 1
-fi
-echo "compat: only src/common/pg_compat.h tests the PostgreSQL version or uses what changed between 15 and 18"
+good_then_src "compat: only src/common/pg_compat.h tests the PostgreSQL version or uses what changed between 15 and 18"

@@ -158,7 +158,6 @@ print "$_\n" for @v;
 # plants (the line must match the pattern given), and the good tree none.
 # shellcheck source=test/bin/planted.sh
 source test/bin/planted.sh   # the scripts run from the top of the tree (cd above)
-tmp=$planted_tmp
 bad upward 'includes "api/y.h" of layer api' <<'T'
 queue/a.h|#include "common/b.h"
 common/b.h|/* ok */
@@ -253,16 +252,4 @@ worker/loop.c|#include "queue/queue.h"\n// "taskq.tasks" in a line comment\nstat
 taskq.c|#include "queue/relation.h"\n#include "api/api.h"
 api/api.h|#include "workflow/workflow.h"
 T
-out=$(check "$tmp/good")
-if [[ -n $out ]]; then
-    echo "layers.sh self-test: the good tree gave violations:" >&2
-    echo "$out" >&2
-    exit 1
-fi
-
-out=$(check src)
-if [[ -n $out ]]; then
-    echo "$out"
-    exit 1
-fi
-echo "layers: every include of src/ keeps the layer rule; only queue/queue.h above the queue; no circles of headers or of files; SQL entry points only in api/; taskq.tasks named in SQL only by queue/; no call of taskq._check_*"
+good_then_src "layers: every include of src/ keeps the layer rule; only queue/queue.h above the queue; no circles of headers or of files; SQL entry points only in api/; taskq.tasks named in SQL only by queue/; no call of taskq._check_*"
