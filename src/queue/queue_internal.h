@@ -30,6 +30,10 @@ struct TaskqRel;
 extern int	taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out,
 							   TupleDesc outdesc);
 
+/* task_view.c: a task's token checked as a plan just read it */
+extern void taskq_check_read_token(const char *id, int tokcol, pg_uuid_t *token,
+								   const char *detail);
+
 /* tasks_shape.c: whether the table has claimed_at (0.6), for the SQL claim */
 extern bool taskq_claimed_at_installed(void);
 

@@ -23,8 +23,8 @@
 #include "utils/uuid.h"
 
 #include "common/plan.h"
-#include "common/settings.h"
 #include "queue/queue.h"
+#include "queue/queue_internal.h"
 
 static TaskqPlan token_plan = {
 	"SELECT performance_token FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1",
@@ -52,24 +52,10 @@ taskq_read_predecessor_results(const char *id, pg_uuid_t *token, Tuplestorestate
 						  TupleDesc outdesc)
 {
 	Datum		arg = CStringGetTextDatum(id);
-	bool		isnull = true;
-	Datum		cur = (Datum) 0;
-	bool		gone;
 
 	taskq_execute(&token_plan, &arg, NULL, true, 1);
-	gone = SPI_processed == 0;
-	if (gone && taskq_retention != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task \"%s\" does not exist", id)));
-	if (!gone)
-		cur = taskq_get_datum(0, 1, &isnull);
-	if (gone || isnull || memcmp(DatumGetUUIDP(cur), token, sizeof(pg_uuid_t)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
-				 errmsg("invalid performance token for task \"%s\"", id),
-				 errdetail("Only the task's owner reads its predecessors' results, with the token its claim gave."),
-				 errhint("A worker holding a stale token must drop the task.")));
+	taskq_check_read_token(id, 1, token,
+						   "Only the task's owner reads its predecessors' results, with the token its claim gave.");
 
 	taskq_execute(&predecessors_plan, &arg, NULL, true, 0);
 	for (uint64 r = 0; r < SPI_processed; r++)

@@ -26,6 +26,7 @@
 #include "common/plan.h"
 #include "common/settings.h"
 #include "queue/queue.h"
+#include "queue/queue_internal.h"
 
 /* ----------
  * A held task
@@ -41,6 +42,35 @@ static TaskqPlan lock_plan = {
 };
 
 /*
+ * The token check of task id as a plan just read it (no row: no such task;
+ * column tokcol its performance token): 42704 for an unknown id, unless
+ * taskq.retention = 0 may have deleted it completed; TQ001 for another
+ * token.  detail says why the token must match (NULL: the returns').
+ */
+void
+taskq_check_read_token(const char *id, int tokcol, pg_uuid_t *token, const char *detail)
+{
+	bool		gone = SPI_processed == 0;
+	bool		isnull = true;
+	Datum		cur = (Datum) 0;
+
+	if (gone && taskq_retention != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" does not exist", id)));
+	if (!gone)
+		cur = taskq_get_datum(0, tokcol, &isnull);
+	if (gone || isnull || memcmp(DatumGetUUIDP(cur), token, sizeof(pg_uuid_t)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
+				 errmsg("invalid performance token for task \"%s\"", id),
+				 detail ? errdetail("%s", detail) : gone ?
+				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
+				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
+				 errhint("A worker holding a stale token must drop the task.")));
+}
+
+/*
  * Lock task id and check that token is its token (the queue keeps the last
  * owner's token after the task finished, and clears it on another try):
  * 42704 for an unknown id, TQ001 for another token.  The row's status,
@@ -51,27 +81,9 @@ taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out)
 {
 	Datum		arg = CStringGetTextDatum(id);
 	bool		isnull = false;
-	bool		gone;
-	Datum		cur_token = (Datum) 0;
 
 	taskq_execute(&lock_plan, &arg, NULL, false, 0);
-	/* with taskq.retention = 0 a missing task may be one completed and deleted */
-	gone = SPI_processed == 0;
-	if (gone && taskq_retention != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task \"%s\" does not exist", id)));
-	if (!gone)
-		cur_token = taskq_get_datum(0, 2, &isnull);
-	if (gone || isnull ||
-		memcmp(DatumGetUUIDP(cur_token), token, sizeof(pg_uuid_t)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TASKQ_INVALID_TOKEN),
-				 errmsg("invalid performance token for task \"%s\"", id),
-				 gone ?
-				 errdetail("No task has this id: with taskq.retention = 0 a task is deleted when it is completed, so it was completed already, or it never existed.") :
-				 errdetail("The task is no longer owned with this token: its lease expired and another worker owned it, or it was returned already."),
-				 errhint("A worker holding a stale token must drop the task.")));
+	taskq_check_read_token(id, 2, token, NULL);
 	out->code = taskq_status_from_label(taskq_get_text(0, 1, NULL));
 	out->num_tries = taskq_get_int32(0, 4, NULL);
 	out->max_tries = taskq_get_int32(0, 5, &isnull);
