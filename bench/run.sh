@@ -180,12 +180,12 @@ if [[ ${STOCK:-0} == 1 ]]; then
     tq_psql postgres -q -c "ALTER SYSTEM SET autovacuum_naptime = '1min'" -c "SELECT pg_reload_conf()" >/dev/null
 fi
 gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" "$here/common.c" \
-    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
+    -I"$("$TQ_PG_CONFIG" --includedir)" -lpq -lpthread -lm
 gcc -O2 -Wall -o "$TQ_WORK/spawn" "$here/spawn.c"
 gcc -O2 -Wall -o "$TQ_WORK/saga" "$here/saga.c" "$here/common.c" \
-    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
+    -I"$("$TQ_PG_CONFIG" --includedir)" -lpq -lpthread -lm
 gcc -O2 -Wall -o "$TQ_WORK/machines" "$here/machines.c" "$here/common.c" \
-    -I"$(/usr/lib/postgresql/15/bin/pg_config --includedir)" -lpq -lpthread -lm
+    -I"$("$TQ_PG_CONFIG" --includedir)" -lpq -lpthread -lm
 
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 [[ $TQ_KEEP == 1 ]] && echo "bench: KEEP=1: the cluster stays up: psql -h 127.0.0.1 -p $TQ_PORT -U $TQ_DBUSER bench (log: $TQ_PGLOG; stop: runuser -u $TQ_USER -- $TQ_BINDIR/pg_ctl -D $TQ_PGDATA stop; then rm -rf $TQ_WORK)" >&2

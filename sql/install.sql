@@ -10,6 +10,9 @@ CREATE ROLE regress_squatter LOGIN;
 GRANT CREATE ON DATABASE regress_taskq_install TO regress_squatter;
 \c regress_taskq_install
 \set VERBOSITY default
+-- The errors' messages, details and hints without their CONTEXT: from 18 on,
+-- PostgreSQL adds the statement of the extension script and its line to it.
+\set SHOW_CONTEXT never
 
 -- An unprivileged role prepares schema taskq with a function of the API's
 -- name in it: the extension would run its script in that schema and

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # test/bin/deps.sh — `make deps`; also the first step of test.sh and demo.sh.
-# Owns: installing the Debian 12 packages needed to build taskq and run every
+# Owns: installing the Debian packages needed to build taskq and run every
 # suite. Idempotent and quiet: checks dpkg first, calls apt only for what is
 # missing, logs apt to a file and prints the log only when it fails.
 set -euo pipefail
 
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# The server's packages are those of TQ_PG (lib.sh): Debian 12's 15 here,
+# 17 or 18 in the chroot of make test PG=17 (Debian 13) or PG=18 (Debian 14),
+# whose names for everything else are the same.
 PACKAGES=(
-    postgresql-15                          # server, initdb, pg_ctl, psql
-    postgresql-server-dev-15               # PGXS, pg_regress, isolation tester, PostgreSQL::Test perl lib
+    "postgresql-$TQ_PG"                    # server, initdb, pg_ctl, psql
+    "postgresql-server-dev-$TQ_PG"         # PGXS, pg_regress, isolation tester, PostgreSQL::Test perl lib
     libpq-dev                              # tools/taskq-worker (libpq-fe.h, -lpq)
-    postgresql-15-pgtap                    # CREATE EXTENSION pgtap
+    "postgresql-$TQ_PG-pgtap"              # CREATE EXTENSION pgtap
     libtap-parser-sourcehandler-pgtap-perl # pg_prove
     libipc-run-perl                        # needed by PostgreSQL::Test::Cluster
     perl                                   # prove
@@ -20,9 +26,8 @@ PACKAGES=(
     python3 python3-psycopg2               # examples/ (make demo)
     python3-psycopg python3-pytest         # clients/python (the python suite)
     sqlsmith                               # test/t/012_sqlsmith.pl
-    graphviz                               # test/t/022_graphs.pl (dot -Tsvg renders every graph)
+    graphviz                               # dot -Tsvg renders every graph (test/t/022_graphs.pl, 030_dag_property.pl)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
-    graphviz                               # dot -Tsvg renders the task graphs (test/t/030_dag_property.pl)
     nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
 )
 
@@ -30,8 +35,6 @@ PACKAGES=(
 # through NODE_PATH (lib.sh TQ_NODE_PATH): Debian's node-pg, or, where it
 # cannot be installed (a nodejs from outside Debian, which node-pg's
 # dependencies do not accept), pg 8 from the npm registry into $TQ_NODE_DIR.
-# shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 
 # One dpkg-query for all: "name ii " for each installed package.

@@ -1,12 +1,16 @@
 # shellcheck shell=bash disable=SC2034
 # test/bin/lib.sh — shared by test.sh and demo.sh (sourced, not run).
 # Owns: the test user, the private copy of the tree, build + install as root,
-# and the throwaway PostgreSQL 15 cluster (start, psql, stop, cleanup).
+# and the throwaway PostgreSQL cluster (start, psql, stop, cleanup).
 # Everything lives in one temp dir ($TQ_WORK) that tq_cleanup removes.
 
-TQ_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-TQ_BINDIR=/usr/lib/postgresql/15/bin
-TQ_PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
+# The PostgreSQL major version: 15, Debian 12's, unless TASKQ_PG names
+# another (make test PG=17 runs these scripts in a chroot of the Debian
+# release that packages it: test/bin/pg_chroot.sh).
+TQ_PG=${TASKQ_PG:-15}
+TQ_PG_CONFIG=/usr/lib/postgresql/$TQ_PG/bin/pg_config
+TQ_BINDIR=/usr/lib/postgresql/$TQ_PG/bin
+TQ_PGXS_DIR=/usr/lib/postgresql/$TQ_PG/lib/pgxs
 TQ_USER=taskq
 # The cluster's superuser role.  Not the OS user's name: a role named like
 # the extension's schema would put schema taskq on "$user"'s search_path.
@@ -134,8 +138,8 @@ tq_copy_tree() {
     fi
 }
 
-# Build (warnings visible) and install, as root: into the system PostgreSQL
-# 15, or with TASKQ_PRIVATE_INSTALL=1 into a private copy of it (see
+# Build (warnings visible) and install, as root: into the system PostgreSQL,
+# or with TASKQ_PRIVATE_INSTALL=1 into a private copy of it (see
 # tq_private_root).  Extra make variables in TQ_MAKE_FLAGS (an array), e.g.
 # TASKQ_ASSERT=1.
 TQ_MAKE_FLAGS=()
@@ -161,23 +165,23 @@ tq_build_install() {
     if tq_is_root; then chown -R "$TQ_USER:" "$dir"; fi
 }
 
-# A private copy of the PostgreSQL 15 installation in $TQ_WORK/pg, without
+# A private copy of the PostgreSQL installation in $TQ_WORK/pg, without
 # the system's taskq: PostgreSQL finds its lib and share directories
 # relative to its binaries, so a server started from the copy loads the
 # copy's taskq.so and scripts.  Several trees can then be tested at once
 # without overwriting each other's installed files.  Sets TQ_BINDIR.
 tq_private_root() {
     local root=$TQ_WORK/pg
-    if [[ ! -d $root/usr/lib/postgresql/15 ]]; then
+    if [[ ! -d $root/usr/lib/postgresql/$TQ_PG ]]; then
         mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" || return 1
-        cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/" || return 1
-        cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/" || return 1
-        rm -f "$root/usr/lib/postgresql/15/lib/taskq.so" \
-            "$root"/usr/share/postgresql/15/extension/taskq[.-]*
-        rm -rf "$root/usr/lib/postgresql/15/lib/bitcode/taskq"*
+        cp -a /usr/lib/postgresql/$TQ_PG "$root/usr/lib/postgresql/" || return 1
+        cp -a /usr/share/postgresql/$TQ_PG "$root/usr/share/postgresql/" || return 1
+        rm -f "$root/usr/lib/postgresql/$TQ_PG/lib/taskq.so" \
+            "$root"/usr/share/postgresql/$TQ_PG/extension/taskq[.-]*
+        rm -rf "$root/usr/lib/postgresql/$TQ_PG/lib/bitcode/taskq"*
         chmod -R a+rX "$root"
     fi
-    TQ_BINDIR=$root/usr/lib/postgresql/15/bin
+    TQ_BINDIR=$root/usr/lib/postgresql/$TQ_PG/bin
 }
 
 # TASKQ_SANITIZE=1 (make check-asan), after tq_build_install into the

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# test/bin/pg_chroot.sh — taskq built against a PostgreSQL major version
-# that Debian 12 does not package, in a chroot of the Debian release that
-# does, made with Debian's own debootstrap; optionally its regress and
-# isolation suites run there too, on a throwaway cluster.
+# test/bin/pg_chroot.sh — taskq against a PostgreSQL major version that
+# Debian 12 does not package, in a chroot of the Debian release that does,
+# made with Debian's own debootstrap: its build, every suite of make test,
+# or any command of the tree there.
 #
 #   test/bin/pg_chroot.sh 17              build against 17 (Debian 13, trixie)
 #   test/bin/pg_chroot.sh 18              build against 18 (Debian 14, forky)
-#   test/bin/pg_chroot.sh --regress 17    build, then the regress and
-#                                         isolation suites in the chroot
-#   (make check-build PG=17, make check-regress PG=17)
+#   test/bin/pg_chroot.sh --test 17       make test there: test/bin/test.sh,
+#                                         every suite, "N passed, N failed"
+#   test/bin/pg_chroot.sh --run 17 -- CMD ARGS...
+#                                         CMD as root in the chroot, in a
+#                                         fresh copy of the tree (/build/taskq)
+#   (make check-build PG=17, make test PG=17)
 #
 # As root.  Each chroot is made once (a few minutes, a few hundred MB) and
 # kept for later runs in $TASKQ_CHROOTS/<suite> (default
@@ -16,27 +19,40 @@
 # <chroot>/build/taskq afresh each run (as test.sh copies it: tracked and
 # untracked files, no build products).  The build is that of make test
 # (TASKQ_ASSERT=1), and a compiler warning fails it, as -Werror would, but
-# after listing every one (make -k: every file's errors, not the first's).  The mirror is the one apt uses on this machine
-# (/etc/apt/sources.list and sources.list.d), else deb.debian.org;
-# TASKQ_DEBIAN_MIRROR overrides it.
+# after listing every one (make -k: every file's errors, not the first's).
+# The mirror is the one apt uses on this machine (/etc/apt/sources.list and
+# sources.list.d), else deb.debian.org; TASKQ_DEBIAN_MIRROR overrides it.
 #
-# The suites' cluster listens on a unix socket inside the chroot only (no
-# TCP port to collide with a server of the machine), as the unprivileged
-# user taskq of the chroot, with the settings test/bin/lib.sh gives make
-# test's cluster.  The outputs stay in <chroot>/build/taskq (regression.diffs,
-# output_iso/) for a reader; the summary ends "N passed, N failed".
+# --test runs test.sh in the chroot with TASKQ_PG set: it installs what the
+# suites need with that release's apt (deps.sh: the same package names,
+# the server's major version aside) and makes its throwaway cluster there,
+# on a unix socket and the chroot's loopback ports, as on the host.  The
+# variables test.sh and its suites read (TASKQ_*, KEEP, CI, PROVE_FLAGS,
+# PG_TEST_*) pass through; KEEP=1 keeps the run's directory in the
+# chroot's /tmp.
 set -euo pipefail
 export LC_ALL=C
 
 usage() {
-    echo "usage: $0 [--regress] 17|18" >&2
+    echo "usage: $0 [--test] 17|18" >&2
+    echo "       $0 --run 17|18 -- CMD [ARGS...]" >&2
     exit 2
 }
 
-regress=0
-[[ ${1:-} == --regress ]] && { regress=1; shift; }
-[[ $# -eq 1 ]] || usage
+mode=build
+case ${1:-} in
+    --test) mode=test; shift ;;
+    --run) mode=run; shift ;;
+esac
+[[ $# -ge 1 ]] || usage
 pg=$1
+shift
+if [[ $mode == run ]]; then
+    [[ ${1:-} == -- && $# -ge 2 ]] || usage
+    shift
+else
+    [[ $# -eq 0 ]] || usage
+fi
 case $pg in
     17) suite=trixie; script=trixie ;;
     18) suite=forky; script=sid ;;    # debootstrap of Debian 12 predates forky: sid's script fits it
@@ -64,30 +80,25 @@ mirror() {
     echo http://deb.debian.org/debian
 }
 
-# chrooted [chroot options] -- CMD...: CMD in the chroot with /proc mounted
-# (packages' scripts need it), in a mount namespace of its own: the mount
-# goes away with the command, and none is left on this machine.
+# chrooted CMD...: CMD in the chroot with /proc mounted (packages' scripts
+# and the TAP tests' process checks need it) and a tmpfs on /dev/shm (the
+# server's dynamic shared memory), in a mount namespace of its own: the
+# mounts go away with the command, and none is left on this machine.
 chrooted() {
-    local -a opts=()
-    while [[ $1 != -- ]]; do opts+=("$1"); shift; done
-    shift
     # shellcheck disable=SC2016  # the inner shell expands them
     unshare --mount --propagation private /bin/sh -c \
-        'dir=$1; shift; mount -t proc proc "$dir/proc" && exec chroot "$@"' \
-        sh "$dir" ${opts[@]+"${opts[@]}"} "$dir" "$@"
+        'dir=$1; shift; mkdir -p "$dir/dev/shm" &&
+         mount -t proc proc "$dir/proc" &&
+         mount -t tmpfs -o mode=1777 tmpfs "$dir/dev/shm" &&
+         exec chroot "$dir" "$@"' \
+        sh "$dir" "$@"
 }
 
-# in_chroot CMD...: CMD as root inside the chroot, with a plain environment.
+# in_chroot [VAR=value...] CMD...: CMD as root inside the chroot, with a
+# plain environment and those variables.
 in_chroot() {
-    chrooted -- /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    chrooted /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
-}
-
-# as_user CMD...: CMD as the chroot's user taskq, a client of the cluster's
-# superuser role postgres.
-as_user() {
-    chrooted --userspec=taskq:taskq -- /usr/bin/env -i PATH=/usr/bin:/bin LC_ALL=C \
-        HOME=/build PGUSER=postgres "$@"
 }
 
 # Make the chroot (or finish one an earlier run left without PostgreSQL).
@@ -138,6 +149,33 @@ rm -rf "$dir/build"
 mkdir -p "$dir/build/taskq"
 tq_copy_tree "$root" "$dir/build/taskq"
 
+# The variables test.sh and the suites read, passed into the chroot.
+passed_env() {
+    local v
+    for v in $(compgen -e); do
+        case $v in
+            TASKQ_CHROOTS | TASKQ_DEBIAN_MIRROR) ;;
+            TASKQ_* | KEEP | CI | PROVE_FLAGS | PG_TEST_* | TERM) printf '%s=%s\0' "$v" "${!v}" ;;
+        esac
+    done
+}
+mapfile -d '' -t env_vars < <(passed_env)
+
+case $mode in
+    run)
+        in_chroot ${env_vars[@]+"${env_vars[@]}"} TASKQ_PG="$pg" \
+            sh -c 'cd /build/taskq && exec "$@"' sh "$@"
+        exit
+        ;;
+    test)
+        # test.sh installs and builds as make test does (its own copy of
+        # this copy), and prints the suites and the closing line.
+        in_chroot ${env_vars[@]+"${env_vars[@]}"} TASKQ_PG="$pg" \
+            bash /build/taskq/test/bin/test.sh
+        exit
+        ;;
+esac
+
 # The build: make test's flags; every warning listed, and any fails it.
 log=$dir/build/build.log
 rc=0
@@ -150,64 +188,3 @@ if [[ $rc -ne 0 || $warnings -ne 0 ]]; then
     exit 1
 fi
 echo "pg_chroot: build against PostgreSQL $pg ok, no warnings"
-[[ $regress == 1 ]] || exit 0
-
-# ------------------------------------------------------------ the suites
-in_chroot make -C /build/taskq -s install PG_CONFIG="$pg_config" TASKQ_ASSERT=1 >>"$log" 2>&1 ||
-    { tail -n 20 "$log"; echo "pg_chroot: make install failed"; exit 1; }
-in_chroot sh -c 'id taskq >/dev/null 2>&1 || useradd -d /build -M -s /bin/sh taskq'
-in_chroot chown -R taskq:taskq /build    # the chroot's taskq, not this machine's
-bindir=/usr/lib/postgresql/$pg/bin
-run=/build/run
-stop() { as_user "$bindir/pg_ctl" -D "$run/data" -m immediate -w -s stop >/dev/null 2>&1 || true; }
-trap stop EXIT
-as_user mkdir -p "$run"
-as_user "$bindir/initdb" -D "$run/data" -U postgres -A trust --no-locale -E UTF8 --no-sync \
-    --no-instructions >"$dir$run/initdb.log" 2>&1 ||
-    { cat "$dir$run/initdb.log"; echo "pg_chroot: initdb failed"; exit 1; }
-cat >>"$dir$run/data/postgresql.conf" <<EOF
-# --- added by test/bin/pg_chroot.sh (as test/bin/lib.sh's test cluster) ---
-listen_addresses = ''
-unix_socket_directories = '$run'
-port = 5432
-shared_preload_libraries = 'taskq'
-max_worker_processes = 32
-max_prepared_transactions = 10
-lc_messages = 'C'
-fsync = off
-full_page_writes = off
-synchronous_commit = off
-taskq.background_worker = off
-EOF
-[[ -f $dir/build/taskq/test/postgresql.conf ]] &&
-    cat "$dir/build/taskq/test/postgresql.conf" >>"$dir$run/data/postgresql.conf"
-as_user "$bindir/pg_ctl" -D "$run/data" -l "$run/postgres.log" -w -t 120 -s start ||
-    { tail -n 40 "$dir$run/postgres.log"; echo "pg_chroot: the cluster did not start"; exit 1; }
-
-pass=0
-fail=0
-# suite NAME DRIVER OUTDIR INPUTDIR TESTS...: one pg_regress-style suite.
-suite() {
-    local name=$1 driver=$2 outdir=$3 inputdir=$4 out=$dir/build/$1.out ok bad rc=0
-    shift 4
-    as_user sh -c 'cd /build/taskq && exec "$@"' sh "$driver" --inputdir="$inputdir" \
-        --outputdir="$outdir" --bindir="$bindir" --host="$run" --port=5432 \
-        --load-extension=taskq "$@" >"$out" 2>&1 || rc=$?
-    # 15 writes "test x ... ok", 16 and later TAP lines: "ok 1 - x", "not ok 2 - y"
-    ok=$(grep -cE ' \.\.\. (ok|failed \(ignored\))|^ok [0-9]+ ' "$out" || true)
-    bad=$(grep -cE ' \.\.\. FAILED|^not ok [0-9]+ ' "$out" || true)
-    [[ $rc -ne 0 && $bad -eq 0 ]] && bad=1    # could not run
-    grep -E ' \.\.\. |^(not )?ok [0-9]+ ' "$out" | sed 's/^/   /' || true
-    echo "pg_chroot: $name on PostgreSQL $pg: $ok ok, $bad failed"
-    [[ $bad -eq 0 ]] || echo "pg_chroot: $name: diffs in $dir/build/taskq/$outdir/regression.diffs"
-    pass=$((pass + ok))
-    fail=$((fail + bad))
-}
-names() { find "$dir/build/taskq/$1" -maxdepth 1 -name "*.$2" -printf '%f\n' | sed "s/\.$2\$//" | sort; }
-pgxs=/usr/lib/postgresql/$pg/lib/pgxs/src/test
-# shellcheck disable=SC2046  # one word per test name
-suite regress "$pgxs/regress/pg_regress" . . $(names sql sql)
-# shellcheck disable=SC2046
-suite isolation "$pgxs/isolation/pg_isolation_regress" output_iso test $(names test/specs spec)
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]

@@ -133,12 +133,14 @@ run_pg_regress() {
     tq_run_as_user "$out" timeout -k 10 "$SUITE_TIMEOUT" "$driver" \
         --inputdir=. --outputdir="$outdir" --bindir="$TQ_BINDIR" \
         --host="$TQ_SOCK" --port="$TQ_PORT" "${optv[@]}" "${testv[@]}" || rc=$?
-    ok=$(count ' \.\.\. (ok|failed \(ignored\))' "$out")
-    bad=$(count ' \.\.\. FAILED' "$out")
+    # 15 writes "test x ... ok"; 16 and later TAP lines, "ok 1 - x" and
+    # "not ok 2 - y" (make test PG=17, PG=18)
+    ok=$(count ' \.\.\. (ok|failed \(ignored\))|^ok [0-9]+ ' "$out")
+    bad=$(count ' \.\.\. FAILED|^not ok [0-9]+ ' "$out")
     if [[ $rc -ne 0 && $bad -eq 0 ]]; then bad=1; fi   # could not run
     add "$ok" "$bad"
     SQL_FAILED=$((SQL_FAILED + bad))
-    grep -E ' \.\.\. ' "$out" | sed 's/^/   /' || true
+    grep -E ' \.\.\. |^(not )?ok [0-9]+ ' "$out" | sed 's/^/   /' || true
     line "$name" "$ok ok, $bad failed ($(elapsed "$t0"))"
     if [[ $bad -gt 0 ]]; then
         if [[ -s $outdir/regression.diffs ]]; then
