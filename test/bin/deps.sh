@@ -37,6 +37,12 @@ PACKAGES=(
 # dependencies do not accept), pg 8 from the npm registry into $TQ_NODE_DIR.
 node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 
+# From 18, Debian ships the server's JIT provider as a package of its own
+# (test/t/014_no_jit.pl needs one); up to 17 it is in the server's.
+if apt-cache show "postgresql-$TQ_PG-jit" >/dev/null 2>&1; then
+    PACKAGES+=("postgresql-$TQ_PG-jit")
+fi
+
 # One dpkg-query for all: "name ii " for each installed package.
 installed=" $(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null |
     awk '$2 == "ii" { printf "%s ", $1 }' || true)"

@@ -27,7 +27,7 @@
 # suites need with that release's apt (deps.sh: the same package names,
 # the server's major version aside) and makes its throwaway cluster there,
 # on a unix socket and the chroot's loopback ports, as on the host.  The
-# variables test.sh and its suites read (TASKQ_*, KEEP, CI, PROVE_FLAGS,
+# variables test.sh and its suites read (TASKQ_*, KEEP, CI, PROVE_TESTS, PROVE_FLAGS,
 # PG_TEST_*) pass through; KEEP=1 keeps the run's directory in the
 # chroot's /tmp.
 set -euo pipefail
@@ -155,7 +155,7 @@ passed_env() {
     for v in $(compgen -e); do
         case $v in
             TASKQ_CHROOTS | TASKQ_DEBIAN_MIRROR) ;;
-            TASKQ_* | KEEP | CI | PROVE_FLAGS | PG_TEST_* | TERM) printf '%s=%s\0' "$v" "${!v}" ;;
+            TASKQ_* | KEEP | CI | PROVE_TESTS | PROVE_FLAGS | PG_TEST_* | TERM) printf '%s=%s\0' "$v" "${!v}" ;;
         esac
     done
 }
