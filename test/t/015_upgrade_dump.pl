@@ -40,8 +40,9 @@ ok((grep { $_ eq '0.1' } @older), 'the oldest released version, 0.1, is availabl
 
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 
-# pg_dump of 18 can write planner statistics; they describe the data, not
-# the schema, so they are left out where this pg_dump has the switch.
+# pg_dump of 18 can write planner statistics, which describe the data, not
+# the schema: --schema-only leaves them out already, and so does the
+# switch, said explicitly where this pg_dump has it.
 my ($stdout, $stderr);
 IPC::Run::run([ 'pg_dump', '--help' ], '>', \$stdout, '2>', \$stderr);
 my @stats = $stdout =~ /--no-statistics/ ? ('--no-statistics') : ();
