@@ -24,6 +24,7 @@ PACKAGES=(
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
     graphviz                               # dot -Tsvg renders the task graphs (test/t/030_dag_property.pl)
     nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
+    git unzip                              # make dist, make check-dist
 )
 
 # The Node worker of the README needs the PostgreSQL client `pg`, found
