@@ -79,7 +79,7 @@ clean-taskq-worker:
 	rm -f $(TQW) $(TQW_OBJS)
 endif
 
-.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz
+.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 # PG=17 or PG=18: the same suites against that major version, in a chroot
 # of the Debian release that packages it, made once and kept
@@ -127,3 +127,21 @@ bench:
 # Install the build and test dependencies (Debian 12, as root).
 deps:
 	bash test/bin/deps.sh
+
+# The PGXN source bundle dist/taskq-<version>.zip, version META.json's:
+# what git tracks at HEAD (git archive, as PGXN recommends: nothing
+# untracked or built gets in), less what .gitattributes marks
+# export-ignore, under one directory taskq-<version>/.  Uncommitted
+# changes are not in it, hence the warning.
+dist:
+	@v=$$(python3 -c 'import json; print(json.load(open("META.json"))["version"])') && \
+	mkdir -p dist && \
+	if [ -n "$$(git status --porcelain --untracked-files=no)" ]; then \
+		echo "make dist: uncommitted changes are not in the bundle (it is HEAD's)" >&2; fi && \
+	git archive --format=zip --prefix=taskq-$$v/ -o dist/taskq-$$v.zip HEAD && \
+	echo "dist/taskq-$$v.zip"
+
+# make dist, then the bundle unpacked, built with PGXS and installed into a
+# temporary directory, its files checked (test/bin/dist.sh).
+check-dist:
+	bash test/bin/dist.sh

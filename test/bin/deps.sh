@@ -29,6 +29,7 @@ PACKAGES=(
     graphviz                               # dot -Tsvg renders every graph (test/t/022_graphs.pl, 030_dag_property.pl)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
     nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
+    git unzip                              # make dist, make check-dist
 )
 
 # The Node worker of the README needs the PostgreSQL client `pg`, found

@@ -3,22 +3,25 @@
 #   - it parses as JSON;
 #   - it has the keys PGXN's meta spec 1.0.0 requires (name, abstract,
 #     version, maintainer, license, provides, meta-spec), and name is taskq;
-#   - its version and provides.taskq.version are taskq.control's
-#     default_version, written as a semantic version as PGXN requires
-#     ('0.5' is 0.5.0), so that a release bumps all three together;
+#   - it has no key the spec does not define, at the top level, in
+#     provides.taskq, meta-spec and prereqs (custom keys only as x_ or
+#     X_ ...: PGXN rejects a distribution with any other);
+#   - release_status is one of the spec's (stable, testing, unstable);
 #   - provides.taskq names files that exist (the install script's source,
 #     the documentation).
-# The checker first proves on a bad copy that it catches a wrong version.
+# Its versions are test/static/versions.sh's to check.
+# The checker first proves on bad copies that it catches a key outside the
+# spec and a file that is not JSON.
 # Exit 0 when all hold; otherwise print each violation and exit 1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-# check META CONTROL: print one line per violation.
+# check META: print one line per violation.
 check() {
-    python3 - "$1" "$2" <<'PY'
-import json, re, sys, os
+    python3 - "$1" <<'PY'
+import json, sys, os
 
-meta_file, control_file = sys.argv[1], sys.argv[2]
+meta_file = sys.argv[1]
 v = []
 try:
     with open(meta_file, encoding="utf-8") as f:
@@ -30,14 +33,32 @@ if not isinstance(meta, dict):
     print(f"{meta_file}: not a JSON object")
     sys.exit(0)
 
-with open(control_file, encoding="utf-8") as f:
-    m = re.search(r"^default_version = '([^']*)'$", f.read(), re.M)
-if not m:
-    print(f"{control_file}: no default_version")
-    sys.exit(0)
-control = m.group(1)
-parts = control.split(".")
-semver = ".".join(parts + ["0"] * (3 - len(parts))) if len(parts) < 3 else control
+# PGXN meta spec 1.0.0 (https://pgxn.org/spec/): the keys it defines.
+TOP = {"name", "abstract", "description", "version", "maintainer", "license",
+       "provides", "meta-spec", "prereqs", "release_status", "resources",
+       "tags", "no_index", "generated_by"}
+PROVIDES = {"file", "version", "abstract", "docfile"}
+META_SPEC = {"version", "url"}
+PHASES = {"configure", "build", "runtime", "test", "develop"}
+RELATIONS = {"requires", "recommends", "suggests", "conflicts"}
+
+def unknown(where, obj, allowed):
+    if isinstance(obj, dict):
+        for key in sorted(obj):
+            if key not in allowed and not key.startswith(("x_", "X_")):
+                v.append(f"{where}key {key!r} is not in the meta spec")
+
+unknown("", meta, TOP)
+unknown("meta-spec: ", meta.get("meta-spec"), META_SPEC)
+if isinstance(meta.get("provides"), dict):
+    for ext, p in meta["provides"].items():
+        unknown(f"provides.{ext}: ", p, PROVIDES)
+if isinstance(meta.get("prereqs"), dict):
+    unknown("prereqs: ", meta["prereqs"], PHASES)
+    for phase, rel in meta["prereqs"].items():
+        unknown(f"prereqs.{phase}: ", rel, RELATIONS)
+if meta.get("release_status", "stable") not in ("stable", "testing", "unstable"):
+    v.append(f"release_status is {meta['release_status']!r}, not stable, testing or unstable")
 
 for key in ("name", "abstract", "version", "maintainer", "license", "provides", "meta-spec"):
     if key not in meta or meta[key] in ("", None, {}, []):
@@ -46,14 +67,10 @@ if meta.get("name") != "taskq":
     v.append(f"name is {meta.get('name')!r}, not 'taskq'")
 if not isinstance(meta.get("meta-spec"), dict) or meta["meta-spec"].get("version") != "1.0.0":
     v.append("meta-spec.version is not 1.0.0")
-if meta.get("version") != semver:
-    v.append(f"version is {meta.get('version')!r}; taskq.control's default_version {control} is {semver!r}")
 taskq = meta.get("provides", {}).get("taskq") if isinstance(meta.get("provides"), dict) else None
 if not isinstance(taskq, dict):
     v.append("provides.taskq is missing")
 else:
-    if taskq.get("version") != semver:
-        v.append(f"provides.taskq.version is {taskq.get('version')!r}, not {semver!r}")
     for key in ("file", "docfile"):
         path = taskq.get(key)
         if not path:
@@ -71,26 +88,32 @@ PY
 fail=0
 report() { echo "meta: $1" >&2; fail=1; }
 
-# --- self-test: a META.json one version behind is caught ---------------------
+# --- self-test: keys the spec does not define are caught ---------------------
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 - META.json "$tmp/META.json" <<'PY'
 import json, sys
 meta = json.load(open(sys.argv[1], encoding="utf-8"))
-meta["version"] = meta["provides"]["taskq"]["version"] = "0.0.1"
+meta["homepage"] = "x"                       # belongs in resources
+meta["x_note"] = "custom keys are allowed"
+meta["provides"]["taskq"]["docs"] = "x"
+meta["prereqs"]["runtime"]["needs"] = {}
+meta["release_status"] = "beta"
 json.dump(meta, open(sys.argv[2], "w", encoding="utf-8"))
 PY
-out=$(check "$tmp/META.json" taskq.control)
-[[ $out == *"version is '0.0.1'"* && $out == *"provides.taskq.version is '0.0.1'"* ]] ||
-    report "self-test: the checker misses a wrong version: ${out:-no violation}"
+out=$(check "$tmp/META.json")
+[[ $out == *"key 'homepage' is not"* && $out == *"provides.taskq: key 'docs'"* &&
+    $out == *"prereqs.runtime: key 'needs'"* && $out == *"release_status is 'beta'"* ]] ||
+    report "self-test: the checker misses a key outside the spec: ${out:-no violation}"
+[[ $out != *x_note* ]] || report "self-test: the checker rejects an x_ key: $out"
 printf '{"name": "taskq",' >"$tmp/bad.json"
-check "$tmp/bad.json" taskq.control | grep -q "does not parse" ||
+check "$tmp/bad.json" | grep -q "does not parse" ||
     report "self-test: the checker misses a file that is not JSON"
 
 # --- the real META.json -------------------------------------------------------
 [[ -f META.json ]] || { report "META.json not found"; exit 1; }
 while IFS= read -r line; do
     [[ -n $line ]] && report "$line"
-done < <(check META.json taskq.control)
+done < <(check META.json)
 
 exit $fail
