@@ -5,7 +5,7 @@
 #     distribution's, a semantic version X.Y.Z; make dist names its bundle
 #     after it);
 #   - clients/python/pyproject.toml's [project] version (the Python
-#     client, X.Y.Z).
+#     client, X.Y.Z), and the same in its package's __version__.
 # Each must have taskq.control's major.minor: 0.6 goes with 0.6.0, and with
 # 0.6.1, a release of the library or the client that left the SQL alone.
 # The checker first proves on bad copies that it catches a version behind.
@@ -18,7 +18,7 @@ check() {
     python3 - "$@" <<'PY'
 import json, re, sys
 
-control_file, meta_file, pyproject_file = sys.argv[1:4]
+control_file, meta_file, pyproject_file, init_file = sys.argv[1:5]
 
 def read(path):
     with open(path, encoding="utf-8") as f:
@@ -50,10 +50,14 @@ except (OSError, ValueError, AttributeError) as e:
 project = re.search(r"^\[project\]\n(.*?)(?=^\[|\Z)", read(pyproject_file), re.M | re.S)
 pv = re.search(r'^version\s*=\s*"([^"]*)"', project.group(1), re.M) if project else None
 agree(f"{pyproject_file}: [project] version", pv.group(1) if pv else None)
+iv = re.search(r'^__version__ = "([^"]*)"$', read(init_file), re.M)
+if (iv.group(1) if iv else None) != (pv.group(1) if pv else None):
+    print(f"{init_file}: __version__ is {iv.group(1) if iv else None!r}, not pyproject's "
+          f"{pv.group(1) if pv else None!r}")
 PY
 }
 
-files=(taskq.control META.json clients/python/pyproject.toml)
+files=(taskq.control META.json clients/python/pyproject.toml clients/python/taskq/__init__.py)
 fail=0
 report() { echo "versions: $1" >&2; fail=1; }
 
@@ -63,8 +67,10 @@ trap 'rm -rf "$tmp"' EXIT
 printf "default_version = '9.4'\n" >"$tmp/c.control"
 printf '{"version": "9.4.2", "provides": {"taskq": {"version": "9.3.0"}}}\n' >"$tmp/META.json"
 printf '[project]\nname = "x"\nversion = "9.5.0"\n\n[tool.x]\nversion = "9.4.0"\n' >"$tmp/pyproject.toml"
-out=$(check "$tmp/c.control" "$tmp/META.json" "$tmp/pyproject.toml")
-[[ $out == *"provides.taskq.version is 9.3.0"* && $out == *"[project] version is 9.5.0"* ]] ||
+printf '__version__ = "9.4.0"\n' >"$tmp/__init__.py"
+out=$(check "$tmp/c.control" "$tmp/META.json" "$tmp/pyproject.toml" "$tmp/__init__.py")
+[[ $out == *"provides.taskq.version is 9.3.0"* && $out == *"[project] version is 9.5.0"* &&
+    $out == *"__version__ is '9.4.0'"* ]] ||
     report "self-test: the checker misses a version behind or ahead: ${out:-no violation}"
 [[ $out != *": version is 9.4.2"* ]] ||
     report "self-test: the checker rejects a patch release: $out"
