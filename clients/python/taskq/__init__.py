@@ -21,7 +21,7 @@ from .producer import (cancel_run, cancel_tasks, cancel_workflow, chain, chord, 
                        wait_for_task)
 from .worker import Abort, Retry, Step, Task, Transition, Worker
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "Worker", "Task", "Retry", "Abort", "Transition", "Step",
