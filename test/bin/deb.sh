@@ -124,8 +124,8 @@ if ! env -i PATH="$TQ_SYS_PATH" HOME="$work/home" LC_ALL=C.UTF-8 \
     exit 1
 fi
 # The build-time suites' summaries (pg_regress prints one per suite).
-grep -E '^(# )?(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests (passed|failed))|^### PostgreSQL .* installcheck' "$blog" |
-    sed 's/^/deb:   /' || true
+grep -E '^(# | )?(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests (passed|failed))|^### (PostgreSQL|End) .*installcheck' "$blog" |
+    sed -e 's/^\(# \| \)//' -e 's/^/deb:   /' || true
 
 changes=$(ls "$work"/taskq_*.changes)
 llog=$work/lintian.log

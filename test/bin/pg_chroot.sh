@@ -49,20 +49,9 @@ chroots=${TASKQ_CHROOTS:-/var/lib/taskq-chroots}
 dir=$chroots/$suite
 pg_config=/usr/lib/postgresql/$pg/bin/pg_config
 
-# The mirror of Debian apt uses here: the first URI of an enabled source
-# that serves the archive (not the security one).
-mirror() {
-    local f uri
-    if [[ -n ${TASKQ_DEBIAN_MIRROR:-} ]]; then echo "$TASKQ_DEBIAN_MIRROR"; return; fi
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        uri=$(sed -n -e 's|^URIs:[[:space:]]*\([^[:space:]]*/debian\)/*[[:space:]]*$|\1|p' \
-            -e 's|^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*/debian\)/*[[:space:]].*|\2|p' \
-            "$f" | head -n 1)
-        if [[ -n $uri ]]; then echo "$uri"; return; fi
-    done
-    echo http://deb.debian.org/debian
-}
+# shellcheck source=test/bin/lib.sh disable=SC1091
+source "$root/test/bin/lib.sh"
+mirror() { tq_debian_mirror; }
 
 # chrooted [chroot options] -- CMD...: CMD in the chroot with /proc mounted
 # (packages' scripts need it), in a mount namespace of its own: the mount
@@ -132,8 +121,6 @@ make_chroot() {
 echo "pg_chroot: $suite, $("$dir$pg_config" --version 2>/dev/null || in_chroot "$pg_config" --version)"
 
 # A fresh copy of the tree, with the copy test.sh makes.
-# shellcheck source=test/bin/lib.sh disable=SC1091
-source "$root/test/bin/lib.sh"
 rm -rf "$dir/build"
 mkdir -p "$dir/build/taskq"
 tq_copy_tree "$root" "$dir/build/taskq"
