@@ -72,7 +72,8 @@ trap cleanup EXIT
 log=$work/apt.log
 export DEBIAN_FRONTEND=noninteractive
 apt_get() { apt-get -q -o Dpkg::Use-Pty=0 -o APT::Color=0 "$@" >>"$log" 2>&1; }
-apt_failed() { cat "$log" >&2; echo "deb: $1 failed" >&2; exit 1; }
+# The log of apt and pg_buildext, printed only when a step fails.
+show_log_fail() { cat "$log" >&2; echo "deb: $1 failed" >&2; exit 1; }
 
 # What the build needs before its own Build-Depends can be read:
 # pg_buildext (to write debian/control), dpkg-buildpackage, and lintian.
@@ -87,7 +88,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     echo "deb: installing ${missing[*]} (log: $log)"
     apt_get install -y --no-install-recommends "${missing[@]}" ||
         { apt_get update && apt_get install -y --no-install-recommends "${missing[@]}"; } ||
-        apt_failed "apt-get install ${missing[*]}"
+        show_log_fail "apt-get install ${missing[*]}"
 fi
 
 # --------------------------------------------------------- the tree's copy
@@ -100,15 +101,16 @@ cd "$src"
 # list, say) does not ask for a pg_config it lacks.  The committed
 # debian/control is Debian 12's (15); pg_buildext's check in the build
 # would stop on any other list, so it is written afresh here.
+# (Newer pg_buildext also lists the build dependencies not installed yet.)
 export PG_SUPPORTED_VERSIONS=installed
-pg_buildext updatecontrol
+pg_buildext updatecontrol >>"$log" 2>&1 || show_log_fail "pg_buildext updatecontrol"
 
 # The Build-Depends of debian/control, read by apt itself.
 apt_get build-dep -y --no-install-recommends "$src" ||
     { apt_get update && apt_get build-dep -y --no-install-recommends "$src"; } ||
-    apt_failed "apt-get build-dep"
+    show_log_fail "apt-get build-dep"
 majors=$(pg_buildext supported-versions | xargs)   # build-dep may add one
-pg_buildext updatecontrol
+pg_buildext updatecontrol >>"$log" 2>&1 || show_log_fail "pg_buildext updatecontrol"
 echo "deb: building for PostgreSQL $majors in $src"
 
 # ------------------------------------------------------------------ build
