@@ -19,6 +19,9 @@
 # is mounted for the chroot there, and the server and worker the test starts
 # end with it; nothing stays mounted or running.  The cluster listens on a
 # unix socket inside the chroot only, no TCP port.
+#
+# TASKQ_DEB_AUTOPKGTEST=1: then also the packages' autopkgtest
+# (debian/tests/installcheck) in the same copy.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -176,6 +179,32 @@ if [[ $rc -ne 0 ]]; then
         tail -n 30 "$f"
     done
     fail "the test in the chroot failed (exit $rc)"
+fi
+
+# TASKQ_DEB_AUTOPKGTEST=1: also debian/tests/installcheck, as autopkgtest
+# runs it (as root, in a copy of the source tree, with the test's Depends
+# installed): the regress and isolation suites against the installed
+# extension.  Not by default: postgresql-server-dev-all brings a compiler
+# and LLVM, a few hundred MB more per run.
+if [[ ${TASKQ_DEB_AUTOPKGTEST:-0} == 1 ]]; then
+    echo "deb install test: debian/tests/installcheck (autopkgtest's Depends: postgresql-server-dev-all make)"
+    if ! in_dir "$run" apt-get -q -y --no-install-recommends -o Dpkg::Use-Pty=0 install \
+        postgresql-server-dev-all make >>"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        fail "apt-get install of the autopkgtest's Depends failed"
+    fi
+    cp -l -n "$run"/var/cache/apt/archives/*.deb "$cache/" 2>/dev/null || true
+    mkdir -p "$run/build/taskq"
+    tq_copy_tree "$TQ_ROOT" "$run/build/taskq"
+    rc=0
+    in_dir "$run" /bin/sh -c 'cd /build/taskq && debian/tests/installcheck' \
+        >"$run/tmp/autopkgtest.log" 2>&1 || rc=$?
+    grep -E '^(# | )?(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests failed)|^### ' "$run/tmp/autopkgtest.log" |
+        sed -e 's/^\(# \| \)//' -e 's/^/deb install test:   /' || true
+    if [[ $rc -ne 0 ]]; then
+        tail -n 80 "$run/tmp/autopkgtest.log"
+        fail "debian/tests/installcheck failed (exit $rc)"
+    fi
 fi
 echo "deb install test: $(($(tq_now) - t0))s"
 echo "deb install test: ok"
