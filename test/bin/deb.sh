@@ -41,12 +41,13 @@ clear_out() {
 }
 
 # ------------------------------------------------- another major: a chroot
-if [[ $# -gt 0 ]]; then
+# (15 is this machine's own: make deb PG=15 is make deb.)
+if [[ $# -gt 0 && $1 != 15 ]]; then
     pg=$1
     case $pg in
         17) suite=trixie ;;
         18) suite=forky ;;
-        *) echo "usage: $0 [17|18]" >&2; exit 2 ;;
+        *) echo "usage: $0 [15|17|18]" >&2; exit 2 ;;
     esac
     # pg_chroot.sh copies the tree to <chroot>/build/taskq and runs this
     # script there (no argument: a build for the chroot's own major).
