@@ -36,11 +36,13 @@ t0=$(tq_now)
 
 fail() {
     echo "deb install test: $*" >&2
-    echo "deb install test: FAILED"
     exit 1
 }
+# The last line says how it ended, whatever ended it.
 cleanup() {
+    local rc=$?
     if [[ -n $run && -d $run ]]; then rm -rf --one-file-system "$run"; fi
+    if [[ $rc -eq 0 ]]; then echo "deb install test: ok"; else echo "deb install test: FAILED"; fi
 }
 trap cleanup EXIT
 
@@ -207,4 +209,3 @@ if [[ ${TASKQ_DEB_AUTOPKGTEST:-0} == 1 ]]; then
     fi
 fi
 echo "deb install test: $(($(tq_now) - t0))s"
-echo "deb install test: ok"
