@@ -68,8 +68,6 @@ TQW_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard tools/taskq-worker/*.c)))
 TASKQ_WORKER ?= yes
 ifeq ($(HAVE_PGXS),yes)
 TASKQ_WORKER_BINDIR ?= $(bindir)
-.PHONY: taskq-worker
-taskq-worker: $(TQW)
 ifneq ($(TASKQ_WORKER),no)
 all: $(TQW)
 install: install-taskq-worker
