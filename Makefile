@@ -57,29 +57,37 @@ src/sql/taskq--$(EXTVERSION).sql: src/sql/taskq.sql
 # taskq-worker (tools/taskq-worker/), a libpq program installed next to the
 # extension in PostgreSQL's bindir.  Not PGXS's PROGRAM, which shares OBJS
 # with MODULE_big: its own rules, with the compiler and flags PGXS gives.
+# The Debian packages ship it apart from the extension, once and not per
+# major version: they build the extension with TASKQ_WORKER=no (make and
+# make install leave the worker out), then `make install-taskq-worker
+# TASKQ_WORKER_BINDIR=/usr/bin`.
 TQW      = tools/taskq-worker/taskq-worker
 TQW_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard tools/taskq-worker/*.c)))
+TASKQ_WORKER ?= yes
 ifeq ($(HAVE_PGXS),yes)
+TASKQ_WORKER_BINDIR ?= $(bindir)
+ifneq ($(TASKQ_WORKER),no)
 all: $(TQW)
+install: install-taskq-worker
+uninstall: uninstall-taskq-worker
+endif
 $(TQW_OBJS): %.o: %.c $(wildcard tools/taskq-worker/*.h)
 	$(CC) $(CFLAGS) -Wall -Wextra -I$(shell $(PG_CONFIG) --includedir) \
 		-DTASKQ_WORKER_VERSION='"$(EXTVERSION)"' -c -o $@ $<
 $(TQW): $(TQW_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) -L$(shell $(PG_CONFIG) --libdir) -lpq
-install: install-taskq-worker
-uninstall: uninstall-taskq-worker
 clean: clean-taskq-worker
 .PHONY: install-taskq-worker uninstall-taskq-worker clean-taskq-worker
 install-taskq-worker: $(TQW)
-	$(MKDIR_P) '$(DESTDIR)$(bindir)'
-	$(INSTALL_PROGRAM) $(TQW) '$(DESTDIR)$(bindir)/taskq-worker'
+	$(MKDIR_P) '$(DESTDIR)$(TASKQ_WORKER_BINDIR)'
+	$(INSTALL_PROGRAM) $(TQW) '$(DESTDIR)$(TASKQ_WORKER_BINDIR)/taskq-worker'
 uninstall-taskq-worker:
-	rm -f '$(DESTDIR)$(bindir)/taskq-worker'
+	rm -f '$(DESTDIR)$(TASKQ_WORKER_BINDIR)/taskq-worker'
 clean-taskq-worker:
 	rm -f $(TQW) $(TQW_OBJS)
 endif
 
-.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist
+.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist deb deb-test
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 # PG=17 or PG=18: the same suites against that major version, in a chroot
 # of the Debian release that packages it, made once and kept
@@ -123,6 +131,21 @@ fuzz:
 # Throughput and latency against the hand-written queue, same run (bench/).
 bench:
 	bash bench/run.sh
+
+# The Debian packages (debian/): postgresql-15-taskq, taskq-worker and
+# python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
+# (its build runs the regress and isolation suites), checked with lintian
+# and installed afresh in a clean Debian 12 chroot (test/bin/deb.sh,
+# test/bin/deb_install_test.sh; as root).  The .deb files land in dist/deb/
+# (DEB_OUT=dir elsewhere).  PG=17 or PG=18: built in that major's Debian
+# chroot instead (test/bin/pg_chroot.sh), without the install test.
+deb:
+	bash test/bin/deb.sh $(PG)
+	$(if $(filter-out 15,$(PG)),,bash test/bin/deb_install_test.sh)
+
+# The install test alone, of the packages make deb left in dist/deb/.
+deb-test:
+	bash test/bin/deb_install_test.sh
 
 # Install the build and test dependencies (Debian 12, as root).
 deps:

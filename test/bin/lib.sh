@@ -212,6 +212,23 @@ EOF
     "$bin/postgres" -V >/dev/null || { tq_warn "the wrapped postgres does not start"; return 1; }
 }
 
+# The mirror of Debian apt uses here: the first URI of an enabled source
+# that serves the archive (not the security one), else deb.debian.org;
+# TASKQ_DEBIAN_MIRROR overrides it.  For debootstrap (pg_chroot.sh,
+# deb_install_test.sh).
+tq_debian_mirror() {
+    local f uri
+    if [[ -n ${TASKQ_DEBIAN_MIRROR:-} ]]; then echo "$TASKQ_DEBIAN_MIRROR"; return; fi
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        uri=$(sed -n -e 's|^URIs:[[:space:]]*\([^[:space:]]*/debian\)/*[[:space:]]*$|\1|p' \
+            -e 's|^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*/debian\)/*[[:space:]].*|\2|p' \
+            "$f" | head -n 1)
+        if [[ -n $uri ]]; then echo "$uri"; return; fi
+    done
+    echo http://deb.debian.org/debian
+}
+
 # A value computed by the project's Makefile (with PGXS included), e.g. REGRESS.
 tq_make_var() {
     local printer=$TQ_WORK/tmp/print-var.mk

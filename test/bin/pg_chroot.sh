@@ -65,20 +65,8 @@ chroots=${TASKQ_CHROOTS:-/var/lib/taskq-chroots}
 dir=$chroots/$suite
 pg_config=/usr/lib/postgresql/$pg/bin/pg_config
 
-# The mirror of Debian apt uses here: the first URI of an enabled source
-# that serves the archive (not the security one).
-mirror() {
-    local f uri
-    if [[ -n ${TASKQ_DEBIAN_MIRROR:-} ]]; then echo "$TASKQ_DEBIAN_MIRROR"; return; fi
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        uri=$(sed -n -e 's|^URIs:[[:space:]]*\([^[:space:]]*/debian\)/*[[:space:]]*$|\1|p' \
-            -e 's|^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*/debian\)/*[[:space:]].*|\2|p' \
-            "$f" | head -n 1)
-        if [[ -n $uri ]]; then echo "$uri"; return; fi
-    done
-    echo http://deb.debian.org/debian
-}
+# shellcheck source=test/bin/lib.sh disable=SC1091
+source "$root/test/bin/lib.sh"
 
 # chrooted CMD...: CMD in the chroot with /proc mounted (packages' scripts
 # and the TAP tests' process checks need it) and a tmpfs on /dev/shm (the
@@ -104,7 +92,7 @@ in_chroot() {
 # Make the chroot (or finish one an earlier run left without PostgreSQL).
 make_chroot() {
     local m
-    m=$(mirror)
+    m=$(tq_debian_mirror)
     if [[ ! -x $dir/usr/bin/apt-get ]]; then
         command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null
         [[ -f /usr/share/debootstrap/scripts/$script ]] ||
@@ -143,8 +131,6 @@ make_chroot() {
 echo "pg_chroot: $suite, $("$dir$pg_config" --version 2>/dev/null || in_chroot "$pg_config" --version)"
 
 # A fresh copy of the tree, with the copy test.sh makes.
-# shellcheck source=test/bin/lib.sh disable=SC1091
-source "$root/test/bin/lib.sh"
 rm -rf "$dir/build"
 mkdir -p "$dir/build/taskq"
 tq_copy_tree "$root" "$dir/build/taskq"
