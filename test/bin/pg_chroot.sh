@@ -13,7 +13,7 @@
 #                                         fresh copy of the tree (/build/taskq)
 #   (make check-build PG=17, make test PG=17)
 #
-# As root.  Each chroot is made once (a few minutes, a few hundred MB) and
+# As root.  Each chroot is made once (about 4 minutes; 2.3 GB on disk with the suites' packages) and
 # kept for later runs in $TASKQ_CHROOTS/<suite> (default
 # /var/lib/taskq-chroots), outside the repository; the tree is copied into
 # <chroot>/build/taskq afresh each run (as test.sh copies it: tracked and
