@@ -174,10 +174,10 @@ tq_private_root() {
     local root=$TQ_WORK/pg
     if [[ ! -d $root/usr/lib/postgresql/$TQ_PG ]]; then
         mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" || return 1
-        cp -a /usr/lib/postgresql/$TQ_PG "$root/usr/lib/postgresql/" || return 1
-        cp -a /usr/share/postgresql/$TQ_PG "$root/usr/share/postgresql/" || return 1
+        cp -a "/usr/lib/postgresql/$TQ_PG" "$root/usr/lib/postgresql/" || return 1
+        cp -a "/usr/share/postgresql/$TQ_PG" "$root/usr/share/postgresql/" || return 1
         rm -f "$root/usr/lib/postgresql/$TQ_PG/lib/taskq.so" \
-            "$root"/usr/share/postgresql/$TQ_PG/extension/taskq[.-]*
+            "$root/usr/share/postgresql/$TQ_PG"/extension/taskq[.-]*
         rm -rf "$root/usr/lib/postgresql/$TQ_PG/lib/bitcode/taskq"*
         chmod -R a+rX "$root"
     fi

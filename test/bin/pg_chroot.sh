@@ -41,7 +41,7 @@ usage() {
 
 mode=build
 case ${1:-} in
-    --test) mode=test; shift ;;
+    --test) mode="test"; shift ;;
     --run) mode=run; shift ;;
 esac
 [[ $# -ge 1 ]] || usage
