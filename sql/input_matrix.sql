@@ -109,7 +109,10 @@ INSERT INTO m_valid VALUES
   ('start_saga', ARRAY[$$'m-saga'$$, $$'m-srun2'$$, $$'{"k": 1}'$$, $$'{"restart_each_step": true}'$$]),
   ('return_step', ARRAY[$$'m-srun/1'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-srun/1')$$,
        $$'success'$$, $$'{"k": 1}'$$, $$'e'$$]),
-  ('resume_run', ARRAY[$$'m-swait'$$, $$'{"k": 1}'$$]);
+  ('resume_run', ARRAY[$$'m-swait'$$, $$'{"k": 1}'$$]),
+  ('worker_heartbeat', ARRAY[$$'m-worker'$$, $$'{"actor": "w", "host": "h", "pid": 1, "version": "v",
+       "actions": ["m"], "concurrency": 2, "heartbeat_interval": 10}'$$]),
+  ('worker_stopped', ARRAY[$$'m-worker'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);

@@ -199,12 +199,20 @@ SELECT performance_token AS w_token FROM taskq.tasks WHERE id = :'w_id' \gset
 SET SESSION AUTHORIZATION regress_worker;
 SELECT id, owned FROM taskq.extend_ownership('w', ARRAY[:'w_id'], ARRAY[:'w_token']::uuid[], '1 hour');
 SELECT taskq.return_task(:'w_id', :'w_token', 'copied', 'completed') AS returned;
+SELECT taskq.worker_heartbeat('w-1', '{"actor": "w", "pid": 1}') AS heartbeat;
+SELECT taskq.worker_heartbeat('w-2') AS heartbeat;
+SELECT taskq.worker_stopped('w-2') AS stopped;
 RESET SESSION AUTHORIZATION;
 
 SET SESSION AUTHORIZATION regress_monitor;
 SELECT action, ready, blocked, in_progress, completed FROM taskq.action_stats ORDER BY action;
 SELECT count(*) AS in_progress FROM taskq.tasks_in_progress;
+SELECT worker_id, actor, pid, in_progress, stale FROM taskq.workers;
 RESET SESSION AUTHORIZATION;
+SELECT public.as_role('regress_monitor', $$SELECT taskq.worker_heartbeat('m-1')$$) AS monitor_heartbeats;
+SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.workers$$) AS worker_reads_workers;
+SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.worker_registry$$) AS worker_reads_registry;
+DELETE FROM taskq.worker_registry;
 
 SET SESSION AUTHORIZATION regress_producer;
 SELECT status_code FROM taskq.wait_for_task(:'w_id', '1 s');

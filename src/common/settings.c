@@ -22,6 +22,7 @@
 int			taskq_notify_interval = 1;	/* ms */
 int			taskq_worker_naptime = 1000;	/* ms */
 int			taskq_retention = 7 * 24 * 3600;	/* s; -1 keeps forever */
+int			taskq_worker_retention = 24 * 3600;	/* s; -1 keeps forever */
 int			taskq_default_lease = 300;	/* s; 0: no deadline */
 bool		taskq_background_worker = true;
 bool		taskq_async_claims = true;
@@ -51,6 +52,13 @@ taskq_define_settings(void)
 							"-1 keeps them forever; 0 also makes the return that completes a task delete it, unless post_result is set or it belongs to a workflow.",
 							&taskq_retention,
 							7 * 24 * 3600, -1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("taskq.worker_retention",
+							"How long a row of taskq.workers is kept after its worker was last seen.",
+							"The background worker deletes the rows of workers that stopped heartbeating for this long; -1 keeps them until worker_stopped.",
+							&taskq_worker_retention,
+							24 * 3600, -1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("taskq.default_lease",

@@ -16,6 +16,7 @@ extern bool taskq_announce_progress;
 extern bool taskq_shared_claim_start;
 extern int	taskq_worker_naptime;	/* ms */
 extern int	taskq_retention;
+extern int	taskq_worker_retention;	/* s; -1 keeps forever */
 extern int	taskq_default_lease;	/* s; 0: no deadline */		/* s; -1 keeps forever, 0 deletes at once */
 extern char *taskq_worker_role;
 

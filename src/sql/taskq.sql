@@ -1560,6 +1560,193 @@ COMMENT ON VIEW taskq.dead_letters IS
     'aborted tasks (not those a trigger rule skipped) with their last status and tries; re-drive them with taskq.redrive_tasks';
 GRANT SELECT ON taskq.dead_letters TO taskq_monitor, taskq_admin;
 
+/* =====================================================================
+ * Workers registry: the processes that run tasks say who they are, with a
+ * heartbeat; one that stops heartbeating is shown stale, and the
+ * background worker deletes its row after taskq.worker_retention.
+ * ===================================================================== */
+
+CREATE TABLE taskq.worker_registry (
+    worker_id           text COLLATE "C" NOT NULL,
+    actor               text,
+    host                text,
+    pid                 integer,
+    version             text,
+    actions             text[],
+    concurrency         integer,
+    heartbeat_interval  interval NOT NULL,
+    started_at          timestamptz NOT NULL,
+    last_seen           timestamptz NOT NULL,
+    CONSTRAINT worker_registry_pkey PRIMARY KEY (worker_id)
+);
+COMMENT ON TABLE taskq.worker_registry IS
+    'one row per worker process that heartbeats (taskq.worker_heartbeat); read it through taskq.workers';
+-- The background worker's retention reads the oldest rows first.
+CREATE INDEX worker_registry_last_seen_idx ON taskq.worker_registry (last_seen);
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.worker_registry TO taskq_admin;
+
+CREATE FUNCTION taskq.worker_heartbeat(worker_id text, info jsonb DEFAULT '{}')
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    v jsonb;
+    t text;
+    s_actor text;
+    s_host text;
+    s_version text;
+    i_pid integer;
+    i_concurrency integer;
+    a_actions text[];
+    n numeric;
+    hb interval := '10 s';
+BEGIN
+    IF worker_id IS NULL THEN
+        RAISE EXCEPTION 'argument "worker_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF worker_id OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "worker_id" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.octet_length(worker_id) OPERATOR(pg_catalog.>) 200 THEN
+        RAISE EXCEPTION 'argument "worker_id" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'A worker id is at most 200 bytes.';
+    END IF;
+    IF info IS NULL THEN
+        info := '{}';
+    END IF;
+    IF pg_catalog.jsonb_typeof(info) OPERATOR(pg_catalog.<>) 'object' THEN
+        RAISE EXCEPTION 'argument "info" must be a JSON object, not %', pg_catalog.jsonb_typeof(info)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR k, v IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(info) AS e ORDER BY e.key LOOP
+        t := pg_catalog.jsonb_typeof(v);
+        CONTINUE WHEN t OPERATOR(pg_catalog.=) 'null';
+        IF k OPERATOR(pg_catalog.=) ANY ('{actor,host,version}'::text[]) THEN
+            IF t OPERATOR(pg_catalog.<>) 'string' THEN
+                RAISE EXCEPTION 'key "%" of argument "info" must be a string, not %', k, t
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF (v OPERATOR(pg_catalog.#>>) '{}') OPERATOR(pg_catalog.=) '' THEN
+                RAISE EXCEPTION 'key "%" of argument "info" must not be an empty string', k
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF pg_catalog.octet_length(v OPERATOR(pg_catalog.#>>) '{}') OPERATOR(pg_catalog.>) 255 THEN
+                RAISE EXCEPTION 'value of key "%" of argument "info" is too long', k
+                    USING ERRCODE = 'string_data_right_truncation',
+                          DETAIL = 'It is at most 255 bytes.';
+            END IF;
+            CASE k
+                WHEN 'actor' THEN s_actor := v OPERATOR(pg_catalog.#>>) '{}';
+                WHEN 'host' THEN s_host := v OPERATOR(pg_catalog.#>>) '{}';
+                ELSE s_version := v OPERATOR(pg_catalog.#>>) '{}';
+            END CASE;
+        ELSIF k OPERATOR(pg_catalog.=) ANY ('{pid,concurrency}'::text[]) THEN
+            n := CASE WHEN t OPERATOR(pg_catalog.=) 'number' THEN (v::text)::numeric END;
+            IF n IS NULL OR n OPERATOR(pg_catalog.<>) pg_catalog.trunc(n)
+               OR n OPERATOR(pg_catalog.<) 1 OR n OPERATOR(pg_catalog.>) 2147483647 THEN
+                RAISE EXCEPTION 'key "%" of argument "info" must be an integer from 1 to 2147483647, not %', k, v::text
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF k OPERATOR(pg_catalog.=) 'pid' THEN
+                i_pid := n::integer;
+            ELSE
+                i_concurrency := n::integer;
+            END IF;
+        ELSIF k OPERATOR(pg_catalog.=) 'actions' THEN
+            IF t OPERATOR(pg_catalog.<>) 'array' THEN
+                RAISE EXCEPTION 'key "actions" of argument "info" must be an array of strings, not %', t
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(v) AS a(e)
+                        WHERE pg_catalog.jsonb_typeof(a.e) OPERATOR(pg_catalog.<>) 'string'
+                           OR (a.e OPERATOR(pg_catalog.#>>) '{}') OPERATOR(pg_catalog.=) '') THEN
+                RAISE EXCEPTION 'key "actions" of argument "info" must be an array of non-empty strings'
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF EXISTS (SELECT FROM pg_catalog.jsonb_array_elements_text(v) AS a(e)
+                        WHERE pg_catalog.octet_length(a.e) OPERATOR(pg_catalog.>) 255) THEN
+                RAISE EXCEPTION 'an action of key "actions" of argument "info" is too long'
+                    USING ERRCODE = 'string_data_right_truncation',
+                          DETAIL = 'An action is at most 255 bytes.';
+            END IF;
+            SELECT pg_catalog.array_agg(a.e ORDER BY a.n) INTO a_actions
+              FROM pg_catalog.jsonb_array_elements_text(v) WITH ORDINALITY AS a(e, n);
+            a_actions := COALESCE(a_actions, '{}');
+        ELSIF k OPERATOR(pg_catalog.=) 'heartbeat_interval' THEN
+            n := CASE WHEN t OPERATOR(pg_catalog.=) 'number' THEN (v::text)::numeric END;
+            IF n IS NULL OR n OPERATOR(pg_catalog.<=) 0 OR n OPERATOR(pg_catalog.>) 86400 THEN
+                RAISE EXCEPTION 'key "heartbeat_interval" of argument "info" must be a number of seconds greater than 0 and at most 86400, not %', v::text
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            hb := pg_catalog.make_interval(secs => n::double precision);
+        ELSE
+            RAISE EXCEPTION 'unrecognized key "%" of argument "info"', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The keys of info are actor, host, pid, version, actions, concurrency and heartbeat_interval.';
+        END IF;
+    END LOOP;
+    INSERT INTO taskq.worker_registry AS r
+           (worker_id, actor, host, pid, version, actions, concurrency, heartbeat_interval,
+            started_at, last_seen)
+    VALUES (worker_heartbeat.worker_id, s_actor, s_host, i_pid, s_version, a_actions,
+            i_concurrency, hb, pg_catalog.now(), pg_catalog.now())
+    ON CONFLICT ON CONSTRAINT worker_registry_pkey
+       DO UPDATE SET actor = EXCLUDED.actor, host = EXCLUDED.host, pid = EXCLUDED.pid,
+                     version = EXCLUDED.version, actions = EXCLUDED.actions,
+                     concurrency = EXCLUDED.concurrency,
+                     heartbeat_interval = EXCLUDED.heartbeat_interval,
+                     last_seen = EXCLUDED.last_seen;
+END
+$$;
+COMMENT ON FUNCTION taskq.worker_heartbeat(text, jsonb) IS
+    'a worker says it is alive and who it is (actor, host, pid, version, actions, concurrency, heartbeat_interval): its row in taskq.workers is written, started_at kept';
+REVOKE ALL ON FUNCTION taskq.worker_heartbeat(text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.worker_heartbeat(text, jsonb) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.worker_stopped(worker_id text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF worker_id IS NULL THEN
+        RAISE EXCEPTION 'argument "worker_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    DELETE FROM taskq.worker_registry AS r
+     WHERE r.worker_id OPERATOR(pg_catalog.=) worker_stopped.worker_id;
+END
+$$;
+COMMENT ON FUNCTION taskq.worker_stopped(text) IS
+    'a worker stopping cleanly: its row in taskq.workers is deleted (an unknown id is no error)';
+REVOKE ALL ON FUNCTION taskq.worker_stopped(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.worker_stopped(text) TO taskq_worker, taskq_admin;
+
+-- in_progress: the tasks in progress owned by the worker's actor, found
+-- through tasks_lease_idx (every task in progress is in it, a lease
+-- without a deadline too), so the count costs the tasks in progress, not
+-- the table.  Stale: not seen for three heartbeat intervals.
+CREATE VIEW taskq.workers AS
+SELECT w.worker_id, w.actor, w.host, w.pid, w.version, w.actions, w.concurrency,
+       w.started_at, w.last_seen,
+       (SELECT pg_catalog.count(*) FROM taskq.tasks AS t
+         WHERE t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status
+           AND t.actor_id OPERATOR(pg_catalog.=) w.actor)::pg_catalog.int4 AS in_progress,
+       (w.heartbeat_interval OPERATOR(pg_catalog.*) 3::pg_catalog.float8)
+           OPERATOR(pg_catalog.+) w.last_seen OPERATOR(pg_catalog.<) pg_catalog.now() AS stale
+  FROM taskq.worker_registry AS w
+ ORDER BY w.worker_id;
+COMMENT ON VIEW taskq.workers IS
+    'the workers that heartbeat: who they are, since when, last seen, the tasks their actor holds, and whether they are stale (not seen for three heartbeat intervals)';
+GRANT SELECT ON taskq.workers TO taskq_monitor, taskq_admin;
+
 -- ---------------------------------------------------------------------
 -- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.
 -- ---------------------------------------------------------------------

@@ -5,7 +5,8 @@
  *	  signals completions deferred past a locked join (queue/signal.c), announces
  *	  delayed tasks whose time came (and wakes the claims waiting for
  *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
- *	  finished tasks past taskq.retention.
+ *	  finished tasks past taskq.retention, and the rows of the workers
+ *	  registry not seen for taskq.worker_retention.
  *
  * Each iteration is one transaction for expiry and announcements and one
  * for retention, run with synchronous_commit off: losing one in a crash
@@ -24,13 +25,17 @@
  *
  * Its statements on the task rows are the queue's (queue/maintenance.c);
  * those on the runs and saga steps, which it deletes past retention with
- * the tasks, are here.
+ * the tasks, are here, and so is its one statement on the workers registry
+ * (taskq.worker_registry, which only the install script's functions
+ * otherwise write): the deletion of rows of workers gone silent, at most
+ * once per REGISTRY_RETENTION_MS.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -45,6 +50,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -71,6 +77,8 @@
 #define LOCKED_RETRY_MS 100
 /* Deferred signals are folded at most once per this many ms (they batch). */
 #define FOLD_INTERVAL_MS 2
+/* how often the registry's rows past taskq.worker_retention are looked for */
+#define REGISTRY_RETENTION_MS 1000
 /* how often the claims' starts are forgotten (queue/claim_start.c) */
 #define CLAIM_START_RESET_MS 1000
 
@@ -96,7 +104,21 @@ static TaskqPlan run_retention_plan = {
 	1, {TIMESTAMPTZOID}
 };
 
+/*
+ * Rows of the workers registry not seen since the cutoff, oldest first, in
+ * batches; a row a heartbeat holds is left for the next round.
+ */
+static TaskqPlan registry_retention_plan = {
+	"DELETE FROM taskq.worker_registry AS w"
+	" WHERE w.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"   SELECT f.ctid FROM taskq.worker_registry AS f"
+	"    WHERE f.last_seen OPERATOR(pg_catalog.<) $1"
+	"    ORDER BY f.last_seen LIMIT 500 FOR UPDATE SKIP LOCKED))",
+	1, {TIMESTAMPTZOID}
+};
+
 static Oid	worker_dboid = InvalidOid;
+static TimestampTz registry_retention_last = 0;
 
 static void
 worker_detach(int code, Datum arg)
@@ -261,6 +283,26 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 							Max(TimestampTzPlusMilliseconds(oldest,
 															(int64) taskq_retention * 1000),
 								TimestampTzPlusMilliseconds(now, RETENTION_SLACK_MS)));
+		end_worker_xact();
+	}
+
+	if (taskq_worker_retention >= 0 &&
+		(registry_retention_last == 0 ||
+		 TimestampDifferenceExceeds(registry_retention_last, now, REGISTRY_RETENTION_MS)))
+	{
+		pgstat_report_activity(STATE_RUNNING, "taskq: deleting workers not seen past retention");
+		begin_worker_xact();
+		registry_retention_last = now;
+		/* the table came with 0.6: until the update, nothing to delete */
+		if (OidIsValid(get_relname_relid("worker_registry",
+										 get_namespace_oid("taskq", false))))
+		{
+			Datum		arg;
+
+			arg = TimestampTzGetDatum(TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
+																  -(int64) taskq_worker_retention * 1000));
+			taskq_execute(&registry_retention_plan, &arg, NULL, false, 0);
+		}
 		end_worker_xact();
 	}
 

@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(99);
+SELECT plan(108);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -172,6 +172,36 @@ SELECT has_column('taskq', 'tasks_in_progress', 'time_left', 'tasks_in_progress.
 SELECT col_type_is('taskq', 'tasks_in_progress', 'time_left', 'pg_catalog', 'interval',
     'tasks_in_progress.time_left is an interval');
 SELECT has_column('taskq', 'tasks_in_progress', 'lease_expired', 'tasks_in_progress.lease_expired exists');
+
+-- ------------------------------------------------------------ workers registry
+SELECT has_function('taskq', 'worker_heartbeat', ARRAY['text', 'jsonb'],
+    'worker_heartbeat(text, jsonb) exists');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.worker_heartbeat(text, jsonb)'::regprocedure),
+    'worker_id text, info jsonb DEFAULT ''{}''::jsonb',
+    'worker_heartbeat argument names, info defaults to {}');
+SELECT function_returns('taskq', 'worker_heartbeat', ARRAY['text', 'jsonb'], 'void',
+    'worker_heartbeat returns void');
+SELECT has_function('taskq', 'worker_stopped', ARRAY['text'], 'worker_stopped(text) exists');
+SELECT function_returns('taskq', 'worker_stopped', ARRAY['text'], 'void',
+    'worker_stopped returns void');
+SELECT has_view('taskq', 'workers', 'view taskq.workers exists');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                        ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = 'taskq.workers'::regclass AND a.attnum > 0),
+    'worker_id text, actor text, host text, pid integer, version text, actions text[], '
+    'concurrency integer, started_at timestamp with time zone, last_seen timestamp with time zone, '
+    'in_progress integer, stale boolean',
+    'taskq.workers has its columns, in order, with their types');
+SELECT ok(has_function_privilege('taskq_worker', 'taskq.worker_heartbeat(text, jsonb)', 'EXECUTE')
+          AND has_function_privilege('taskq_worker', 'taskq.worker_stopped(text)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_producer', 'taskq.worker_heartbeat(text, jsonb)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_monitor', 'taskq.worker_stopped(text)', 'EXECUTE'),
+    'workers (and admins) heartbeat and stop; producers and monitors do not');
+SELECT ok(has_table_privilege('taskq_monitor', 'taskq.workers', 'SELECT')
+          AND NOT has_table_privilege('taskq_worker', 'taskq.workers', 'SELECT')
+          AND NOT has_table_privilege('taskq_monitor', 'taskq.worker_registry', 'SELECT'),
+    'monitors read taskq.workers, not its table');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql

@@ -18,6 +18,9 @@
 #   - only queue/ names the table taskq.tasks in a string literal (SQL):
 #     every other layer reaches the task rows through queue/queue.h
 #     (comments do not count; taskq.tasks_written is another name);
+#   - only worker/ names the workers registry's table taskq.worker_registry
+#     in a string literal (its retention; the install script's functions
+#     write the rows);
 #   - no string literal of C names a taskq._check_* function: those are the
 #     install script's checks, and C checks with its own functions.
 # The checker first proves on bad trees that it catches each kind of
@@ -80,6 +83,8 @@ for my $f (sort @files) {
         my ($n, $s) = @$lit;
         v("tasks-table $rel", "$rel:$n: names taskq.tasks in a string literal (only queue/ may: reach the tasks through queue/queue.h)")
             if $rel !~ m{^queue/} && $s =~ /(?<!\w)taskq\.tasks(?!\w)/i;
+        v("registry-table $rel", "$rel:$n: names taskq.worker_registry in a string literal (only worker/ may)")
+            if $rel !~ m{^worker/} && $s =~ /(?<!\w)taskq\.worker_registry(?!\w)/i;
         v("check-call $rel", "$rel:$n: calls a taskq._check_* function of the install script (check in C)")
             if $s =~ /taskq\._check_/i;
     }
@@ -211,6 +216,9 @@ T
 bad tasks_at_top '^taskq.c:1: names taskq.tasks' <<'T'
 taskq.c|static const char *q = "UPDATE taskq.tasks SET x = 1";
 T
+bad registry_in_queue '^queue/q.c:2: names taskq.worker_registry' <<'T'
+queue/q.c|/* taskq.worker_registry in a comment */\nstatic const char *q = "DELETE FROM taskq.worker_registry";
+T
 bad check_call '^workflow/w.c:1: calls a taskq._check_' <<'T'
 workflow/w.c|static const char *q = "SELECT taskq._check_retry($1)";
 T
@@ -248,8 +256,8 @@ queue/claim.c|#include "queue/relation.h"\n#include "queue/queue.h"\nstatic cons
 workflow/workflow.h|#include "queue/queue.h"
 workflow/run.c|#include "workflow/workflow.h"\n/* no call of taskq._check_retry, "SELECT taskq.tasks" */\nstatic const char *q = "SELECT taskq.tasks_written()";\nstatic const char c = \x27"\x27;\nstatic const char *r = "SELECT 1 FROM taskq.runs";
 api/api.c|#include "queue/queue.h"\n#include "workflow/workflow.h"\nPG_FUNCTION_INFO_V1(taskq_x);\nstatic const char *s = "taskq.tasks_written";
-worker/loop.c|#include "queue/queue.h"\n// "taskq.tasks" in a line comment\nstatic const char *q = "SELECT 1 FROM taskq.runs";
+worker/loop.c|#include "queue/queue.h"\n// "taskq.tasks" in a line comment\nstatic const char *q = "SELECT 1 FROM taskq.runs";\nstatic const char *r = "DELETE FROM taskq.worker_registry";
 taskq.c|#include "queue/relation.h"\n#include "api/api.h"
 api/api.h|#include "workflow/workflow.h"
 T
-good_then_src "layers: every include of src/ keeps the layer rule; only queue/queue.h above the queue; no circles of headers or of files; SQL entry points only in api/; taskq.tasks named in SQL only by queue/; no call of taskq._check_*"
+good_then_src "layers: every include of src/ keeps the layer rule; only queue/queue.h above the queue; no circles of headers or of files; SQL entry points only in api/; taskq.tasks named in SQL only by queue/, taskq.worker_registry only by worker/; no call of taskq._check_*"

@@ -4,8 +4,9 @@
  *	  taskq-worker's one database connection: connect, LISTEN taskq, claim
  *	  (own_tasks), returns with the next claim (return_and_own), heartbeats
  *	  (extend_ownership), single returns (return_task), releases
- *	  (release_task), and the workflow calls (transition, continue_machine,
- *	  fan_in_contexts, return_step).
+ *	  (release_task), the workflow calls (transition, continue_machine,
+ *	  fan_in_contexts, return_step), and the workers registry
+ *	  (worker_heartbeat, worker_stopped).
  *
  * Every call is a short blocking libpq call; the frequent ones are prepared
  * statements, the workflow calls are not (the worker also runs against
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -764,4 +766,74 @@ db_return_step(const char *id, const char *token, const char *result,
 
 	return exec_params("SELECT taskq.return_step($1, $2::uuid, $3, $4::jsonb, $5)",
 					   5, params, NULL, NULL, err, errlen);
+}
+
+/*
+ * The workers registry (taskq 0.6): worker_heartbeat(worker_id, info) with
+ * this worker's actor, host, pid, version, actions, concurrency and
+ * heartbeat interval; worker_stopped(worker_id) at a clean exit.  Not
+ * prepared: older versions of the extension have neither function.
+ * Returns REGISTRY_OK, REGISTRY_MISSING (42883: the function does not
+ * exist), REGISTRY_DENIED (42501: the role may not call it) or
+ * REGISTRY_FAILED (err says why; the connection may be lost).
+ */
+int
+db_worker_heartbeat(const char *worker_id, const char *host, int64_t interval_ms,
+					char *err, size_t errlen)
+{
+	char	   *actions_arr;
+	char		pid[32];
+	char		concurrency[32];
+	char		interval[64];
+	const char *params[8];
+	PGresult   *res;
+	int			rc;
+
+	if (conn == NULL)
+	{
+		snprintf(err, errlen, "not connected");
+		return REGISTRY_FAILED;
+	}
+	actions_arr = actions_literal();
+	snprintf(pid, sizeof(pid), "%ld", (long) getpid());
+	snprintf(concurrency, sizeof(concurrency), "%d", opts.concurrency);
+	snprintf(interval, sizeof(interval), "%.3f", interval_ms / 1000.0);
+	params[0] = worker_id;
+	params[1] = opts.actor;
+	params[2] = host;
+	params[3] = pid;
+	params[4] = "taskq-worker " TASKQ_WORKER_VERSION;
+	params[5] = actions_arr;
+	params[6] = concurrency;
+	params[7] = interval;
+	async_drain();
+	res = PQexecParams(conn,
+					   "SELECT taskq.worker_heartbeat($1, pg_catalog.jsonb_build_object("
+					   "'actor', $2::text, 'host', $3::text, 'pid', $4::integer, "
+					   "'version', $5::text, 'actions', $6::text[], "
+					   "'concurrency', $7::integer, 'heartbeat_interval', $8::numeric))",
+					   8, NULL, params, NULL, NULL, 0);
+	free(actions_arr);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		rc = REGISTRY_OK;
+	else
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		rc = state == NULL ? REGISTRY_FAILED :
+			strcmp(state, "42883") == 0 ? REGISTRY_MISSING :
+			strcmp(state, "42501") == 0 ? REGISTRY_DENIED : REGISTRY_FAILED;
+		failed(res, "worker_heartbeat", err, errlen);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* worker_stopped(worker_id); false with the error in err. */
+bool
+db_worker_stopped(const char *worker_id, char *err, size_t errlen)
+{
+	const char *params[1] = {worker_id};
+
+	return exec_params("SELECT taskq.worker_stopped($1)", 1, params, NULL, NULL, err, errlen);
 }

@@ -24,6 +24,16 @@
  * call for every task that is due.  owned = false: the task is no longer
  * ours; its child is stopped and nothing is returned for it.
  *
+ * Workers registry.  At each connection and then every
+ * REGISTRY_INTERVAL_MS, the worker writes its row of taskq.workers
+ * (worker_heartbeat: id "<host>:<pid>", its actor, host, pid, version,
+ * actions, concurrency and this interval); never while a return_and_own is
+ * in flight (the next turn of the loop, once its answer is read, does it),
+ * so that it never waits for a claim.  A clean exit deletes the row
+ * (worker_stopped).  Against a taskq without the registry (before 0.6:
+ * 42883) or a role that may not call it (42501), the worker logs it once
+ * and runs without heartbeats on that connection.
+ *
  * Lost connection.  Every child is stopped (its task comes back by lease
  * expiry; nothing can be returned without the connection), and the worker
  * reconnects after 1 s, 2 s, 4 s, ... up to --max-backoff.
@@ -49,6 +59,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#define REGISTRY_INTERVAL_MS 10000
 
 static int	sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t stop_signals = 0;
@@ -239,6 +251,76 @@ earliest(int64_t a, int64_t b)
 	return (a == 0 || (b != 0 && b < a)) ? b : a;
 }
 
+/* The workers registry (see the banner). */
+static char registry_id[256];
+static char registry_host[256];
+static bool registry_off;		/* on this connection: missing or denied */
+static bool registry_off_logged;
+static bool registry_listed;	/* a heartbeat went in: worker_stopped at exit */
+static int64_t registry_next_ms;
+
+static void
+registry_init(void)
+{
+	if (gethostname(registry_host, sizeof(registry_host) - 1) != 0 || registry_host[0] == '\0')
+		strcpy(registry_host, "unknown");
+	/* a worker id is at most 200 bytes: the host name is cut at 180 */
+	snprintf(registry_id, sizeof(registry_id), "%.180s:%ld", registry_host, (long) getpid());
+}
+
+/* A new connection: a heartbeat at once. */
+static void
+registry_connected(void)
+{
+	registry_off = false;
+	registry_next_ms = 0;
+}
+
+static void
+registry_heartbeat(int64_t now, int64_t *wake)
+{
+	char		err[1024];
+	int			rc;
+
+	if (registry_off)
+		return;
+	if (now < registry_next_ms)
+	{
+		*wake = earliest(*wake, registry_next_ms);
+		return;
+	}
+	if (cycle_busy())
+		return;					/* after the answer in flight: the loop comes back */
+	rc = db_worker_heartbeat(registry_id, registry_host, REGISTRY_INTERVAL_MS, err, sizeof(err));
+	registry_next_ms = now + REGISTRY_INTERVAL_MS;
+	if (rc == REGISTRY_OK)
+		registry_listed = true;
+	else if (rc == REGISTRY_MISSING || rc == REGISTRY_DENIED)
+	{
+		registry_off = true;
+		if (!registry_off_logged)
+			log_msg("no heartbeats into taskq.workers: %s", err);
+		registry_off_logged = true;
+		return;
+	}
+	else if (db_connected())
+		log_msg("worker_heartbeat failed: %s; trying again in %ds", err,
+				REGISTRY_INTERVAL_MS / 1000);
+	*wake = earliest(*wake, registry_next_ms);
+}
+
+/* A clean exit: the registry's row goes. */
+static void
+registry_stopped(void)
+{
+	char		err[1024];
+
+	if (!registry_listed || !db_connected())
+		return;
+	if (!db_worker_stopped(registry_id, err, sizeof(err)))
+		log_msg("worker_stopped failed: %s", err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -260,6 +342,7 @@ main(int argc, char **argv)
 #endif
 	children_init();
 	cycle_init();
+	registry_init();
 	log_msg("taskq-worker %s: %d action(s), concurrency %d, lease %.1fs",
 			TASKQ_WORKER_VERSION, opts.nruns, opts.concurrency, opts.lease_ms / 1000.0);
 
@@ -374,6 +457,7 @@ main(int argc, char **argv)
 		if (stopping && children_running() == 0 && cycle_ahead() == 0 &&
 			!cycle_busy() && cycle_queued() == 0)
 		{
+			registry_stopped();
 			log_msg("stopped");
 			db_disconnect();
 			return 0;
@@ -389,6 +473,7 @@ main(int argc, char **argv)
 					was_connected = true;
 					backoff = 1000;
 					want_claim = true;
+					registry_connected();
 				}
 				else
 				{
@@ -404,6 +489,9 @@ main(int argc, char **argv)
 		if (db_connected())
 		{
 			heartbeat(now);
+			if (!db_connected())
+				continue;
+			registry_heartbeat(now, &wake);
 			if (!db_connected())
 				continue;
 		}

@@ -222,6 +222,15 @@ extern bool db_extend(Child **due, int n, bool *owned);
 extern bool db_return(const char *id, const char *token, const char *status,
 					  const char *code, char *err, size_t errlen);
 extern bool db_release(const char *id, const char *token, char *err, size_t errlen);
+
+/* db_worker_heartbeat's answers */
+#define REGISTRY_OK			0
+#define REGISTRY_MISSING	1	/* 42883: taskq before 0.6 */
+#define REGISTRY_FAILED		2
+#define REGISTRY_DENIED		3	/* 42501: the role may not call it */
+extern int	db_worker_heartbeat(const char *worker_id, const char *host, int64_t interval_ms,
+								char *err, size_t errlen);
+extern bool db_worker_stopped(const char *worker_id, char *err, size_t errlen);
 extern bool db_fan_in_body(const char *id, const char *token, const char *body,
 						   char **new_body, char *err, size_t errlen);
 extern bool db_transition(const char *id, const char *token, const char *event,

@@ -27,7 +27,14 @@ Threads of a running Worker:
   learns is no longer owned (``owned = false``: the lease expired and another
   worker claimed it, or it was cancelled) has its lease lost: its
   ``lease_lost`` flag is set, the loss is logged, and whatever its handler
-  does is rolled back and not returned.
+  does is rolled back and not returned.  Every ``heartbeat_interval`` seconds
+  it also writes the worker's row of the view ``taskq.workers``
+  (``taskq.worker_heartbeat``: its ``worker_id``, actor, host, pid, version,
+  actions, concurrency and interval); ``run()`` writes it first before it
+  claims, and deletes it (``taskq.worker_stopped``) when it returns after a
+  clean shutdown.  On an extension without the function (before 0.6:
+  42883), or for a role that may not call it (42501), the worker logs a
+  warning once and runs without these heartbeats.
 
 Returning: a handler's return value completes the task (``str()`` of it is
 the status text, None leaves the status as it is); ``raise Retry(delay)``
@@ -72,6 +79,8 @@ from psycopg.types.json import Jsonb
 from .errors import TokenError, from_psycopg
 
 log = logging.getLogger("taskq")
+
+_HEARTBEAT_SQL = "SELECT taskq.worker_heartbeat(%s, %s)"
 
 __all__ = ["Worker", "Task", "Retry", "Abort", "Transition", "Step"]
 
@@ -188,6 +197,8 @@ class Worker:
     grace          seconds running handlers get to finish at shutdown
     poll_interval  longest wait between claims when no notification comes
     actor          the name taskq records as the owner (default: host/pid)
+    worker_id      the worker's row in taskq.workers (default: host:pid)
+    heartbeat_interval  seconds between two heartbeats into taskq.workers
     connect_kwargs more keyword arguments for psycopg.connect
     conflict_retries  times a handler is run again, in a new transaction,
                    when it or its return fails with a deadlock or a
@@ -196,17 +207,28 @@ class Worker:
     """
 
     def __init__(self, dsn="", concurrency=8, lease=60.0, grace=30.0, poll_interval=5.0,
-                 actor=None, connect_kwargs=None, conflict_retries=8):
+                 actor=None, connect_kwargs=None, conflict_retries=8, worker_id=None,
+                 heartbeat_interval=10.0):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if lease <= 0:
             raise ValueError("lease must be positive")
+        if heartbeat_interval <= 0:
+            raise ValueError("heartbeat_interval must be positive")
         self.dsn = dsn
         self.concurrency = concurrency
         self.lease = float(lease)
         self.grace = float(grace)
         self.poll_interval = float(poll_interval)
         self.actor = actor or f"{socket.gethostname()}/{os.getpid()}"
+        # a worker id is at most 200 bytes: the host name is cut
+        self.worker_id = worker_id or f"{socket.gethostname()[:180]}:{os.getpid()}"
+        self.heartbeat_interval = float(heartbeat_interval)
+        self._registry_on = True        # off: the extension has no registry, or denied
+        self._registry_listed = False   # a heartbeat went in: worker_stopped at the end
+        self._registry_next = 0.0
+        self._registry_lock = threading.Lock()   # no heartbeat after worker_stopped
+        self._registry_closed = False
         self.connect_kwargs = dict(connect_kwargs or {})
         self.conflict_retries = conflict_retries
         # action -> runner(worker, task, conn) -> (status_code, status,
@@ -267,6 +289,7 @@ class Worker:
         try:
             conn = self._listening_connection()
             self._release_sql = self._release_statement(conn)
+            self._registry_heartbeat(conn)
             hb = threading.Thread(target=self._heartbeat_loop, name="taskq-heartbeat",
                                   daemon=True)
             hb.start()
@@ -280,6 +303,7 @@ class Worker:
                      ", ".join(self.actions), self.lease)
             self._claim_loop(conn)
             self._shutdown(conn)
+            self._registry_stopped(conn)
         finally:
             self._stopping.set()
             for _ in range(self.concurrency):
@@ -303,6 +327,42 @@ class Worker:
         log.warning("taskq.release_task is missing (extension older than 0.5): tasks given back"
                     " at shutdown are returned 'pending', which counts a try")
         return "SELECT taskq.return_task(%s, %s, 'released', 'pending')"
+
+    # ---- the workers registry ----------------------------------------------------
+
+    def _registry_heartbeat(self, conn):
+        """Write this worker's row of taskq.workers (autocommit conn).  A
+        connection error propagates; any other is logged."""
+        with self._registry_lock:
+            if self._registry_on and not self._registry_closed:
+                self._registry_write(conn)
+
+    def _registry_write(self, conn):
+        self._registry_next = time.monotonic() + self.heartbeat_interval
+        info = {"actor": self.actor, "host": socket.gethostname()[:255], "pid": os.getpid(),
+                "version": f"taskq-python {_version()}", "actions": self.actions,
+                "concurrency": self.concurrency, "heartbeat_interval": self.heartbeat_interval}
+        try:
+            conn.execute(_HEARTBEAT_SQL, (self.worker_id, Jsonb(info)))
+            self._registry_listed = True
+        except (psycopg.errors.UndefinedFunction, psycopg.errors.InsufficientPrivilege) as e:
+            self._registry_on = False
+            log.warning("no heartbeats into taskq.workers: %s (%s)", e.sqlstate,
+                        str(e).strip().splitlines()[0])
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as e:
+            log.error("worker_heartbeat failed: %s", from_psycopg(e))
+
+    def _registry_stopped(self, conn):
+        with self._registry_lock:
+            self._registry_closed = True
+            if not self._registry_listed:
+                return
+            try:
+                conn.execute("SELECT taskq.worker_stopped(%s)", (self.worker_id,))
+            except psycopg.Error as e:
+                log.warning("worker_stopped failed: %s", from_psycopg(e))
 
     def _wake(self):
         try:
@@ -589,6 +649,16 @@ class Worker:
         while not self._stopping.is_set() or self._running_tasks():
             time.sleep(tick)
             now = time.monotonic()
+            if self._registry_on and now >= self._registry_next and not self._stopping.is_set():
+                try:
+                    if conn is None or conn.closed:
+                        conn = self._connect(autocommit=True)
+                    self._registry_heartbeat(conn)
+                except psycopg.OperationalError as e:
+                    log.error("worker_heartbeat failed: %s", e)
+                    if conn is not None:
+                        conn.close()
+                        conn = None
             with self._lock:
                 due = [t for t in self._tasks.values()
                        if t._state in ("queued", "running") and t._expires - now < self.lease / 2]
@@ -691,6 +761,11 @@ class Worker:
                 conn.rollback()
             log.warning("task %s: could not give it back (%s); its lease will expire",
                         task.id, from_psycopg(e))
+
+
+def _version():
+    from . import __version__       # the package's, set after this module is imported
+    return __version__
 
 
 def _is_conflict(error):

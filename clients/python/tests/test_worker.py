@@ -1,6 +1,8 @@
 """The worker in this process: returns, retries, concurrency, heartbeats,
-lost leases, notifications."""
+lost leases, notifications, its row in taskq.workers."""
 
+import os
+import socket
 import threading
 import time
 from datetime import timedelta
@@ -311,3 +313,66 @@ def test_a_retry_claimed_again_with_the_return_keeps_its_heartbeats(dsn, db, nam
     row = task_row(db, f"{name}-1")
     assert (row["status_code"], row["num_tries"]) == ("completed", 2)
     assert w.stats["leases_lost"] == 0
+
+
+def registry_row(db, worker_id):
+    with db.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        return cur.execute("SELECT * FROM taskq.workers WHERE worker_id = %s",
+                           (worker_id,)).fetchone()
+
+
+def test_the_worker_lists_itself_in_taskq_workers(dsn, db, name):
+    w = taskq.Worker(dsn, concurrency=2, poll_interval=0.2, actor=f"{name}-actor",
+                     worker_id=f"{name}-w", heartbeat_interval=1)
+    release = threading.Event()
+
+    @w.task(f"{name}-hold")
+    def hold(task):
+        assert release.wait(20)
+        return "done"
+
+    @w.task(f"{name}-other")
+    def other(task):
+        return "done"
+
+    with running(w):
+        row = wait_until(lambda: registry_row(db, f"{name}-w"), what="the worker's row")
+        assert (row["actor"], row["pid"], row["actions"], row["concurrency"], row["stale"]) == \
+            (f"{name}-actor", os.getpid(), sorted([f"{name}-hold", f"{name}-other"]), 2, False)
+        assert row["version"] == f"taskq-python {taskq.__version__}"
+        assert row["host"] == socket.gethostname()[:255]
+        taskq.insert(dsn, {"id": f"{name}-1", "action": f"{name}-hold"})
+        wait_until(lambda: registry_row(db, f"{name}-w")["in_progress"] == 1,
+                   what="in_progress counting the task held")
+        # Back-dated past three intervals: stale, until the next heartbeat.
+        db.execute("UPDATE taskq.worker_registry SET last_seen = now() - interval '4 s'"
+                   " WHERE worker_id = %s", (f"{name}-w",))
+        assert registry_row(db, f"{name}-w")["stale"] is True
+        wait_until(lambda: registry_row(db, f"{name}-w")["stale"] is False,
+                   what="the next heartbeat")
+        release.set()
+        wait_until(lambda: status_of(db, f"{name}-1") == "completed", what="the task done")
+    assert registry_row(db, f"{name}-w") is None, "a clean stop deletes the row"
+
+
+def test_without_the_registry_the_worker_works_on(dsn, db, name, caplog, monkeypatch):
+    # An extension before 0.6 has no worker_heartbeat (42883): the worker
+    # says so once, works on, and calls no worker_stopped.
+    monkeypatch.setattr(taskq.worker, "_HEARTBEAT_SQL", "SELECT taskq.no_such_function(%s, %s)")
+    w = taskq.Worker(dsn, concurrency=1, poll_interval=0.2, worker_id=f"{name}-w",
+                     heartbeat_interval=0.5)
+
+    @w.task(f"{name}-a")
+    def a(task):
+        return "done"
+
+    with caplog.at_level("WARNING", logger="taskq"):
+        with running(w):
+            taskq.insert(dsn, [{"id": f"{name}-{i}", "action": f"{name}-a"} for i in range(3)])
+            wait_until(lambda: all(status_of(db, f"{name}-{i}") == "completed"
+                                   for i in range(3)), what="the tasks done")
+            time.sleep(1.2)     # past two heartbeat intervals: no second warning
+    said = [r for r in caplog.records if "no heartbeats into taskq.workers" in r.getMessage()]
+    assert len(said) == 1 and "42883" in said[0].getMessage()
+    assert not [r for r in caplog.records if "worker_stopped" in r.getMessage()]
+    assert registry_row(db, f"{name}-w") is None
