@@ -19,7 +19,6 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use JSON::PP;
-use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -81,43 +80,15 @@ EOF
 close $sf;
 chmod 0755, "$dir/child.sh";
 
-# Start taskq-worker with @args; its stderr goes to $log.
+# Start taskq-worker with @args; its output goes to $log.
 sub start_worker
 {
 	my ($log, @args) = @_;
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	if ($pid == 0)
-	{
-		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>>', $log);
-		open(STDERR, '>>', $log);
-		exec($bin, '-d', $db, @args) or POSIX::_exit(127);
-	}
-	return $pid;
+	return spawn_logged($log, $bin, '-d', $db, @args);
 }
 
-# Wait up to $timeout s for $pid to exit; returns (exit status or undef, seconds).
-sub wait_exit
-{
-	my ($pid, $timeout) = @_;
-	my $t0 = time;
-	while (time - $t0 < $timeout)
-	{
-		return ($? >> 8, time - $t0) if waitpid($pid, WNOHANG) == $pid;
-		usleep(20_000);
-	}
-	return (undef, time - $t0);
-}
-
-sub stop_worker
-{
-	my ($pid, $timeout) = @_;
-	kill 'TERM', $pid;
-	my ($rc, $took) = wait_exit($pid, $timeout // 10);
-	if (!defined $rc) { kill 'KILL', $pid; waitpid($pid, 0); }
-	return ($rc, $took);
-}
+# SIGTERM, then up to $timeout s (10): (exit status or undef, seconds).
+sub stop_worker { return stop_process(@_); }
 
 sub wait_until
 {

@@ -19,7 +19,6 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use JSON::PP;
-use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -118,17 +117,8 @@ q1(q{SELECT taskq.start_saga('dag', 'bad-1', '{"fail": true}')});
 q1(q{SELECT taskq.insert_tasks('[{"id": "plain-1", "action": "plain", "body": {"run": "plain-1", "machine": "m", "state": "y"}}]')});
 
 my $log = "$dir/worker.log";
-my $pid = fork();
-die "fork: $!" unless defined $pid;
-if ($pid == 0)
-{
-	open(STDIN, '<', '/dev/null');
-	open(STDOUT, '>>', $log);
-	open(STDERR, '>>', $log);
-	exec($bin, '-d', $db, '--actor', 'steps', '--concurrency', '3', '--lease', '1s',
-		'--poll', '1s', map { ('--run', "$_=$dir/step.sh") } qw(count check finish split gather sdo sundo plain))
-	  or POSIX::_exit(127);
-}
+my $pid = spawn_logged($log, $bin, '-d', $db, '--actor', 'steps', '--concurrency', '3', '--lease', '1s',
+	'--poll', '1s', map { ('--run', "$_=$dir/step.sh") } qw(count check finish split gather sdo sundo plain));
 
 ok( $node->poll_query_until('postgres',
 		q{SELECT count(*) = 0 FROM taskq.runs WHERE status NOT IN ('succeeded', 'failed', 'merged', 'dismal', 'cancelled')}),

@@ -12,7 +12,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Sys::Hostname;
@@ -76,32 +75,11 @@ chmod 0755, "$dir/child.sh";
 sub start_worker
 {
 	my ($log, @args) = @_;
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	if ($pid == 0)
-	{
-		open(STDIN, '<', '/dev/null');
-		open(STDOUT, '>>', $log);
-		open(STDERR, '>>', $log);
-		exec($bin, '-d', $db, @args) or POSIX::_exit(127);
-	}
-	return $pid;
+	return spawn_logged($log, $bin, '-d', $db, @args);
 }
 
-sub stop_worker
-{
-	my ($pid) = @_;
-	kill 'TERM', $pid;
-	my $t0 = time;
-	while (time - $t0 < 20)
-	{
-		return $? >> 8 if waitpid($pid, WNOHANG) == $pid;
-		usleep(20_000);
-	}
-	kill 'KILL', $pid;
-	waitpid($pid, 0);
-	return undef;
-}
+# SIGTERM; its exit status, or undef when it did not exit within 20 s.
+sub stop_worker { return (stop_process($_[0], 20))[0]; }
 
 my $host = substr(hostname(), 0, 180);
 my $log = "$dir/worker.log";

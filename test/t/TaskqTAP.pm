@@ -11,6 +11,7 @@ use warnings;
 
 use Exporter 'import';
 use IPC::Run;
+use POSIX qw(WNOHANG);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -21,6 +22,7 @@ our @EXPORT = qw(
   listen_session drain_notifications payloads_in wait_for_notification count_payload
   kill9_and_wait start_load stop_load check_acks check_invariants
   json_tasks json_insert_sql create_held taskq_worker_bin slurp
+  spawn_logged wait_exit stop_process
 );
 
 # Waits here are for moments, not minutes: a failing poll should not eat
@@ -53,6 +55,47 @@ sub taskq_worker_bin
 	$bin //= $built if -x $built;
 	ok(defined $bin, 'taskq-worker is installed or built') or BAIL_OUT('no taskq-worker binary');
 	return $bin;
+}
+
+# Start @cmd (a program such as taskq-worker) with its standard output and
+# error appended to $log and its input from /dev/null; returns its pid.
+sub spawn_logged
+{
+	my ($log, @cmd) = @_;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open(STDIN, '<', '/dev/null');
+		open(STDOUT, '>>', $log);
+		open(STDERR, '>>', $log);
+		exec(@cmd) or POSIX::_exit(127);
+	}
+	return $pid;
+}
+
+# Wait up to $timeout s for $pid to exit: (its exit status, or undef if it
+# did not; the seconds waited).
+sub wait_exit
+{
+	my ($pid, $timeout) = @_;
+	my $t0 = time;
+	while (time - $t0 < $timeout)
+	{
+		return ($? >> 8, time - $t0) if waitpid($pid, WNOHANG) == $pid;
+		usleep(20_000);
+	}
+	return (undef, time - $t0);
+}
+
+# SIGTERM to $pid, then wait_exit up to $timeout s (10); past it, SIGKILL.
+sub stop_process
+{
+	my ($pid, $timeout) = @_;
+	kill 'TERM', $pid;
+	my ($rc, $took) = wait_exit($pid, $timeout // 10);
+	if (!defined $rc) { kill 'KILL', $pid; waitpid($pid, 0); }
+	return ($rc, $took);
 }
 
 # A node with taskq preloaded and created in database postgres.
