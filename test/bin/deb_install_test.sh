@@ -57,17 +57,13 @@ for p in 'postgresql-15-taskq_*.deb' 'taskq-worker_*.deb' 'python3-taskq_*.deb';
     pkgs+=("$f")
 done
 
-# in_dir DIR CMD...: CMD as root inside chroot DIR with /proc mounted and a
-# plain environment, in new mount and PID namespaces: the mount and every
-# process CMD starts go away when it ends.
+# in_dir DIR CMD...: CMD as root inside chroot DIR (lib.sh tq_chroot_run:
+# a plain environment in UTF-8, /proc mounted, every process it starts
+# gone when it ends).
 in_dir() {
     local d=$1
     shift
-    # shellcheck disable=SC2016  # the inner shell expands them
-    unshare --mount --propagation private --pid --fork /bin/sh -c \
-        'd=$1; shift; mount -t proc proc "$d/proc" && exec chroot "$d" "$@"' \
-        sh "$d" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        LC_ALL=C.UTF-8 HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
+    tq_chroot_run "$d" LC_ALL=C.UTF-8 "$@"
 }
 
 # ------------------------------------------------------- the base, once

@@ -212,6 +212,26 @@ EOF
     "$bin/postgres" -V >/dev/null || { tq_warn "the wrapped postgres does not start"; return 1; }
 }
 
+# tq_chroot_run DIR CMD...: CMD as root in the Debian chroot DIR, with a
+# plain environment (PATH, LC_ALL, HOME, DEBIAN_FRONTEND; put VAR=value
+# words first in CMD for more), in mount and PID namespaces of its own:
+# /proc mounted (packages' scripts and the tests' process checks need it)
+# and a tmpfs on /dev/shm (the server's dynamic shared memory).  The mounts
+# and every process CMD started end with it; nothing stays on this machine.
+# (test/bin/pg_chroot.sh, test/bin/deb_install_test.sh)
+tq_chroot_run() {
+    local d=$1
+    shift
+    # shellcheck disable=SC2016  # the inner shell expands them
+    unshare --mount --propagation private --pid --fork /bin/sh -c \
+        'd=$1; shift; mkdir -p "$d/dev/shm" &&
+         mount -t proc proc "$d/proc" &&
+         mount -t tmpfs -o mode=1777 tmpfs "$d/dev/shm" &&
+         exec chroot "$d" "$@"' \
+        sh "$d" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
+}
+
 # The mirror of Debian apt uses here: the first URI of an enabled source
 # that serves the archive (not the security one), else deb.debian.org;
 # TASKQ_DEBIAN_MIRROR overrides it.  For debootstrap (pg_chroot.sh,

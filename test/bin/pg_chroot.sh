@@ -68,26 +68,9 @@ pg_config=/usr/lib/postgresql/$pg/bin/pg_config
 # shellcheck source=test/bin/lib.sh disable=SC1091
 source "$root/test/bin/lib.sh"
 
-# chrooted CMD...: CMD in the chroot with /proc mounted (packages' scripts
-# and the TAP tests' process checks need it) and a tmpfs on /dev/shm (the
-# server's dynamic shared memory), in a mount namespace of its own: the
-# mounts go away with the command, and none is left on this machine.
-chrooted() {
-    # shellcheck disable=SC2016  # the inner shell expands them
-    unshare --mount --propagation private /bin/sh -c \
-        'dir=$1; shift; mkdir -p "$dir/dev/shm" &&
-         mount -t proc proc "$dir/proc" &&
-         mount -t tmpfs -o mode=1777 tmpfs "$dir/dev/shm" &&
-         exec chroot "$dir" "$@"' \
-        sh "$dir" "$@"
-}
-
-# in_chroot [VAR=value...] CMD...: CMD as root inside the chroot, with a
-# plain environment and those variables.
-in_chroot() {
-    chrooted /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        LC_ALL=C HOME=/root DEBIAN_FRONTEND=noninteractive "$@"
-}
+# in_chroot [VAR=value...] CMD...: CMD as root inside the chroot
+# (lib.sh tq_chroot_run: plain environment, /proc and /dev/shm mounted).
+in_chroot() { tq_chroot_run "$dir" "$@"; }
 
 # Make the chroot (or finish one an earlier run left without PostgreSQL).
 make_chroot() {
