@@ -128,6 +128,9 @@ GRANT SELECT ON taskq.state_stats TO taskq_monitor, taskq_admin;
  * background worker deletes its row after taskq.worker_retention.
  * ===================================================================== */
 
+-- Admins may ALTER SYSTEM the retention of its rows, as taskq.retention.
+GRANT ALTER SYSTEM ON PARAMETER taskq.worker_retention TO taskq_admin;
+
 CREATE TABLE taskq.worker_registry (
     worker_id           text COLLATE "C" NOT NULL,
     actor               text,

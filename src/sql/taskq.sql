@@ -95,8 +95,8 @@ GRANT USAGE ON SCHEMA taskq TO taskq_producer, taskq_worker, taskq_admin, taskq_
 -- Settings are cluster-wide, like the roles: admins may ALTER SYSTEM the
 -- settings that tune the queue (applied at the next reload).  Not
 -- taskq.worker_role or taskq.background_worker: those stay superuser's.
-GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, taskq.retention
-    TO taskq_admin;
+GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, taskq.retention,
+    taskq.worker_retention TO taskq_admin;
 
 /* =====================================================================
  * queue: the tasks and what keeps claiming them cheap.  One table holds
