@@ -13,7 +13,12 @@
  *                         UPDATE..SKIP LOCKED + UPDATE by token; floor:
  *                         DELETE..SKIP LOCKED; bound: a claim that writes
  *                         nothing, each client reading only its own rows,
- *                         + UPDATE by id that marks them done)
+ *                         + UPDATE by id that marks them done); taskq
+ *                         with --wait MS: each claim waits in own_tasks
+ *                         up to MS for work, an empty claim ends a client
+ *                         only when all --tasks are done, and the time runs
+ *                         to the last completion (for limited actions,
+ *                         whose claims come back empty while slots are full)
  *               latency   taskq only: a producer at --rate tasks/s for
  *                         --seconds, --clients workers waiting on LISTEN taskq
  *                         (with --wait MS: waiting inside own_tasks, no
@@ -319,9 +324,14 @@ drain_thread(void *arg)
 	{
 		char		sql[256];
 
-		snprintf(sql, sizeof(sql),
-				 "SELECT id, token FROM taskq.own_tasks($1, $2::int, '{%s}', '5 minutes')",
-				 opt.action);
+		if (opt.wait > 0)
+			snprintf(sql, sizeof(sql),
+					 "SELECT id, token FROM taskq.own_tasks($1, $2::int, '{%s}', '5 minutes', '%d ms')",
+					 opt.action, opt.wait);
+		else
+			snprintf(sql, sizeof(sql),
+					 "SELECT id, token FROM taskq.own_tasks($1, $2::int, '{%s}', '5 minutes')",
+					 opt.action);
 		prepare(conn, "claim", sql);
 		prepare(conn, "done1", "SELECT taskq.return_task($1, $2::uuid, NULL, 'completed')");
 		prepare(conn, "doneN", "SELECT taskq.return_tasks($1::text[], $2::uuid[], NULL, $3::taskq.status[])");
@@ -394,6 +404,9 @@ drain_thread(void *arg)
 		if (n == 0)
 		{
 			PQclear(res);
+			if (opt.wait > 0 && strcmp(opt.workload, "drain") == 0 &&
+				atomic_load(&done_tasks) < opt.tasks)
+				continue;		/* slots full or work not ready: wait again */
 			if (strcmp(opt.workload, "soak") != 0)
 				break;
 			/* the producer is behind: poll again soon, as a worker would */
@@ -425,11 +438,11 @@ drain_thread(void *arg)
 		 * The counter moves after the return's reply, i.e. after its commit:
 		 * the client that brings it to opt.tasks saw every member committed.
 		 */
-		if (atomic_fetch_add(&done_tasks, n) + n == opt.tasks &&
-			strcmp(opt.workload, "fanin") == 0)
+		if (atomic_fetch_add(&done_tasks, n) + n == opt.tasks)
 		{
 			last_done_at = now_s();
-			claim_join(conn, actor);
+			if (strcmp(opt.workload, "fanin") == 0)
+				claim_join(conn, actor);
 		}
 	}
 	PQfinish(conn);
@@ -1153,6 +1166,9 @@ main(int argc, char **argv)
 		for (int i = 0; i < opt.clients; i++)
 			pthread_join(threads[i], NULL);
 		elapsed = now_s() - start;
+		/* waiting claims: the clients idle past the last completion */
+		if (opt.wait > 0 && opt.workload[0] == 'd' && last_done_at > 0)
+			elapsed = last_done_at - start;
 		{
 			long		n = opt.workload[0] == 'e' ? opt.tasks : atomic_load(&done_tasks);
 

@@ -100,6 +100,14 @@
 #           counted once, how long after its window's end each batch task
 #           was claimed.  Not in the default WORKLOADS (tens of minutes at
 #           full size on 2 cores)
+#   limits  (not in the default WORKLOADS) flow control against the same
+#           drain without it, LIMIT_TASKS (20,000) tasks, 1 per claim, every
+#           claim waiting in own_tasks (wait => 100 ms) so that the limit is
+#           the only difference: max_running 8 with 16 workers against no
+#           limit with 8 workers; and tasks over LIMIT_KEYS (1,000)
+#           concurrency keys with max_running_per_key 1 and 16 workers
+#           against the same keyed tasks unlimited with 16 workers; the
+#           systems taking turns as in row()
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -149,6 +157,8 @@ RUNNER_SYSTEMS=${RUNNER_SYSTEMS:-spawn tqw hand lib}   # a subset, e.g. "spawn t
 RUNNER_TQW_BEFORE=${RUNNER_TQW_BEFORE:-}   # another taskq-worker binary, run as system tqw0
 [[ -n $RUNNER_TQW_BEFORE && " $RUNNER_SYSTEMS " != *" tqw0 "* ]] && RUNNER_SYSTEMS+=" tqw0"
 SAGA_WORKERS=${SAGA_WORKERS:-1 16}
+LIMIT_TASKS=${LIMIT_TASKS:-20000}
+LIMIT_KEYS=${LIMIT_KEYS:-1000}
 SAGA_CHAINS=${SAGA_CHAINS:-100}
 SAGA_STEPS=${SAGA_STEPS:-10}
 MACHINE_STEPS=${MACHINE_STEPS:-20000}
@@ -613,6 +623,48 @@ if want saga; then
     done
 fi
 
+# Flow control: each system drains LIMIT_TASKS from fresh tables, with or
+# without a limit on action work; the systems take turns as in row().
+limit_once() {   # SYSTEM ROUND: prints the rate
+    local sys=$1 r=$2 clients=16 key='' line
+    local body='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
+    reset_tables
+    sql "SELECT taskq.clear_limits('work')" >/dev/null
+    case $sys in
+    plain8) clients=8 ;;
+    max8) sql "SELECT taskq.set_concurrency_limit('work', 8)" >/dev/null ;;
+    keyed) key=", 'concurrency_key', 'k' || g % $LIMIT_KEYS" ;;
+    perkey) key=", 'concurrency_key', 'k' || g % $LIMIT_KEYS"
+        sql "SELECT taskq.set_concurrency_limit('work', NULL, 1)" >/dev/null ;;
+    esac
+    sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p' || g, 'action', 'work', 'body', '$body'::jsonb$key)) FROM generate_series(1, $LIMIT_TASKS) g))" >/dev/null
+    sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
+    line=$("$TQ_WORK/driver" taskq drain --clients "$clients" --per-claim 1 --wait 100 --tasks "$LIMIT_TASKS" --prefix "l$sys$r")
+    echo "  limits $sys run $r: $line" >&2
+    [[ $(field tasks <<<"$line") == "$LIMIT_TASKS" ]] || { echo "bench: limits $sys drained $(field tasks <<<"$line") of $LIMIT_TASKS" >&2; exit 1; }
+    field rate <<<"$line"
+}
+if want limits; then
+    limit_systems=(plain8 max8 keyed perkey)
+    n=${#limit_systems[@]}
+    declare -A lr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        for ((i = 0; i < n; i++)); do
+            s=${limit_systems[(i + r - 1) % n]}
+            lr[$s]+="$(limit_once "$s" "$r") "
+        done
+    done
+    for s in "${limit_systems[@]}"; do
+        R[limits.$s]=$(printf '%s\n' ${lr[$s]} | median)
+    done
+    read -ra a <<<"${lr[max8]}"; read -ra b <<<"${lr[plain8]}"
+    L[limits.max8.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    read -ra a <<<"${lr[perkey]}"; read -ra b <<<"${lr[keyed]}"
+    L[limits.perkey.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    unset lr
+    sql "SELECT taskq.clear_limits('work')" >/dev/null
+fi
+
 # State machines (bench/machines.c): each system from empty tables, the
 # runs or tasks it starts from made untimed; the systems take turns as in
 # row().
@@ -913,6 +965,13 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         done
         echo
     fi
+    if want limits; then
+        echo "| flow control, $(fmt "$LIMIT_TASKS") tasks, 1 per claim, waiting claims (tasks/s) | workers | limited | unlimited | workers | ratio | ratio run by run | target |"
+        echo "|---|---:|---:|---:|---:|---:|---|---|"
+        echo "| \`max_running\` 8 ÷ no limit | 16 | ${R[limits.max8]} | ${R[limits.plain8]} | 8 | $(ratio "${R[limits.max8]}" "${R[limits.plain8]}") | ${L[limits.max8.ratios]} | ≥ 0.8 |"
+        echo "| \`max_running_per_key\` 1 over $(fmt "$LIMIT_KEYS") keys ÷ the same keys, no limit | 16 | ${R[limits.perkey]} | ${R[limits.keyed]} | 16 | $(ratio "${R[limits.perkey]}" "${R[limits.keyed]}") | ${L[limits.perkey.ratios]} | ≥ 0.8 |"
+        echo
+    fi
     if want machines; then
         echo "| state machines against plain tasks | clients | machine | plain | ratio | ratio run by run | target |"
         echo "|---|---:|---:|---:|---:|---|---|"
@@ -938,6 +997,7 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
     if want pgenqueue; then runs+="; pgenqueue: ${PGENQ_TASKS:-$TASKS} tasks per run"; fi
     if want soak; then runs+="; the soak: the median of $SOAK_RUNS run(s)"; fi
     if want saga; then runs+="; sagas: the runs and steps named in their rows"; fi
+    if want limits; then runs+="; flow control: $(fmt "$LIMIT_TASKS") tasks per run"; fi
     if want runners; then runs+="; runners: $RUNNER_SPAWN_TASKS tasks per run of taskq-worker and spawn, $RUNNER_PY_TASKS of the Python ones"; fi
     echo "$runs; PostgreSQL $(sql 'SHOW server_version'), fsync on, synchronous_commit on, huge pages $TQ_HUGE_STATE, $(nproc) cores, $(date -u +%Y-%m-%d)."
 } | tee "$OUT"
