@@ -37,7 +37,9 @@ Threads of a running Worker:
   warning once and runs without these heartbeats.
 
 Returning: a handler's return value completes the task (``str()`` of it is
-the status text, None leaves the status as it is); ``raise Retry(delay)``
+the status text, None leaves the status as it is; ``Result(value, status)``
+also stores ``value`` as the task's JSON result, which ``wait_for_task`` and
+the successors' ``predecessor_results`` read); ``raise Retry(delay)``
 returns it pending, to run again after ``delay``; any other exception returns
 it pending with the exception as status, to be retried until ``max_tries``
 (the task's or the action's policy) is used up, when taskq aborts it;
@@ -82,7 +84,7 @@ log = logging.getLogger("taskq")
 
 _HEARTBEAT_SQL = "SELECT taskq.worker_heartbeat(%s, %s)"
 
-__all__ = ["Worker", "Task", "Retry", "Abort", "Transition", "Step"]
+__all__ = ["Worker", "Task", "Result", "Retry", "Abort", "Transition", "Step"]
 
 
 class Retry(Exception):
@@ -109,6 +111,17 @@ class Abort(Exception):
         super().__init__(status or "aborted")
         self.status = status
         self.commit = commit
+
+
+class Result:
+    """A handler's return value that completes its task with a JSON result:
+    ``value`` (anything ``json`` can encode; at most 1 MiB as jsonb) is stored
+    in the task's ``result``, for ``wait_for_task`` and the successors'
+    ``predecessor_results``; ``status`` is the status text (None leaves it)."""
+
+    def __init__(self, value, status=None):
+        self.value = value
+        self.status = status
 
 
 class Transition:
@@ -625,15 +638,22 @@ class Worker:
                              (task.id, task.token, status.result, _json(status.working),
                               status.error))
             elif claim and delay is None and not self._stopping.is_set():
+                result = None
+                if isinstance(status, Result):
+                    status, result = status.status, _json(status.value)
                 rows = conn.execute(
                     "SELECT id, token, action, body, num_tries, action_deadline"
                     "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
-                    "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s)",
+                    "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s,"
+                    "                            ARRAY[%s]::jsonb[])",
                     (task.id, task.token, status, code, self.actor, self.actions,
-                     _interval(self.lease))).fetchall()
+                     _interval(self.lease), result)).fetchall()
             else:
-                conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s)",
-                             (task.id, task.token, status, code, _interval(delay)))
+                result = None
+                if isinstance(status, Result):
+                    status, result = status.status, _json(status.value)
+                conn.execute("SELECT taskq.return_task(%s, %s, %s, %s, %s, %s)",
+                             (task.id, task.token, status, code, _interval(delay), result))
         finally:
             if idle and not conn.closed:
                 conn.autocommit = False
@@ -789,7 +809,7 @@ def _plain_runner(fn):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("task %s:\n%s", task.id, traceback.format_exc())
             return "pending", f"{type(e).__name__}: {e}", None, e
-        if isinstance(result, (Transition, Step)):
+        if isinstance(result, (Transition, Step, Result)):
             return "completed", result, None, None
         return "completed", None if result is None else str(result), None, None
     return run

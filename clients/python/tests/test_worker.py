@@ -31,6 +31,25 @@ def test_return_completes_with_the_handlers_writes(dsn, db, name):
     assert w.stats["completed"] == 1
 
 
+def test_a_result_is_stored_with_the_completion(dsn, db, name):
+    w = taskq.Worker(dsn, concurrency=2, poll_interval=0.2)
+
+    @w.task(f"{name}-count")
+    def count(task):
+        if task.body["n"] == 2:
+            return taskq.Result([1, "two", None])             # the status stays as it was
+        return taskq.Result({"rows": task.body["n"]}, "counted")
+
+    taskq.insert(dsn, [{"id": f"{name}-{n}", "action": f"{name}-count", "body": {"n": n}}
+                       for n in (1, 2)])
+    with running(w):
+        one = taskq.wait_for_task(dsn, f"{name}-1", 10)
+        two = taskq.wait_for_task(dsn, f"{name}-2", 10)
+    assert (one["status_code"], one["status"], one["result"]) == ("completed", "counted", {"rows": 1})
+    assert (two["status_code"], two["result"]) == ("completed", [1, "two", None])
+    assert two["status"] != "counted"
+
+
 def test_retry_returns_pending_with_a_delay(dsn, db, name):
     w = taskq.Worker(dsn, concurrency=1, poll_interval=0.2)
     calls = []
