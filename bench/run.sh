@@ -108,6 +108,13 @@
 #           concurrency keys with max_running_per_key 1 and 16 workers
 #           against the same keyed tasks unlimited with 16 workers; the
 #           systems taking turns as in row()
+#   metrics (not in the default WORKLOADS) the time of one
+#           `SELECT * FROM taskq.metrics()` (pgbench, METRICS_CALLS (500)
+#           calls, one client) with METRICS_BIG (1,000,000) tasks in the
+#           table against METRICS_SMALL (10,000), each over METRICS_ACTIONS
+#           (20) actions, half pending, a quarter in progress, a quarter
+#           completed; the fills are not timed, and the background worker
+#           has refreshed the gauges before the calls
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -158,6 +165,10 @@ RUNNER_TQW_BEFORE=${RUNNER_TQW_BEFORE:-}   # another taskq-worker binary, run as
 [[ -n $RUNNER_TQW_BEFORE && " $RUNNER_SYSTEMS " != *" tqw0 "* ]] && RUNNER_SYSTEMS+=" tqw0"
 SAGA_WORKERS=${SAGA_WORKERS:-1 16}
 LIMIT_TASKS=${LIMIT_TASKS:-20000}
+METRICS_BIG=${METRICS_BIG:-1000000}
+METRICS_SMALL=${METRICS_SMALL:-10000}
+METRICS_ACTIONS=${METRICS_ACTIONS:-20}
+METRICS_CALLS=${METRICS_CALLS:-500}
 LIMIT_KEYS=${LIMIT_KEYS:-1000}
 SAGA_CHAINS=${SAGA_CHAINS:-100}
 SAGA_STEPS=${SAGA_STEPS:-10}
@@ -665,6 +676,42 @@ if want limits; then
     sql "SELECT taskq.clear_limits('work')" >/dev/null
 fi
 
+# metrics(): the latency of a scrape with a small and a big table, the
+# sizes taking turns as in row().
+metrics_fill() {   # N: N tasks over METRICS_ACTIONS actions, a quarter claimed, a quarter completed
+    reset_tables
+    sql "DO \$\$ BEGIN FOR b IN 0 .. ($1 - 1) / 100000 LOOP
+           PERFORM taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'm' || g, 'action', 'a' || g % $METRICS_ACTIONS))
+                                         FROM generate_series(b * 100000 + 1, least((b + 1) * 100000, $1)) AS g));
+           COMMIT; END LOOP; END \$\$"
+    sql "UPDATE taskq.tasks SET status_code = 'in_progress', actor_id = 'bench', claimed_at = now(),
+                action_deadline = now() + interval '1 hour', num_tries = 1
+          WHERE (substr(id, 2))::bigint % 4 = 1" \
+        "UPDATE taskq.tasks SET status_code = 'completed', finished_at = now(), num_tries = 1
+          WHERE (substr(id, 2))::bigint % 4 = 2"
+    sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
+    sleep "$(sql "SELECT 2 * extract(epoch FROM current_setting('taskq.metrics_interval')::interval)")"
+}
+metrics_once() {   # N ROUND: prints the mean latency of one call, ms
+    local out
+    metrics_fill "$1"
+    out=$(pgbench -n -M prepared -c 1 -t "$METRICS_CALLS" -f "$here/pgbench/metrics.sql" bench 2>&1)
+    echo "  metrics at $1 tasks run $2: $(grep 'latency average' <<<"$out")" >&2
+    sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p' <<<"$out"
+}
+if want metrics; then
+    declare -A mr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        if ((r % 2)); then order="$METRICS_SMALL $METRICS_BIG"; else order="$METRICS_BIG $METRICS_SMALL"; fi
+        for n in $order; do mr[$n]+="$(metrics_once "$n" "$r") "; done
+    done
+    R[metrics.big]=$(printf '%s\n' ${mr[$METRICS_BIG]} | median)
+    R[metrics.small]=$(printf '%s\n' ${mr[$METRICS_SMALL]} | median)
+    L[metrics.big]=${mr[$METRICS_BIG]}
+    L[metrics.small]=${mr[$METRICS_SMALL]}
+    unset mr
+fi
+
 # State machines (bench/machines.c): each system from empty tables, the
 # runs or tasks it starts from made untimed; the systems take turns as in
 # row().
@@ -970,6 +1017,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "|---|---:|---:|---:|---:|---:|---|---|"
         echo "| \`max_running\` 8 ÷ no limit | 16 | ${R[limits.max8]} | ${R[limits.plain8]} | 8 | $(ratio "${R[limits.max8]}" "${R[limits.plain8]}") | ${L[limits.max8.ratios]} | ≥ 0.8 |"
         echo "| \`max_running_per_key\` 1 over $(fmt "$LIMIT_KEYS") keys ÷ the same keys, no limit | 16 | ${R[limits.perkey]} | ${R[limits.keyed]} | 16 | $(ratio "${R[limits.perkey]}" "${R[limits.keyed]}") | ${L[limits.perkey.ratios]} | ≥ 0.8 |"
+        echo
+    fi
+    if want metrics; then
+        echo "| \`SELECT * FROM taskq.metrics()\`, $METRICS_ACTIONS actions, ms per call (mean of $METRICS_CALLS) | $(fmt "$METRICS_BIG") tasks | $(fmt "$METRICS_SMALL") tasks | ratio | every run, big; small | target |"
+        echo "|---|---:|---:|---:|---|---|"
+        echo "| one scrape | ${R[metrics.big]} | ${R[metrics.small]} | $(ratio "${R[metrics.big]}" "${R[metrics.small]}") | ${L[metrics.big]}; ${L[metrics.small]} | < 5 ms, flat |"
         echo
     fi
     if want machines; then
