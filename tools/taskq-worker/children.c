@@ -16,9 +16,10 @@
  * file (memfd, else an unlinked temporary file), not a pipe: a child that
  * never reads its input cannot block the worker.  The child's stderr comes back through a pipe: each line
  * is logged, and the last non-empty one becomes the task's status text.
- * A plain task's stdout is the worker's; a workflow step's comes back
- * through a pipe too (read in the same loop, kept up to TQW_MAX_STDOUT,
- * the rest drained) and is what steps.c reads when the child ends.
+ * A plain task's stdout is the worker's; a workflow step's, and that of a
+ * --result action's child, comes back through a pipe too (read in the same
+ * loop, kept up to TQW_MAX_STDOUT, the rest drained) and is what steps.c,
+ * or main.c for the task's result, reads when the child ends.
  * Stopping is SIGTERM to the group, then SIGKILL --kill-after later
  * (main.c's loop escalates).  The shell may not exec the command, so the
  * process the worker started can end on SIGTERM while the command in its
@@ -231,7 +232,7 @@ child_start(const RunSpec *run, const Claimed *t)
 		return NULL;
 	}
 	if (pipe2(err, O_CLOEXEC) != 0 ||
-		(step->kind != STEP_PLAIN && pipe2(out, O_CLOEXEC) != 0))
+		((step->kind != STEP_PLAIN || run->result) && pipe2(out, O_CLOEXEC) != 0))
 	{
 		log_msg("task %s: pipe: %s", t->id, strerror(errno));
 		close(in_fd);
@@ -310,6 +311,7 @@ child_start(const RunSpec *run, const Claimed *t)
 	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
 	c->err_fd = err[0];
 	c->out_fd = out[0];
+	c->want_result = run->result && step->kind == STEP_PLAIN;
 	step_info_copy(&c->step, step);
 	return c;
 }
@@ -422,9 +424,10 @@ child_read_stderr(Child *c, bool at_exit)
 }
 
 /*
- * Read what a step's child printed on stdout, without blocking: up to
- * TQW_MAX_STDOUT bytes are kept; the rest is read and dropped (the child
- * must not block on a full pipe), and out_over makes its try fail.
+ * Read what a step's (or a --result action's) child printed on stdout,
+ * without blocking: up to TQW_MAX_STDOUT bytes are kept; the rest is read
+ * and dropped (the child must not block on a full pipe), and out_over
+ * makes its try fail.
  */
 void
 child_read_stdout(Child *c)

@@ -18,7 +18,13 @@
  * return_and_own is all or none: when it fails with an error of the
  * statement (TQ001 for a task whose lease was lost and claimed by another
  * worker, ...) the returns go one by one with return_task, so that only
- * that task is refused, and the claim with own_tasks.  Step returns
+ * that task is refused, and the claim with own_tasks.  A return with a
+ * result (--result) goes in return_and_own's results (NULL when no queued
+ * return has one, so other tasks pay nothing) and as return_task's result;
+ * a result return_task refuses (54000 over 1 MiB as jsonb, 22P02 for text
+ * jsonb does not take, ...) fails the try instead: the task is returned
+ * pending without it, its status naming the error, so that it is neither
+ * lost nor left to its lease.  Step returns
  * (transition, return_step) and releases are not queued: they are made as
  * the child ends (main.c), after the answer in flight has been read.
  *
@@ -57,6 +63,7 @@ typedef struct QueuedReturn
 	char	   *token;
 	char	   *action;
 	char	   *status;
+	char	   *result;			/* JSON text; NULL: none */
 	const char *code;			/* completed, pending, aborted */
 	const char *outcome;		/* for the log: completed, timeout, ... */
 	int			try;
@@ -122,7 +129,8 @@ cycle_child_ran(int64_t ms, bool stopped)
 
 void
 cycle_queue_return(const Child *c, const char *status, const char *code,
-				   const char *outcome, const char *exit_buf, double seconds)
+				   const char *result, const char *outcome, const char *exit_buf,
+				   double seconds)
 {
 	QueuedReturn *q;
 
@@ -143,6 +151,7 @@ cycle_queue_return(const Child *c, const char *status, const char *code,
 	q->token = xstrdup(c->token);
 	q->action = xstrdup(c->action);
 	q->status = xstrdup(status);
+	q->result = result != NULL ? xstrdup(result) : NULL;
 	q->code = code;
 	q->outcome = outcome;
 	q->try = c->try;
@@ -192,7 +201,7 @@ add_fan_in(Claimed *t)
 	}
 	snprintf(why, sizeof(why), "fan_in_contexts failed: %s", err);
 	log_msg("task %s: %s", t->id, why);
-	if (db_return(t->id, t->token, why, "pending", err, sizeof(err)))
+	if (db_return(t->id, t->token, why, "pending", NULL, err, sizeof(err)))
 		log_task(t->id, t->action, t->try, "pending", "-", 0.0, why);
 	else
 		log_task(t->id, t->action, t->try, "not-returned", "-", 0.0, err);
@@ -290,31 +299,57 @@ log_return(const QueuedReturn *q, bool ok, const char *err)
 }
 
 static void
+free_returns(QueuedReturn *q, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(q[i].id);
+		free(q[i].token);
+		free(q[i].action);
+		free(q[i].status);
+		free(q[i].result);
+	}
+}
+
+static void
 clear_queue(void)
 {
-	for (int i = 0; i < nqueue; i++)
-	{
-		free(queue[i].id);
-		free(queue[i].token);
-		free(queue[i].action);
-		free(queue[i].status);
-	}
+	free_returns(queue, nqueue);
 	nqueue = 0;
+}
+
+/*
+ * Return one task with return_task and log it.  A return with a result that
+ * fails with an error of the statement is made again, pending and without
+ * the result, with "result refused: <error>" as status: the try fails (if
+ * the task is no longer ours, that return fails too).
+ */
+static void
+return_single(const QueuedReturn *q)
+{
+	char		err[1024];
+	char		why[600];
+	bool		ok = db_return(q->id, q->token, q->status, q->code, q->result,
+							   err, sizeof(err));
+
+	if (ok || q->result == NULL || !db_connected())
+	{
+		log_return(q, ok, err);
+		return;
+	}
+	snprintf(why, sizeof(why), "result refused: %s", err);
+	log_msg("task %s: %s", q->id, why);
+	ok = db_return(q->id, q->token, why, "pending", NULL, err, sizeof(err));
+	log_task(q->id, q->action, q->try, ok ? "pending" : "not-returned", q->exit_buf,
+			 q->seconds, ok ? why : err);
 }
 
 /* Return the queued tasks one by one (return_task), logging each. */
 static void
 return_one_by_one(void)
 {
-	char		err[1024];
-
 	for (int i = 0; i < nqueue; i++)
-	{
-		bool		ok = db_return(queue[i].id, queue[i].token, queue[i].status,
-								   queue[i].code, err, sizeof(err));
-
-		log_return(&queue[i], ok, err);
-	}
+		return_single(&queue[i]);
 	clear_queue();
 }
 
@@ -344,9 +379,16 @@ cycle_flush(bool claim, bool *more)
 		const char **tokens = calloc(nqueue, sizeof(char *));
 		const char **statuses = calloc(nqueue, sizeof(char *));
 		const char **codes = calloc(nqueue, sizeof(char *));
+		const char **results = NULL;
+		bool		any_result = false;
 		bool		sent;
 
-		if (ids == NULL || tokens == NULL || statuses == NULL || codes == NULL)
+		for (int i = 0; i < nqueue; i++)
+			any_result = any_result || queue[i].result != NULL;
+		if (any_result)
+			results = calloc(nqueue, sizeof(char *));
+		if (ids == NULL || tokens == NULL || statuses == NULL || codes == NULL ||
+			(any_result && results == NULL))
 		{
 			log_msg("out of memory");
 			exit(1);
@@ -357,13 +399,16 @@ cycle_flush(bool claim, bool *more)
 			tokens[i] = queue[i].token;
 			statuses[i] = queue[i].status;
 			codes[i] = queue[i].code;
+			if (results != NULL)
+				results[i] = queue[i].result;
 		}
-		sent = db_return_and_own_send(ids, tokens, statuses, codes, nqueue, want,
+		sent = db_return_and_own_send(ids, tokens, statuses, codes, results, nqueue, want,
 									  err, sizeof(err));
 		free(ids);
 		free(tokens);
 		free(statuses);
 		free(codes);
+		free(results);
 		if (sent)
 		{
 			/* the queue becomes the call's, the call's (empty) array the queue */
@@ -439,21 +484,10 @@ cycle_poll(bool *more)
 		log_msg("return_and_own failed (%s); returning the %d task(s) one by one",
 				err, ninflight);
 		for (int i = 0; i < ninflight; i++)
-		{
-			bool		ok = db_return(inflight[i].id, inflight[i].token, inflight[i].status,
-									   inflight[i].code, err, sizeof(err));
-
-			log_return(&inflight[i], ok, err);
-		}
+			return_single(&inflight[i]);
 		*more = true;
 	}
-	for (int i = 0; i < ninflight; i++)
-	{
-		free(inflight[i].id);
-		free(inflight[i].token);
-		free(inflight[i].action);
-		free(inflight[i].status);
-	}
+	free_returns(inflight, ninflight);
 	ninflight = 0;
 	inflight_want = 0;
 }

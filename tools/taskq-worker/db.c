@@ -17,7 +17,9 @@
  *
  * return_and_own is all or none: cycle.c falls back to return_task one by
  * one (so that a return refused with TQ001 refuses only its task) and
- * own_tasks when it fails.  A claim's rows also say whether each task is a
+ * own_tasks when it fails.  Results (--result) go as return_task's result
+ * and return_and_own's results, which taskq has since 0.5; against an
+ * older extension the worker says so once and returns without them.  A claim's rows also say whether each task is a
  * workflow step, read from its body by the query (CLAIM_COLUMNS), so that
  * the worker needs no JSON parser for bodies.
  *
@@ -35,6 +37,8 @@
 static PGconn *conn;
 static bool have_release_task;
 static bool have_return_and_own;
+static bool have_results;		/* return_task's result, return_and_own's results */
+static bool results_missing_logged;
 
 /*
  * The one call that may be in flight while the loop goes on: a
@@ -215,16 +219,43 @@ db_connect(void)
 		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 
+	/* return_task's result and return_and_own's results (0.5) */
+	res = PQexec(conn, "SELECT pg_catalog.to_regprocedure("
+				 "'taskq.return_task(text,uuid,text,taskq.status,interval,jsonb)') IS NOT NULL");
+	have_results = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (!have_results && !results_missing_logged)
+	{
+		for (int i = 0; i < opts.nruns; i++)
+			if (opts.runs[i].result)
+			{
+				log_msg("return_task has no result (taskq before 0.5): the tasks of --result "
+						"actions are returned without their results");
+				results_missing_logged = true;
+				break;
+			}
+	}
+
 	if (!prepare("own",
 				 "SELECT " CLAIM_COLUMNS
 				 " FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t") ||
 		!prepare("extend",
 				 "SELECT id, owned FROM taskq.extend_ownership($1, $2::text[], $3::uuid[], $4::interval)") ||
-		!prepare("return",
-				 "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status)") ||
+		(have_results &&
+		 !prepare("return",
+				  "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status, NULL, $5::jsonb)")) ||
+		(!have_results &&
+		 !prepare("return",
+				  "SELECT taskq.return_task($1, $2::uuid, $3, $4::taskq.status)")) ||
 		(have_release_task &&
 		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")) ||
-		(have_return_and_own &&
+		(have_return_and_own && have_results &&
+		 !prepare("return_and_own",
+				  "SELECT " CLAIM_COLUMNS
+				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
+				  " $5, $6::integer, $7::text[], $8::interval, $9::jsonb[]) AS t")) ||
+		(have_return_and_own && !have_results &&
 		 !prepare("return_and_own",
 				  "SELECT " CLAIM_COLUMNS
 				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
@@ -280,7 +311,7 @@ db_consume(bool *wakeup)
 	return true;
 }
 
-/* A PostgreSQL array literal of strings. */
+/* A PostgreSQL array literal of strings (a NULL item: NULL). */
 static char *
 array_literal(const char *const *items, int n)
 {
@@ -289,7 +320,7 @@ array_literal(const char *const *items, int n)
 	char	   *p;
 
 	for (int i = 0; i < n; i++)
-		len += 2 * strlen(items[i]) + 3;
+		len += items[i] != NULL ? 2 * strlen(items[i]) + 3 : 5;
 	s = malloc(len);
 	if (s == NULL)
 		return NULL;
@@ -299,6 +330,12 @@ array_literal(const char *const *items, int n)
 	{
 		if (i > 0)
 			*p++ = ',';
+		if (items[i] == NULL)
+		{
+			memcpy(p, "NULL", 4);
+			p += 4;
+			continue;
+		}
 		*p++ = '"';
 		for (const char *q = items[i]; *q; q++)
 		{
@@ -453,18 +490,20 @@ db_has_return_and_own(void)
 /*
  * Send return_and_own: nret returns and a claim of up to max tasks, in one
  * call (all or none), without waiting for the answer (main.c's loop goes
- * on; db_return_and_own_result() tells when it came).  False if it could
- * not be sent (the connection may be lost; err says why).
+ * on; db_return_and_own_result() tells when it came).  results: one per
+ * return (NULL items: none), or NULL when no return has one.  False if it
+ * could not be sent (the connection may be lost; err says why).
  */
 bool
 db_return_and_own_send(const char *const *ids, const char *const *tokens,
-					   const char *const *statuses, const char *const *codes, int nret,
-					   int max, char *err, size_t errlen)
+					   const char *const *statuses, const char *const *codes,
+					   const char *const *results, int nret, int max,
+					   char *err, size_t errlen)
 {
-	char	   *arrs[5];
+	char	   *arrs[6] = {NULL};
 	char		maxbuf[16];
 	char		lease[64];
-	const char *params[8];
+	const char *params[9];
 	int			ok;
 
 	if (conn == NULL)
@@ -478,6 +517,8 @@ db_return_and_own_send(const char *const *ids, const char *const *tokens,
 	arrs[2] = array_literal(statuses, nret);
 	arrs[3] = array_literal(codes, nret);
 	arrs[4] = actions_literal();
+	if (results != NULL && have_results)
+		arrs[5] = array_literal(results, nret);
 	snprintf(maxbuf, sizeof(maxbuf), "%d", max);
 	lease_interval(lease, sizeof(lease));
 	params[0] = arrs[0];
@@ -488,9 +529,11 @@ db_return_and_own_send(const char *const *ids, const char *const *tokens,
 	params[5] = maxbuf;
 	params[6] = arrs[4];
 	params[7] = lease;
+	params[8] = arrs[5];
 	async_sent_ms = now_ms();
-	ok = PQsendQueryPrepared(conn, "return_and_own", 8, params, NULL, NULL, 0);
-	for (int i = 0; i < 5; i++)
+	ok = PQsendQueryPrepared(conn, "return_and_own", have_results ? 9 : 8, params,
+							 NULL, NULL, 0);
+	for (int i = 0; i < 6; i++)
 		free(arrs[i]);
 	if (!ok)
 	{
@@ -636,19 +679,22 @@ exec_void(const char *stmt, int nparams, const char *const *params, char *err, s
 	return ok;
 }
 
-/* return_task(id, token, status, code); false with the error in err. */
+/*
+ * return_task(id, token, status, code, result); result NULL: none (also
+ * against a taskq without results).  False with the error in err.
+ */
 bool
 db_return(const char *id, const char *token, const char *status,
-		  const char *code, char *err, size_t errlen)
+		  const char *code, const char *result, char *err, size_t errlen)
 {
-	const char *params[4] = {id, token, status, code};
+	const char *params[5] = {id, token, status, code, result};
 
 	if (conn == NULL)
 	{
 		snprintf(err, errlen, "not connected");
 		return false;
 	}
-	return exec_void("return", 4, params, err, errlen);
+	return exec_void("return", have_results ? 5 : 4, params, err, errlen);
 }
 
 /*
@@ -668,7 +714,7 @@ db_release(const char *id, const char *token, char *err, size_t errlen)
 	}
 	if (have_release_task)
 		return exec_void("release", 2, params, err, errlen);
-	return db_return(id, token, "released", "pending", err, errlen);
+	return db_return(id, token, "released", "pending", NULL, err, errlen);
 }
 
 /*

@@ -2,7 +2,9 @@
  *
  * json.c
  *	  A small JSON reader for what a workflow step's child prints on its
- *	  standard output: one JSON object, read into its top-level members.
+ *	  standard output: one JSON object, read into its top-level members;
+ *	  and a check that what a --result action's child printed is one JSON
+ *	  value (of any type), sent as it is to be the task's result.
  *
  * The whole text is checked against the JSON grammar (RFC 8259), with
  * nesting limited to TQW_JSON_MAX_DEPTH so that a hostile child cannot
@@ -419,9 +421,22 @@ read_value(Reader *r, int depth, JsonType *type)
 			if (!literal(r, "null"))
 				fail(r, "unexpected character");
 			break;
-		default:
+		case '-':
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
+		case '8':
+		case '9':
 			t = JV_NUMBER;
 			read_number(r);
+			break;
+		default:
+			fail(r, "unexpected character");
 			break;
 	}
 	if (type != NULL)
@@ -562,6 +577,25 @@ json_object_members(const char *text, size_t len, JsonMember **out, char *err, s
 	}
 	*out = m;
 	return n;
+}
+
+/*
+ * Is text (len bytes) exactly one JSON value of any type, with white space
+ * around it at most?  False with a message in err.
+ */
+bool
+json_value_check(const char *text, size_t len, char *err, size_t errlen)
+{
+	Reader		r = {text, len, 0, err, errlen, false};
+
+	read_value(&r, 0, NULL);
+	if (!r.failed)
+	{
+		skip_ws(&r);
+		if (r.pos < r.len)
+			fail(&r, "text after the JSON value");
+	}
+	return !r.failed;
 }
 
 const char *

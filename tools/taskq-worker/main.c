@@ -129,8 +129,43 @@ status_text(Child *c, const char *prefix, char *buf, size_t len)
 }
 
 /*
+ * A --result action's child exited 0: its standard output, if not blank,
+ * must be one JSON value, the task's result (*result, malloc'd; NULL for
+ * blank output).  False with the reason in why: the try fails.
+ */
+static bool
+read_result(const Child *c, char **result, char *why, size_t whylen)
+{
+	char		err[300];
+
+	*result = NULL;
+	if (c->out_over)
+	{
+		snprintf(why, whylen, "standard output larger than %d bytes", TQW_MAX_STDOUT);
+		return false;
+	}
+	if (step_output_blank(c))
+		return true;
+	if (!json_value_check(c->out_buf, c->out_len, err, sizeof(err)))
+	{
+		snprintf(why, whylen, "standard output is not JSON: %s", err);
+		return false;
+	}
+	*result = malloc(c->out_len + 1);
+	if (*result == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	memcpy(*result, c->out_buf, c->out_len);
+	(*result)[c->out_len] = '\0';
+	return true;
+}
+
+/*
  * The child ended (reaped): return its task as its exit status or the
- * reason it was stopped says, and log the task's line.
+ * reason it was stopped says (with its result, for a --result action), and
+ * log the task's line.
  */
 static void
 finish_child(Child *c)
@@ -140,6 +175,7 @@ finish_child(Child *c)
 	char		err[1024] = "";
 	const char *code = NULL;
 	const char *outcome;
+	char	   *result = NULL;
 	int			st = c->wait_status;
 	double		secs = (now_ms() - c->started_ms) / 1000.0;
 	bool		ok = true;
@@ -181,7 +217,10 @@ finish_child(Child *c)
 				log_task(c->id, c->action, c->try, so.outcome, exit_buf, secs, so.detail);
 				return;
 			}
-			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && c->want_result &&
+				!read_result(c, &result, status, sizeof(status)))
+				code = "pending";
+			else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			{
 				snprintf(status, sizeof(status), "%s",
 						 c->last_line[0] != '\0' ? c->last_line : "done");
@@ -205,7 +244,8 @@ finish_child(Child *c)
 			break;
 	}
 	/* sent with the next claim (cycle.c) */
-	cycle_queue_return(c, status, code, outcome, exit_buf, secs);
+	cycle_queue_return(c, status, code, result, outcome, exit_buf, secs);
+	free(result);
 }
 
 static void

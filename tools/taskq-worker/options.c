@@ -48,6 +48,9 @@ usage(FILE *f)
 			"                             repeat for each action\n"
 			"  -c, --concurrency=N        children at most at once (default 1)\n"
 			"  -l, --lease=DURATION       lease of each claim, renewed at half (default 60s)\n"
+			"  -R, --result=ACTION        read the standard output of ACTION's children: one\n"
+			"                             JSON value printed by a child that exits 0 is its\n"
+			"                             task's result; repeat for each action\n"
 			"  -t, --timeout=ACTION=DURATION\n"
 			"                             stop a child of ACTION after DURATION and give its\n"
 			"                             task back as pending (default: no limit)\n"
@@ -64,6 +67,7 @@ usage(FILE *f)
 			"\n"
 			"Exit status of COMMAND: 0 completed, 75 pending (try again later),\n"
 			"100 aborted (give up), anything else or a signal: pending (retried until max_tries).\n"
+			"With --result, exit 0 and output that is not one JSON value: pending.\n"
 			"Durations: a number with unit ms, s (default), m or h.\n");
 }
 
@@ -147,6 +151,7 @@ parse_options(int argc, char **argv)
 		{"run", required_argument, NULL, 'r'},
 		{"concurrency", required_argument, NULL, 'c'},
 		{"lease", required_argument, NULL, 'l'},
+		{"result", required_argument, NULL, 'R'},
 		{"timeout", required_argument, NULL, 't'},
 		{"poll", required_argument, NULL, 'p'},
 		{"grace", required_argument, NULL, 'g'},
@@ -163,14 +168,17 @@ parse_options(int argc, char **argv)
 		int64_t		ms;
 	}		   *timeouts = NULL;
 	int			ntimeouts = 0;
+	const char **results;
+	int			nresults = 0;
 	int			c;
 
 	opts.runs = calloc(argc, sizeof(RunSpec));
 	timeouts = calloc(argc, sizeof(*timeouts));
-	if (opts.runs == NULL || timeouts == NULL)
+	results = calloc(argc, sizeof(*results));
+	if (opts.runs == NULL || timeouts == NULL || results == NULL)
 		usage_error("%s", "out of memory");
 
-	while ((c = getopt_long(argc, argv, "d:a:r:c:l:t:p:g:k:b:f:Vh", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:a:r:R:c:l:t:p:g:k:b:f:Vh", longopts, NULL)) != -1)
 	{
 		const char *value;
 		char	   *name;
@@ -196,6 +204,11 @@ parse_options(int argc, char **argv)
 				opts.runs[opts.nruns].action = name;
 				opts.runs[opts.nruns].command = strdup(value);
 				opts.nruns++;
+				break;
+			case 'R':
+				if (*optarg == '\0')
+					usage_error("%s", "--result wants ACTION, not an empty string");
+				results[nresults++] = optarg;
 				break;
 			case 'c':
 				n = strtol(optarg, &end, 10);
@@ -261,6 +274,15 @@ parse_options(int argc, char **argv)
 		free(timeouts[i].action);
 	}
 	free(timeouts);
+	for (int i = 0; i < nresults; i++)
+	{
+		RunSpec    *r = (RunSpec *) find_run(results[i]);
+
+		if (r == NULL)
+			usage_error("--result names action \"%s\", which has no --run", results[i]);
+		r->result = true;
+	}
+	free(results);
 	if (opts.actor == NULL)
 	{
 		static char host[256];

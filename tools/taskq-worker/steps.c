@@ -90,7 +90,7 @@ fail_try(Child *c, const char *why, StepOutcome *out)
 {
 	char		err[1024];
 
-	if (db_return(c->id, c->token, why, "pending", err, sizeof(err)))
+	if (db_return(c->id, c->token, why, "pending", NULL, err, sizeof(err)))
 	{
 		out->outcome = "pending";
 		snprintf(out->detail, sizeof(out->detail), "%s", why);

@@ -16,7 +16,8 @@
  *	  cycle.c     returns sent with the next claim; tasks claimed ahead
  *	  steps.c     workflow steps: what the child printed -> transition or
  *	              return_step
- *	  json.c      reading that JSON (the child's standard output)
+ *	  json.c      reading that JSON (the child's standard output; a --result
+ *	              action's child prints its task's result)
  *	  db.c        connection, LISTEN, claims, heartbeats, returns
  *	  main.c      signals and the loop that ties them together
  *
@@ -43,9 +44,10 @@
 #define TQW_EXIT_GIVE_UP	100		/* give up: no more tries */
 
 /*
- * The most a workflow step's child may print on its standard output: twice
- * the largest task body (1 MiB), so that a context or working map as large
- * as a body can have fits with room to spare.
+ * The most a workflow step's child (or a --result action's) may print on
+ * its standard output: twice the largest task body (1 MiB), so that a
+ * context, working map or result as large as a body can have fits with room
+ * to spare (the server still refuses a result over 1 MiB as jsonb).
  */
 #define TQW_MAX_STDOUT		(2 * 1024 * 1024)
 
@@ -56,6 +58,7 @@ typedef struct RunSpec
 	char	   *action;
 	char	   *command;		/* run with /bin/sh -c */
 	int64_t		timeout_ms;		/* 0: none */
+	bool		result;			/* --result: stdout is the task's result */
 } RunSpec;
 
 typedef struct Options
@@ -110,6 +113,7 @@ extern int	json_object_members(const char *text, size_t len, JsonMember **out,
 								char *err, size_t errlen);
 extern void json_members_free(JsonMember *m, int n);
 extern const char *json_type_name(JsonType t);
+extern bool json_value_check(const char *text, size_t len, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ steps */
 
@@ -168,11 +172,13 @@ typedef struct Child
 	char		last_line[512]; /* last non-empty line of stderr */
 	int			wait_status;	/* from waitpid, valid once pid == 0 */
 	StepInfo	step;			/* a workflow step? */
-	int			out_fd;			/* a step's stdout (read end); -1: none or EOF */
+	int			out_fd;			/* a step's or --result action's stdout (read
+								 * end); -1: none or EOF */
 	char	   *out_buf;		/* what it printed, up to TQW_MAX_STDOUT */
 	size_t		out_len;
 	size_t		out_cap;
 	bool		out_over;		/* it printed more: the try fails */
+	bool		want_result;	/* a plain task of a --result action */
 } Child;
 
 extern Child *children;			/* opts.concurrency slots */
@@ -215,12 +221,13 @@ extern void claimed_free_one(Claimed *c);
 extern bool db_has_return_and_own(void);
 extern bool db_return_and_own_send(const char *const *ids, const char *const *tokens,
 								   const char *const *statuses, const char *const *codes,
-								   int nret, int max, char *err, size_t errlen);
+								   const char *const *results, int nret, int max,
+								   char *err, size_t errlen);
 extern bool db_return_and_own_busy(void);
 extern int	db_return_and_own_result(Claimed **out, char *err, size_t errlen);
 extern bool db_extend(Child **due, int n, bool *owned);
 extern bool db_return(const char *id, const char *token, const char *status,
-					  const char *code, char *err, size_t errlen);
+					  const char *code, const char *result, char *err, size_t errlen);
 extern bool db_release(const char *id, const char *token, char *err, size_t errlen);
 
 /* db_worker_heartbeat's answers */
@@ -244,7 +251,8 @@ extern bool db_return_step(const char *id, const char *token, const char *result
 extern void cycle_init(void);
 extern void cycle_child_ran(int64_t ms, bool stopped);
 extern void cycle_queue_return(const Child *c, const char *status, const char *code,
-							   const char *outcome, const char *exit_buf, double seconds);
+							   const char *result, const char *outcome, const char *exit_buf,
+							   double seconds);
 extern int	cycle_queued(void);
 extern int	cycle_ahead(void);
 extern void cycle_start_ahead(void);
