@@ -132,8 +132,7 @@ taskq_schedule_next(PG_FUNCTION_ARGS)
 		strcmp(catch_up, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid catch_up \"%s\"", catch_up),
-				 errhint("catch_up is latest, all or none.")));
+				 errmsg("argument \"catch_up\" must be latest, all or none")));
 	check_task_keys(task);
 	if (!taskq_cron_next(&cron, tz, GetCurrentTransactionStartTimestamp(), &next))
 		ereport(ERROR,

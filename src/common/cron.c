@@ -294,7 +294,12 @@ taskq_cron_time_zone(const char *name)
 {
 	pg_tz	   *tz = NULL;
 
-	if (strlen(name) > 0 && strlen(name) <= TZ_STRLEN_MAX)
+	if (strlen(name) > TZ_STRLEN_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone name is too long"),
+				 errdetail("It is at most %d bytes.", TZ_STRLEN_MAX)));
+	if (name[0] != '\0')
 		tz = pg_tzset(name);
 	if (tz == NULL || !pg_tz_acceptable(tz))
 		ereport(ERROR,

@@ -1763,7 +1763,7 @@ CREATE TABLE taskq.schedule_registry (
     next_tick  timestamptz,
     CONSTRAINT schedule_registry_pkey PRIMARY KEY (name),
     CONSTRAINT schedule_registry_catch_up_check
-        CHECK (catch_up OPERATOR(pg_catalog.=) ANY (ARRAY['latest', 'all', 'none']::text[]))
+        CHECK (catch_up OPERATOR(pg_catalog.=) ANY (ARRAY['latest', 'all', 'none']::pg_catalog.text[]))
 );
 COMMENT ON TABLE taskq.schedule_registry IS
     'one row per schedule (taskq.schedule); read it through taskq.schedules';
@@ -1821,7 +1821,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION taskq.schedule(text, text, jsonb, text, text) IS
-    'create or replace the schedule of this name: the background worker inserts the task once per tick of the cron expression in the time zone, with id "<name>/<tick>"; catch_up (latest, all, none) says which missed ticks it inserts';
+    'create the schedule of this name, or replace it: the background worker inserts the task once per tick of the cron expression in the time zone, with id "<name>/<tick>"; catch_up (latest, all, none) says which missed ticks it inserts';
 REVOKE ALL ON FUNCTION taskq.schedule(text, text, jsonb, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.schedule(text, text, jsonb, text, text) TO taskq_admin;
 
