@@ -32,6 +32,8 @@ INSERT INTO cron_cases (cron, tz, after, expected, why) VALUES
  ('0 0 * * 5-7', 'UTC', '2026-01-10 00:00Z', '2026-01-11 00:00Z', '7 is Sunday'),
  ('0 0 * * 7', 'UTC', '2026-01-05 00:00Z', '2026-01-11 00:00Z', '7 alone is Sunday'),
  ('0 0 * * sun', 'UTC', '2026-01-05 00:00Z', '2026-01-11 00:00Z', 'names in any case'),
+ ('0 0 * * 7/3', 'UTC', '2026-01-05 00:00Z', '2026-01-11 00:00Z', 'day of week 7/3: Sunday only'),
+ ('0 0 * * */3', 'UTC', '2026-01-05 00:00Z', '2026-01-07 00:00Z', 'day of week */3: Sunday, Wednesday, Saturday'),
  ('0 0 1 JAN-MAR/2 *', 'UTC', '2026-01-01 00:00Z', '2026-03-01 00:00Z', 'a range of month names with a step'),
  ('0 0 1 jun,Feb *', 'UTC', '2026-03-01 00:00Z', '2026-06-01 00:00Z', 'a list of month names'),
  ('*/15 * * * *', 'UTC', '2026-01-01 00:07Z', '2026-01-01 00:15Z', 'every 15 minutes'),

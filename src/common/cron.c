@@ -155,7 +155,7 @@ parse_field(const CronField *f, const char *text, const char *expr, bool *star)
 		if (rlen == 1 && elem[0] == '*')
 		{
 			lo = f->min;
-			hi = f->max == 7 ? 6 : f->max;
+			hi = f->max;		/* day-of-week 7 is 0 again */
 		}
 		else
 		{
@@ -169,7 +169,7 @@ parse_field(const CronField *f, const char *text, const char *expr, bool *star)
 								psprintf("The range %d-%d ends before it starts.", lo, hi));
 			}
 			else if (slash != NULL)
-				hi = f->max == 7 ? 6 : f->max;
+				hi = f->max;
 			else
 				hi = lo;
 		}
