@@ -112,7 +112,10 @@ INSERT INTO m_valid VALUES
   ('resume_run', ARRAY[$$'m-swait'$$, $$'{"k": 1}'$$]),
   ('worker_heartbeat', ARRAY[$$'m-worker'$$, $$'{"actor": "w", "host": "h", "pid": 1, "version": "v",
        "actions": ["m"], "concurrency": 2, "heartbeat_interval": 10}'$$]),
-  ('worker_stopped', ARRAY[$$'m-worker'$$]);
+  ('worker_stopped', ARRAY[$$'m-worker'$$]),
+  ('schedule', ARRAY[$$'m-sched'$$, $$'*/5 * * * *'$$, $$'{"action": "m", "priority": 2}'$$,
+       $$'Europe/Berlin'$$, $$'all'$$]),
+  ('unschedule', ARRAY[$$'m-sched'$$]);
 
 -- Bad values per argument type: (type, kind, expression).
 CREATE TEMP TABLE m_bad (type text, ord int, kind text, expr text);

@@ -214,6 +214,17 @@ SELECT public.as_role('regress_monitor', $$SELECT taskq.worker_heartbeat('m-1')$
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.workers$$) AS worker_reads_workers;
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.worker_registry$$) AS worker_reads_registry;
 DELETE FROM taskq.worker_registry;
+-- Schedules: admins schedule and unschedule; monitors and admins read the view.
+SELECT public.as_role('regress_admin', $$SELECT taskq.schedule('s-1', '@daily', '{"action": "copy"}')$$) AS admin_schedules;
+SET SESSION AUTHORIZATION regress_monitor;
+SELECT name, cron, time_zone, task, catch_up, last_tick FROM taskq.schedules;
+RESET SESSION AUTHORIZATION;
+SELECT public.as_role('regress_producer', $$SELECT taskq.schedule('s-2', '@daily', '{"action": "copy"}')$$) AS producer_schedules;
+SELECT public.as_role('regress_monitor', $$SELECT taskq.unschedule('s-1')$$) AS monitor_unschedules;
+SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.schedules$$) AS worker_reads_schedules;
+SELECT public.as_role('regress_monitor', $$SELECT * FROM taskq.schedule_registry$$) AS monitor_reads_schedule_registry;
+SELECT public.as_role('regress_admin', $$SELECT taskq.unschedule('s-1')$$) AS admin_unschedules;
+SELECT count(*) AS schedules_left FROM taskq.schedules;
 
 SET SESSION AUTHORIZATION regress_producer;
 SELECT status_code FROM taskq.wait_for_task(:'w_id', '1 s');

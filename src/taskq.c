@@ -26,6 +26,7 @@
 #include "queue/queue.h"
 #include "workflow/workflow.h"
 #include "worker/worker.h"
+#include "api/schedules.h"
 
 PG_MODULE_MAGIC;
 
@@ -51,4 +52,6 @@ _PG_init(void)
 	taskq_register_xact_callbacks();
 	taskq_register_claim_callbacks();
 	taskq_workflow_init();
+	/* the worker fires schedules with api/'s parse of their task objects */
+	taskq_schedule_task_hook = taskq_schedule_task;
 }

@@ -1747,6 +1747,113 @@ COMMENT ON VIEW taskq.workers IS
     'the workers that heartbeat: who they are, since when, last seen, the tasks their actor holds, and whether they are stale (not seen for three heartbeat intervals)';
 GRANT SELECT ON taskq.workers TO taskq_monitor, taskq_admin;
 
+/* =====================================================================
+ * Schedules: the background worker inserts one task per tick of a cron
+ * expression, with id "<name>/<tick as ISO 8601 UTC>" and not_before the
+ * tick, and advances last_tick and next_tick in the same transaction.
+ * ===================================================================== */
+
+CREATE TABLE taskq.schedule_registry (
+    name       text COLLATE "C" NOT NULL,
+    cron       text NOT NULL,
+    time_zone  text NOT NULL,
+    task       jsonb NOT NULL,
+    catch_up   text NOT NULL,
+    last_tick  timestamptz,
+    next_tick  timestamptz,
+    CONSTRAINT schedule_registry_pkey PRIMARY KEY (name),
+    CONSTRAINT schedule_registry_catch_up_check
+        CHECK (catch_up OPERATOR(pg_catalog.=) ANY (ARRAY['latest', 'all', 'none']::pg_catalog.text[]))
+);
+COMMENT ON TABLE taskq.schedule_registry IS
+    'one row per schedule (taskq.schedule); read it through taskq.schedules';
+-- The background worker finds the schedules due, and its next wakeup, by next_tick.
+CREATE INDEX schedule_registry_next_tick_idx ON taskq.schedule_registry (next_tick);
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.schedule_registry TO taskq_admin;
+
+-- Every check of schedule() (22004, 22023), then the first tick after
+-- now(); the database's background worker is woken for it at the commit.
+CREATE FUNCTION taskq._schedule_next(name text, cron text, task jsonb, time_zone text,
+                                     catch_up text)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'taskq_schedule_next'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._schedule_next(text, text, jsonb, text, text) IS
+    'internal: check the arguments of schedule() and return the first tick after now()';
+REVOKE ALL ON FUNCTION taskq._schedule_next(text, text, jsonb, text, text) FROM PUBLIC;
+
+-- The first tick of a cron expression after an instant (NULL: none within
+-- nine years), for tests.
+CREATE FUNCTION taskq._cron_next(cron text, time_zone text, after timestamptz)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'taskq_cron_next_sql'
+LANGUAGE C STABLE;
+COMMENT ON FUNCTION taskq._cron_next(text, text, timestamptz) IS
+    'internal: the first tick of a cron expression in a time zone after an instant';
+REVOKE ALL ON FUNCTION taskq._cron_next(text, text, timestamptz) FROM PUBLIC;
+
+-- An update that keeps cron and time_zone keeps next_tick (a tick due is
+-- not lost by a repeated schedule()); one that changes either starts from
+-- the first tick after now().  last_tick is kept.
+CREATE FUNCTION taskq.schedule(name text, cron text, task jsonb, time_zone text DEFAULT 'UTC',
+                               catch_up text DEFAULT 'latest')
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    first_tick timestamptz;
+BEGIN
+    first_tick := taskq._schedule_next(schedule.name, schedule.cron, schedule.task,
+                                       schedule.time_zone, schedule.catch_up);
+    INSERT INTO taskq.schedule_registry AS r
+           (name, cron, time_zone, task, catch_up, last_tick, next_tick)
+    VALUES (schedule.name, schedule.cron, schedule.time_zone, schedule.task,
+            schedule.catch_up, NULL, first_tick)
+    ON CONFLICT ON CONSTRAINT schedule_registry_pkey
+       DO UPDATE SET cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone,
+                     task = EXCLUDED.task, catch_up = EXCLUDED.catch_up,
+                     next_tick = CASE WHEN r.cron OPERATOR(pg_catalog.=) EXCLUDED.cron
+                                       AND r.time_zone OPERATOR(pg_catalog.=) EXCLUDED.time_zone
+                                       AND r.next_tick IS NOT NULL
+                                      THEN r.next_tick ELSE EXCLUDED.next_tick END;
+END
+$$;
+COMMENT ON FUNCTION taskq.schedule(text, text, jsonb, text, text) IS
+    'create the schedule of this name, or replace it: the background worker inserts the task once per tick of the cron expression in the time zone, with id "<name>/<tick>"; catch_up (latest, all, none) says which missed ticks it inserts';
+REVOKE ALL ON FUNCTION taskq.schedule(text, text, jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.schedule(text, text, jsonb, text, text) TO taskq_admin;
+
+CREATE FUNCTION taskq.unschedule(name text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF name IS NULL THEN
+        RAISE EXCEPTION 'argument "name" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    DELETE FROM taskq.schedule_registry AS r
+     WHERE r.name OPERATOR(pg_catalog.=) unschedule.name;
+    RETURN FOUND;
+END
+$$;
+COMMENT ON FUNCTION taskq.unschedule(text) IS
+    'remove the schedule of this name (its tasks already inserted stay); whether there was one';
+REVOKE ALL ON FUNCTION taskq.unschedule(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.unschedule(text) TO taskq_admin;
+
+CREATE VIEW taskq.schedules AS
+SELECT s.name, s.cron, s.time_zone, s.task, s.catch_up, s.last_tick, s.next_tick
+  FROM taskq.schedule_registry AS s
+ ORDER BY s.name;
+COMMENT ON VIEW taskq.schedules IS
+    'the schedules: cron expression, time zone, task, catch_up, the last tick handled and the next one';
+GRANT SELECT ON taskq.schedules TO taskq_monitor, taskq_admin;
+
 -- ---------------------------------------------------------------------
 -- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.
 -- ---------------------------------------------------------------------

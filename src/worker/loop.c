@@ -6,15 +6,18 @@
  *	  delayed tasks whose time came (and wakes the claims waiting for
  *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
  *	  finished tasks past taskq.retention, and the rows of the workers
- *	  registry not seen for taskq.worker_retention.
+ *	  registry not seen for taskq.worker_retention; it fires the schedules
+ *	  whose tick came (worker/schedules.c).
  *
- * Each iteration is one transaction for expiry and announcements and one
- * for retention, run with synchronous_commit off: losing one in a crash
+ * Each iteration is one transaction for expiry, schedules and
+ * announcements and one for retention, run with synchronous_commit off: losing one in a crash
  * only means doing it again, since everything the worker acts on is found
- * from rows (lease deadlines, not_before, finished_at), never from memory.
+ * from rows (lease deadlines, not_before, next_tick, finished_at), never
+ * from memory.
  * It then sleeps until the earliest deadline it knows of (a lease, a
- * not_before, a deferred notification, a retention moment), capped by
- * taskq.worker_naptime, or until a producer sets its latch; a producer that
+ * not_before, a schedule's next tick, a deferred notification, a retention
+ * moment), capped by taskq.worker_naptime, or until a producer sets its
+ * latch (schedule() does, for its first tick); a producer that
  * committed a delayed task earlier than that moment lowers it (next_due in
  * the database's slot), so a waiting claim gets the task when it is due.
  *
@@ -219,6 +222,9 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			break;
 		next = now;				/* more may be waiting: come back soon */
 	}
+
+	pgstat_report_activity(STATE_RUNNING, "taskq: firing schedules");
+	next = earliest(next, taskq_fire_schedules(now));
 
 	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
 	if (taskq_fold_deferred_signals() == TASKQ_FOLD_BATCH)

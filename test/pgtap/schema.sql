@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(108);
+SELECT plan(115);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -202,6 +202,35 @@ SELECT ok(has_table_privilege('taskq_monitor', 'taskq.workers', 'SELECT')
           AND NOT has_table_privilege('taskq_worker', 'taskq.workers', 'SELECT')
           AND NOT has_table_privilege('taskq_monitor', 'taskq.worker_registry', 'SELECT'),
     'monitors read taskq.workers, not its table');
+
+-- ------------------------------------------------------------ schedules
+SELECT has_function('taskq', 'schedule', ARRAY['text', 'text', 'jsonb', 'text', 'text'],
+    'schedule(text, text, jsonb, text, text) exists');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.schedule(text, text, jsonb, text, text)'::regprocedure),
+    'name text, cron text, task jsonb, time_zone text DEFAULT ''UTC''::text, catch_up text DEFAULT ''latest''::text',
+    'schedule argument names, time_zone defaults to UTC, catch_up to latest');
+SELECT function_returns('taskq', 'schedule', ARRAY['text', 'text', 'jsonb', 'text', 'text'], 'void',
+    'schedule returns void');
+SELECT function_returns('taskq', 'unschedule', ARRAY['text'], 'boolean',
+    'unschedule(text) returns boolean');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                        ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = 'taskq.schedules'::regclass AND a.attnum > 0),
+    'name text, cron text, time_zone text, task jsonb, catch_up text, '
+    'last_tick timestamp with time zone, next_tick timestamp with time zone',
+    'taskq.schedules has its columns, in order, with their types');
+SELECT ok(has_function_privilege('taskq_admin', 'taskq.schedule(text, text, jsonb, text, text)', 'EXECUTE')
+          AND has_function_privilege('taskq_admin', 'taskq.unschedule(text)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_producer', 'taskq.schedule(text, text, jsonb, text, text)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_worker', 'taskq.unschedule(text)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_monitor', 'taskq.schedule(text, text, jsonb, text, text)', 'EXECUTE'),
+    'only admins schedule and unschedule');
+SELECT ok(has_table_privilege('taskq_monitor', 'taskq.schedules', 'SELECT')
+          AND has_table_privilege('taskq_admin', 'taskq.schedules', 'SELECT')
+          AND NOT has_table_privilege('taskq_worker', 'taskq.schedules', 'SELECT')
+          AND NOT has_table_privilege('taskq_monitor', 'taskq.schedule_registry', 'SELECT'),
+    'monitors and admins read taskq.schedules, monitors not its table');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql
