@@ -108,7 +108,7 @@ taskq_cancel_ids(List *ids, const char *why)
 			if (taskq_task_peek(t->id, 0, &now) && now.code == TASKQ_ABORTED)
 				continue;
 			/* in progress past its deadline, not swept yet: its attempt ends here */
-			if (now.code == TASKQ_IN_PROGRESS)
+			if (t->code == TASKQ_IN_PROGRESS)
 				taskq_attempt_end_unknown_action(t->id, "cancelled");
 			taskq_abort_task(t->id, why);
 		}

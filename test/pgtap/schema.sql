@@ -219,7 +219,7 @@ SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_ty
     'task_id text, try integer, actor text, claimed_at timestamp with time zone, '
     'finished_at timestamp with time zone, outcome text, status text, result jsonb',
     'taskq.attempts has its columns, in order, with their types');
-SELECT function_returns('taskq', 'task_attempts', ARRAY['text'], 'setof attempts',
+SELECT function_returns('taskq', 'task_attempts', ARRAY['text'], 'setof taskq.attempts',
     'task_attempts(text) returns setof taskq.attempts');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
