@@ -85,7 +85,7 @@ INSERT INTO m_valid VALUES
   ('cancel_tasks', ARRAY[$$'{m-ready}'$$]),
   ('cancel_workflow', ARRAY[$$'m-flow'$$]),
   ('redrive_tasks', ARRAY[$$'{m-dead}'$$]),
-  ('set_action_policy', ARRAY[$$'m'$$, '3', $$'{"delay": "1 s"}'$$]),
+  ('set_action_policy', ARRAY[$$'m'$$, '3', $$'{"delay": "1 s"}'$$, 'true']),
   ('create_job', ARRAY[$$'m-job2'$$, $$'[{"id": "m-jt2", "action": "m"}]'$$, '3']),
   ('report_progress', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '1']),
   ('set_job_item_count', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '10']),
@@ -103,6 +103,7 @@ INSERT INTO m_valid VALUES
   ('wait_for_run', ARRAY[$$'m-wait'$$, $$'1 s'$$]),
   ('cancel_run', ARRAY[$$'m-wait'$$]),
   ('run_steps', ARRAY[$$'m-run'$$]),
+  ('task_attempts', ARRAY[$$'m-ready'$$]),
   ('definition_graph', ARRAY[$$'m-mach'$$, $$'mermaid'$$, '1']),
   ('run_graph', ARRAY[$$'m-run'$$, $$'dot'$$]),
   ('define_saga', ARRAY[$$'m-saga2'$$, $$'{"steps": [{"name": "A", "do": "a", "undo": "u"}]}'$$]),
@@ -123,7 +124,7 @@ INSERT INTO m_bad (type, kind, expr)
 SELECT t.type, v.kind, v.expr
   FROM (VALUES ('text'), ('jsonb'), ('text[]'), ('uuid'), ('uuid[]'), ('integer'),
                ('bigint'), ('interval'), ('taskq.status'), ('taskq.status[]'),
-               ('jsonb[]'), ('timestamp with time zone')) AS t(type),
+               ('jsonb[]'), ('timestamp with time zone'), ('boolean')) AS t(type),
        LATERAL (VALUES
     -- every type
     ('NULL', 'NULL'),

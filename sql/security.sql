@@ -192,6 +192,8 @@ SELECT cardinality(taskq.enqueue_many('mail', ARRAY['{}', '{}']::jsonb[])) AS en
 SELECT taskq.wait_for_task('p1', '0 s') IS NULL AS p1_not_finished;
 RESET SESSION AUTHORIZATION;
 
+-- (the copies keep their attempts, which every role but nobody may read)
+SELECT taskq.set_action_policy('copy', NULL, NULL, true) AS keeps_attempts;
 SET SESSION AUTHORIZATION regress_worker;
 SELECT id, action FROM taskq.own_tasks('w', 1, '{copy}', '1 hour') \gset w_
 RESET SESSION AUTHORIZATION;
@@ -209,7 +211,13 @@ SET SESSION AUTHORIZATION regress_monitor;
 SELECT action, ready, blocked, in_progress, completed FROM taskq.action_stats ORDER BY action;
 SELECT count(*) AS in_progress FROM taskq.tasks_in_progress;
 SELECT worker_id, actor, pid, in_progress, stale FROM taskq.workers;
+SELECT try, actor, outcome, status FROM taskq.task_attempts(:'w_id');
+SELECT task_id = :'w_id' AS same_task, outcome FROM taskq.attempts;
 RESET SESSION AUTHORIZATION;
+SELECT public.as_role('regress_producer', $$SELECT count(*) FROM taskq.task_attempts('$$ || :'w_id' || $$')$$) AS producer_reads_attempts;
+SELECT public.as_role('regress_worker', $$SELECT count(*) FROM taskq.task_attempts('$$ || :'w_id' || $$')$$) AS worker_reads_attempts;
+SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.attempts$$) AS worker_reads_attempts_table;
+SELECT public.as_role('regress_nobody', $$SELECT count(*) FROM taskq.task_attempts('$$ || :'w_id' || $$')$$) AS nobody_reads_attempts;
 SELECT public.as_role('regress_monitor', $$SELECT taskq.worker_heartbeat('m-1')$$) AS monitor_heartbeats;
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.workers$$) AS worker_reads_workers;
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.worker_registry$$) AS worker_reads_registry;
@@ -364,6 +372,7 @@ SELECT id, status FROM taskq.runs WHERE id LIKE 'sec-%' ORDER BY id;
 DELETE FROM taskq.action_grants;
 
 -- ------------------------------------------------------------ clean up
+SELECT taskq.set_action_policy('copy', NULL, NULL, false) AS cleared;
 DELETE FROM taskq.action_grants;
 DELETE FROM taskq.tasks;
 DROP TABLE call_matrix;

@@ -2,8 +2,13 @@
  *
  * action_policy.c
  *	  The default max_tries of actions (taskq.set_action_policy), for the
- *	  tasks of a batch that give none: looked up in taskq.action_policies
- *	  once per action, then kept per session until the table changes.
+ *	  tasks of a batch that give none, and whether an action keeps the
+ *	  history of its attempts (attempts.c): looked up in
+ *	  taskq.action_policies once per action, then kept per session until
+ *	  the table changes.  Also kept: whether attempt rows can exist at all
+ *	  (some policy keeps them, or taskq.attempts has pages), so that the
+ *	  claims, returns and deletes of a database that keeps none pay one
+ *	  test of a backend-local flag.
  *
  * Looking it up for each call cost a one-task enqueue about 8 µs: the
  * table and its primary key opened and locked, a snapshot, and a descent
@@ -46,6 +51,7 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "parser/parse_func.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -69,12 +75,16 @@ typedef struct PolicyAnswer
 	char		action[TASKQ_MAX_ACTION_LEN + 1];	/* key */
 	bool		has_tries;
 	int32		tries;
+	bool		keeps;			/* keep_attempts */
 } PolicyAnswer;
 
 static HTAB *answers = NULL;
 static Oid	policies_relid = InvalidOid;	/* the table the answers came from */
 static uint64 generation = 0;	/* invalidations of it seen */
 static uint64 answers_generation = 0;	/* the generation the answers were read in */
+static bool possible = true;	/* attempt rows can exist (taskq_policy_attempts_possible) */
+static bool possible_known = false;
+static uint64 possible_generation = 0;	/* the generation it was read in */
 
 static void
 policies_invalidate(Datum arg, Oid relid)
@@ -85,10 +95,17 @@ policies_invalidate(Datum arg, Oid relid)
 	}
 }
 
-/* The default max_tries of these actions (the SQL form). */
+/* The policies of these actions (the SQL form). */
 static TaskqPlan policy_tries_plan = {
-	"SELECT action, max_tries FROM taskq.action_policies"
-	" WHERE action OPERATOR(pg_catalog.=) ANY ($1) AND max_tries IS NOT NULL",
+	"SELECT action, max_tries, keep_attempts FROM taskq.action_policies"
+	" WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}, NULL, true
+};
+
+/* The same before the update to 0.6 (no keep_attempts): it goes with updates from 0.5. */
+static TaskqPlan legacy_policy_tries_plan = {
+	"SELECT action, max_tries, false FROM taskq.action_policies"
+	" WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
 	1, {TEXTARRAYOID}, NULL, true
 };
 
@@ -140,6 +157,7 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 	Relation	rel;
 	Relation	idx;
 	AttrNumber	tries_att;
+	AttrNumber	keeps_att;
 	Snapshot	snap;
 	TupleTableSlot *slot;
 	ListCell   *lc;
@@ -149,6 +167,7 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 		return false;
 	rel = table_open(relid, AccessShareLock);
 	tries_att = taskq_column(RelationGetDescr(rel), "max_tries");
+	keeps_att = taskq_column(RelationGetDescr(rel), "keep_attempts");	/* none before 0.6 */
 	if (tries_att == InvalidAttrNumber || rel->rd_rel->relrowsecurity ||
 		rel->rd_rel->relam != HEAP_TABLE_AM_OID)
 	{
@@ -177,6 +196,7 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 		PolicyAnswer *a = &out[i++];
 
 		a->has_tries = false;
+		a->keeps = false;
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
 					CStringGetTextDatum(lfirst(lc)));
 		scan = taskq_index_beginscan(rel, idx, snap, 1, 0);
@@ -188,6 +208,11 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 
 			a->has_tries = !isnull;
 			a->tries = isnull ? 0 : DatumGetInt32(v);
+			if (keeps_att != InvalidAttrNumber)
+			{
+				v = slot_getattr(slot, keeps_att, &isnull);
+				a->keeps = !isnull && DatumGetBool(v);
+			}
 		}
 		index_endscan(scan);
 	}
@@ -205,34 +230,34 @@ lookup_sql(List *actions, PolicyAnswer *out)
 	Datum		arg = taskq_text_array_datum(actions);
 	ListCell   *lc;
 	int			i = 0;
+	Oid			nsp = get_namespace_oid("taskq", false);
+	Oid			relid = get_relname_relid("action_policies", nsp);
 
-	taskq_execute(&policy_tries_plan, &arg, NULL, false, 0);
+	taskq_execute(get_attnum(relid, "keep_attempts") != InvalidAttrNumber ?
+				  &policy_tries_plan : &legacy_policy_tries_plan, &arg, NULL, false, 0);
 	foreach(lc, actions)
 	{
 		out[i].has_tries = false;
+		out[i].keeps = false;
 		for (uint64 r = 0; r < SPI_processed; r++)
 			if (strcmp(taskq_get_text(r, 1, NULL), lfirst(lc)) == 0)
 			{
-				out[i].has_tries = true;
-				out[i].tries = taskq_get_int32(r, 2, NULL);
+				bool		isnull;
+
+				out[i].tries = taskq_get_int32(r, 2, &isnull);
+				out[i].has_tries = !isnull;
+				out[i].keeps = taskq_get_bool(r, 3, NULL);
 			}
 		i++;
 	}
 }
 
-/*
- * The default max_tries of the tasks of specs that give none: the actions
- * with a policy that sets one, and their tries in *tries.
- */
-List *
-taskq_policy_max_tries(List *specs, List **tries)
+/* Drop what was kept if an invalidation of the table arrived since. */
+static void
+policies_accept_invalidations(void)
 {
 	static bool registered = false;
-	List	   *missing = NIL;
-	List	   *actions = NIL;
-	ListCell   *lc;
 
-	*tries = NIL;
 	if (!registered)
 	{
 		CacheRegisterRelcacheCallback(policies_invalidate, (Datum) 0);
@@ -244,23 +269,27 @@ taskq_policy_max_tries(List *specs, List **tries)
 		hash_destroy(answers);
 		answers = NULL;
 	}
+}
 
-	foreach(lc, specs)
+/*
+ * The answers for actions (distinct), in order: kept ones from the table of
+ * answers, the others looked up (and kept, if they may be).
+ */
+static PolicyAnswer *
+policy_answers(List *actions)
+{
+	PolicyAnswer *out = palloc(sizeof(PolicyAnswer) * Max(list_length(actions), 1));
+	List	   *missing = NIL;
+	ListCell   *lc;
+
+	foreach(lc, actions)
 	{
-		TaskqTaskSpec *s = lfirst(lc);
-		PolicyAnswer *a;
+		PolicyAnswer *a = taskq_local_find(answers, sizeof(a->action), lfirst(lc));
 
-		if (s->has_max_tries || taskq_string_member(actions, s->action) ||
-			taskq_string_member(missing, s->action))
-			continue;
-		a = taskq_local_find(answers, sizeof(a->action), s->action);
-		if (a == NULL)
-			missing = lappend(missing, s->action);
-		else if (a->has_tries)
-		{
-			actions = lappend(actions, s->action);
-			*tries = lappend_int(*tries, a->tries);
-		}
+		if (a != NULL)
+			out[foreach_current_index(lc)] = *a;
+		else
+			missing = lappend(missing, lfirst(lc));
 	}
 
 	if (missing != NIL)
@@ -283,11 +312,6 @@ taskq_policy_max_tries(List *specs, List **tries)
 		{
 			PolicyAnswer *a = &got[i++];
 
-			if (a->has_tries)
-			{
-				actions = lappend(actions, lfirst(lc));
-				*tries = lappend_int(*tries, a->tries);
-			}
 			if (keep)
 			{
 				bool		found;
@@ -299,10 +323,143 @@ taskq_policy_max_tries(List *specs, List **tries)
 				{
 					k->has_tries = a->has_tries;
 					k->tries = a->tries;
+					k->keeps = a->keeps;
 				}
 			}
 		}
+		/* in the order of actions */
+		i = 0;
+		foreach(lc, actions)
+		{
+			ListCell   *m;
+
+			foreach(m, missing)
+				if (strcmp(lfirst(m), lfirst(lc)) == 0)
+				{
+					out[foreach_current_index(lc)] = got[foreach_current_index(m)];
+					break;
+				}
+		}
 		pfree(got);
 	}
+	return out;
+}
+
+/*
+ * The default max_tries of the tasks of specs that give none: the actions
+ * with a policy that sets one, and their tries in *tries.
+ */
+List *
+taskq_policy_max_tries(List *specs, List **tries)
+{
+	List	   *asked = NIL;
+	List	   *actions = NIL;
+	PolicyAnswer *got;
+	ListCell   *lc;
+
+	*tries = NIL;
+	policies_accept_invalidations();
+	foreach(lc, specs)
+	{
+		TaskqTaskSpec *s = lfirst(lc);
+
+		if (!s->has_max_tries && !taskq_string_member(asked, s->action))
+			asked = lappend(asked, s->action);
+	}
+	if (asked == NIL)
+		return NIL;
+	got = policy_answers(asked);
+	foreach(lc, asked)
+	{
+		PolicyAnswer *a = &got[foreach_current_index(lc)];
+
+		if (a->has_tries)
+		{
+			actions = lappend(actions, lfirst(lc));
+			*tries = lappend_int(*tries, a->tries);
+		}
+	}
 	return actions;
+}
+
+/* Does action keep the history of its attempts (keep_attempts)? */
+bool
+taskq_policy_keeps_attempts(const char *action)
+{
+	PolicyAnswer *a;
+
+	policies_accept_invalidations();
+	a = taskq_local_find(answers, sizeof(a->action), action);
+	if (a != NULL)
+		return a->keeps;
+	return policy_answers(list_make1((char *) action))[0].keeps;
+}
+
+/*
+ * Can rows of taskq.attempts exist: does a policy keep attempts, or has
+ * the table pages (rows kept before a policy stopped keeping them)?  Read
+ * once per generation of the policies: rows are added only for an action
+ * whose policy keeps them, so while none does, none appear.  Without the
+ * table (before the update to 0.6): false.  For a table not as the
+ * install script made it: true, and callers look each action up.
+ */
+bool
+taskq_policy_attempts_possible(void)
+{
+	Oid			nsp;
+	Oid			relid;
+	Oid			attempts;
+	uint64		seen;
+	bool		any = false;
+
+	policies_accept_invalidations();
+	if (possible_known && possible_generation == generation)
+		return possible;
+
+	seen = generation;
+	nsp = get_namespace_oid("taskq", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("action_policies", nsp) : InvalidOid;
+	attempts = OidIsValid(nsp) ? get_relname_relid("attempts", nsp) : InvalidOid;
+	if (!OidIsValid(relid) || !OidIsValid(attempts))
+		any = false;
+	else
+	{
+		Relation	rel = table_open(relid, AccessShareLock);
+		AttrNumber	keeps_att = taskq_column(RelationGetDescr(rel), "keep_attempts");
+
+		policies_relid = relid;
+		if (keeps_att == InvalidAttrNumber || rel->rd_rel->relrowsecurity ||
+			rel->rd_rel->relam != HEAP_TABLE_AM_OID || !triggers_tell(rel))
+			any = true;			/* not as installed: ask each action */
+		else
+		{
+			Snapshot	snap = RegisterSnapshot(GetTransactionSnapshot());
+			TableScanDesc scan = table_beginscan(rel, snap, 0, NULL);
+			TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+			while (!any && table_scan_getnextslot(scan, ForwardScanDirection, slot))
+			{
+				bool		isnull;
+				Datum		v = slot_getattr(slot, keeps_att, &isnull);
+
+				any = !isnull && DatumGetBool(v);
+			}
+			ExecDropSingleTupleTableSlot(slot);
+			table_endscan(scan);
+			UnregisterSnapshot(snap);
+		}
+		table_close(rel, AccessShareLock);
+		if (!any)
+		{
+			Relation	arel = table_open(attempts, AccessShareLock);
+
+			any = RelationGetNumberOfBlocks(arel) > 0;
+			table_close(arel, AccessShareLock);
+		}
+	}
+	/* an invalidation while reading: read again next time */
+	possible_known = seen == generation;
+	possible_generation = seen;
+	possible = any;
+	return any;
 }

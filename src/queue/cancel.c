@@ -35,6 +35,7 @@
 #include "common/plan.h"
 #include "queue/cancel.h"
 #include "queue/queue.h"
+#include "queue/queue_internal.h"
 
 static TaskqPlan mark_cancelled_plan = {
 	"UPDATE taskq.tasks SET cancelled = true WHERE id OPERATOR(pg_catalog.=) $1",
@@ -106,6 +107,9 @@ taskq_cancel_ids(List *ids, const char *why)
 			/* an earlier one's cascade may have aborted it by now */
 			if (taskq_task_peek(t->id, 0, &now) && now.code == TASKQ_ABORTED)
 				continue;
+			/* in progress past its deadline, not swept yet: its attempt ends here */
+			if (t->code == TASKQ_IN_PROGRESS)
+				taskq_attempt_end_unknown_action(t->id, "cancelled");
 			taskq_abort_task(t->id, why);
 		}
 		count++;

@@ -191,9 +191,12 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	if (!req->skip_sweep)
 		taskq_sweep_expired();
 
+	/* the attempts of actions that keep them are the claim's writes too */
+	taskq_attempts_claim_begin();
 	direct = taskq_claim_direct(req, out, outdesc);
 	if (direct >= 0)
 	{
+		taskq_attempts_claimed(req->actor, req->now);
 		if (direct > 0)
 			taskq_note_claim_written(only_claims);
 		taskq_finished_dispatch();	/* the sweep's aborts */
@@ -214,8 +217,6 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 				  values, nulls, false, 0);
 
 	n = SPI_processed;
-	if (n > 0)
-		taskq_note_claim_written(only_claims);
 	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -227,7 +228,15 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	if (n > 1)
 		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);
 	for (uint64 i = 0; i < n; i++)
+	{
 		tuplestore_putvalues(out, outdesc, rows[i].values, rows[i].nulls);
+		/* id, action, num_tries */
+		taskq_attempts_note_claim(rows[i].values[0], rows[i].values[2],
+								  DatumGetInt32(rows[i].values[4]));
+	}
+	taskq_attempts_claimed(req->actor, req->now);
+	if (n > 0)
+		taskq_note_claim_written(only_claims);
 	taskq_finished_dispatch();	/* the sweep's aborts */
 	return (int) n;
 }

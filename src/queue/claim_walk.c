@@ -297,6 +297,7 @@ claim_row(ClaimWalk *w)
 	row[5] = w->deadline;
 	rownulls[5] = !w->has_deadline;
 	tuplestore_putvalues(w->out, w->outdesc, row, rownulls);
+	taskq_attempts_note_claim(row[0], row[2], tries);	/* attempts.c: if any are kept */
 	w->claimed++;
 }
 

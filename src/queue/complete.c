@@ -53,7 +53,7 @@ static TaskqPlan complete_held_batch_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -71,7 +71,7 @@ static TaskqPlan delete_held_batch_plan = {
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
 	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -90,7 +90,7 @@ static TaskqPlan complete_held_batch_plain_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
@@ -101,7 +101,7 @@ static TaskqPlan delete_held_batch_plain_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	2, {TEXTARRAYOID, UUIDARRAYOID}
 };
 
@@ -198,6 +198,7 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 		CHECK_FOR_INTERRUPTS();
 		Assert(!item->done);
 		tasks[i].succs = NIL;
+		tasks[i].deleted = false;
 		found = taskq_fetch_claimed(&d, item->id, &nblocks);
 		if (!found)
 		{
@@ -213,7 +214,8 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 			if (!found || !held_with(&d, item->token))
 				break;
 			tid = d.oldslot->tts_tid;
-			if (delete_on_completion(&d, item->result))
+			tasks[i].deleted = delete_on_completion(&d, item->result);
+			if (tasks[i].deleted)
 				result = table_tuple_delete(d.rel, &tid, d.cid, d.snapshot,
 											InvalidSnapshot, true, &tmfd, false);
 			else
@@ -241,6 +243,8 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 
 				item->done = true;
 				tasks[i].succs = isnull ? NIL : taskq_text_array_list(s);
+				tasks[i].action = TextDatumGetCString(taskq_rel_old(&d, d.ready->action,
+																	&status_null));
 				ndone++;
 				break;
 			}
@@ -260,9 +264,12 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	taskq_rel_close(&d);
 	return ndone;
 }
-/* The rows (id, to_signal_after) the last statement finished: done, succs. */
+/*
+ * The rows (id, to_signal_after, action) the last statement finished
+ * (deleted: it deleted them): done, succs, action.
+ */
 static void
-note_held_done(TaskqCompletion *tasks, int n)
+note_held_done(TaskqCompletion *tasks, int n, bool deleted)
 {
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -273,6 +280,8 @@ note_held_done(TaskqCompletion *tasks, int n)
 			{
 				tasks[i].item->done = true;
 				tasks[i].succs = taskq_get_text_array(r, 2);
+				tasks[i].action = taskq_get_text(r, 3, NULL);
+				tasks[i].deleted = deleted;
 				break;
 			}
 	}
@@ -308,6 +317,7 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 		rnulls[i] = item->result == NULL;
 		resdatums[i] = rnulls[i] ? (Datum) 0 : JsonbPGetDatum(item->result);
 		tasks[i].succs = NIL;
+		tasks[i].deleted = false;
 	}
 	values[0] = taskq_text_array_datum(idlist);
 	values[1] = PointerGetDatum(construct_array(tokdatums, n, UUIDOID, UUID_LEN,
@@ -320,9 +330,9 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	{
 		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
 					  values, NULL, false, 0);
-		note_held_done(tasks, n);
+		note_held_done(tasks, n, true);
 	}
 	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
 				  values, NULL, false, 0);
-	note_held_done(tasks, n);
+	note_held_done(tasks, n, false);
 }

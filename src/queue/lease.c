@@ -31,7 +31,7 @@
 
 #include "common/plan.h"
 #include "ipc/wakeup.h"
-#include "queue/queue.h"
+#include "queue/queue_internal.h"
 
 
 static TaskqPlan expired_probe_plan = {
@@ -50,12 +50,12 @@ static TaskqPlan expired_requeue_plan = {
 	"      AND (e.max_tries IS NULL OR e.num_tries OPERATOR(pg_catalog.<) e.max_tries)"
 	"      AND NOT e.cancelled"
 	"    ORDER BY e.action_deadline LIMIT 64 FOR UPDATE SKIP LOCKED))"
-	" RETURNING t.action",
+	" RETURNING t.action, t.id",
 	0, {0}
 };
 
 static TaskqPlan expired_exhausted_plan = {
-	"SELECT e.id, e.num_tries, e.cancelled FROM taskq.tasks AS e"
+	"SELECT e.id, e.num_tries, e.cancelled, e.action FROM taskq.tasks AS e"
 	" WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
 	"   AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND (e.num_tries OPERATOR(pg_catalog.>=) e.max_tries OR e.cancelled)"
@@ -83,6 +83,21 @@ taskq_sweep_expired(void)
 	handled = SPI_processed;
 	for (uint64 i = 0; i < SPI_processed; i++)
 		taskq_note_ready(taskq_get_text(i, 1, NULL));
+	if (handled > 0 && taskq_policy_attempts_possible())
+	{
+		int			n = handled;
+		char	  **ids = palloc(sizeof(char *) * n);
+		char	  **actions = palloc(sizeof(char *) * n);
+
+		for (int i = 0; i < n; i++)
+		{
+			actions[i] = taskq_get_text(i, 1, NULL);
+			ids[i] = taskq_get_text(i, 2, NULL);
+		}
+		/* their attempts ended expired (a late owner's return may still end them) */
+		for (int i = 0; i < n; i++)
+			taskq_attempt_end(ids[i], actions[i], "expired", NULL, NULL, false);
+	}
 
 	taskq_execute(&expired_exhausted_plan, NULL, NULL, false, 0);
 	if (SPI_processed > 0)
@@ -90,6 +105,7 @@ taskq_sweep_expired(void)
 		uint64		n = SPI_processed;
 		char	  **ids = palloc(sizeof(char *) * n);
 		char	  **why = palloc(sizeof(char *) * n);
+		char	  **actions = palloc(sizeof(char *) * n);
 
 		for (uint64 i = 0; i < n; i++)
 		{
@@ -99,7 +115,15 @@ taskq_sweep_expired(void)
 						 taskq_get_int32(i, 2, NULL));
 		}
 		for (uint64 i = 0; i < n; i++)
+			actions[i] = taskq_get_text(i, 4, NULL);
+		for (uint64 i = 0; i < n; i++)
+		{
+			/* a task cancelled while owned ends because it was cancelled */
+			taskq_attempt_end(ids[i], actions[i],
+							  strcmp(why[i], "cancelled") == 0 ? "cancelled" : "expired",
+							  NULL, NULL, false);
 			taskq_abort_task(ids[i], why[i]);
+		}
 		handled += n;
 	}
 	return handled;

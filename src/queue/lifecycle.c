@@ -348,7 +348,8 @@ static TaskqPlan extend_plan = {
 	"   AND performance_token OPERATOR(pg_catalog.=) $2"
 	"   AND actor_id OPERATOR(pg_catalog.=) $3"
 	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT cancelled",
+	"   AND NOT cancelled"
+	" RETURNING action",
 	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
 };
 
@@ -367,7 +368,12 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 	values[2] = CStringGetTextDatum(actor);
 	values[3] = IntervalPGetDatum(lease);
 	taskq_execute(&extend_plan, values, NULL, false, 0);
-	return SPI_processed == 1;
+	if (SPI_processed != 1)
+		return false;
+	/* a lease that had expired: its attempt is held again (attempts.c) */
+	if (taskq_policy_attempts_possible())
+		taskq_attempt_reopen(id, taskq_get_text(0, 1, NULL));
+	return true;
 }
 
 /*

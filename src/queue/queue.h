@@ -208,6 +208,8 @@ extern void taskq_claim_start_reset(Oid dboid);
 /* The rows an SQL statement wrote (the trigger taskq.tasks_written()). */
 extern void taskq_claim_start_rows_written(Relation rel, Tuplestorestate *oldtable,
 										   Tuplestorestate *newtable);
+/* The rows an SQL statement deleted: their attempts go too (attempts.c). */
+extern void taskq_attempts_tasks_deleted(Relation rel, Tuplestorestate *oldtable);
 
 /* Waiting for a task to finish (wait.c) */
 extern Datum taskq_wait_until_done(TaskqPlan *look, const char *key,
@@ -271,6 +273,7 @@ typedef struct TaskqHeld
 	bool		has_max_tries;
 	int32		max_tries;
 	bool		cancelled;		/* cancelled while owned: its return aborts it */
+	char	   *action;
 } TaskqHeld;
 
 /*

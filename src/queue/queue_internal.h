@@ -55,6 +55,8 @@ typedef struct TaskqCompletion
 {
 	TaskqReturnItem *item;
 	List	   *succs;			/* when done: to_signal_after, as C strings */
+	char	   *action;			/* when done: the task's action */
+	bool		deleted;		/* when done: deleted (taskq.retention = 0) */
 } TaskqCompletion;
 
 /* -1 from the direct path: it does not apply, the caller runs the SQL */
@@ -64,8 +66,20 @@ extern void taskq_complete_sql(TaskqCompletion *tasks, int n);
 /* insert_rows.c: a checked batch's rows written */
 extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
 
-/* action_policy.c: the actions' default max_tries, kept per session */
+/* action_policy.c: the actions' policies, kept per session */
 extern List *taskq_policy_max_tries(List *specs, List **tries);
+extern bool taskq_policy_keeps_attempts(const char *action);
+extern bool taskq_policy_attempts_possible(void);
+
+/* attempts.c: the history of attempts, for the actions that keep it */
+extern void taskq_attempts_claim_begin(void);
+extern void taskq_attempts_note_claim(Datum id, Datum action, int32 tries);
+extern void taskq_attempts_claimed(const char *actor, TimestampTz at);
+extern void taskq_attempt_end(const char *id, const char *action, const char *outcome,
+							  const char *status, Jsonb *result, bool late);
+extern void taskq_attempt_end_unknown_action(const char *id, const char *outcome);
+extern void taskq_attempt_reopen(const char *id, const char *action);
+extern void taskq_attempts_delete(List *ids);
 
 /* lifecycle.c: the end of one task, and the tasks a call finished */
 extern List *taskq_finish_row(const char *id, TaskqStatus code, const char *status);

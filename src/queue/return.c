@@ -102,6 +102,7 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 	/* Cancelled while owned: whatever the worker says, it ends here. */
 	if (held.cancelled)
 	{
+		taskq_attempt_end(id, held.action, "cancelled", status, result, true);
 		taskq_abort_task(id, "cancelled");
 		return;
 	}
@@ -109,17 +110,28 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 	/*
 	 * The token matches and the task is unfinished: it is in progress, or
 	 * its lease expired and nobody owned it since (the late owner may still
-	 * return it).
+	 * return it, and its attempt, ended expired, ends as returned).
 	 */
 	if (code == TASKQ_COMPLETED)
+	{
+		taskq_attempt_end(id, held.action, "completed", status, result, true);
 		taskq_complete_task(id, status);
-	else if (code == TASKQ_ABORTED)
-		taskq_abort_task(id, status);
-	else if (held.has_max_tries && held.num_tries >= held.max_tries)
-		taskq_abort_task(id, status ? status :
-						 psprintf("aborted: all %d tries used", held.max_tries));
+	}
+	else if (code == TASKQ_ABORTED ||
+			 (held.has_max_tries && held.num_tries >= held.max_tries))
+	{
+		taskq_attempt_end(id, held.action, "aborted", status, result, true);
+		if (code == TASKQ_ABORTED)
+			taskq_abort_task(id, status);
+		else
+			taskq_abort_task(id, status ? status :
+							 psprintf("aborted: all %d tries used", held.max_tries));
+	}
 	else
+	{
+		taskq_attempt_end(id, held.action, "pending", status, result, true);
 		taskq_task_retry(id, held.code, status, retry_delay);
+	}
 }
 
 /*
@@ -143,6 +155,8 @@ complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 		if (items[i].done || items[i].code != TASKQ_COMPLETED)
 			continue;
 		tasks[m].item = &items[i];
+		tasks[m].action = NULL;
+		tasks[m].deleted = false;
 		tasks[m++].succs = NIL;
 	}
 	if (m == 0)
@@ -157,6 +171,25 @@ complete_held_batch(TaskqReturnItem *items, int n, const char *caller)
 			taskq_task_finished(tasks[k].item->id, TASKQ_COMPLETED);
 			all_succs = list_concat(all_succs, tasks[k].succs);
 		}
+	/* their attempts, for the actions that keep them (attempts.c) */
+	if (taskq_policy_attempts_possible())
+	{
+		List	   *deleted = NIL;
+
+		for (int k = 0; k < m; k++)
+		{
+			TaskqReturnItem *item = tasks[k].item;
+
+			if (!item->done)
+				continue;
+			if (tasks[k].deleted)
+				deleted = lappend(deleted, item->id);
+			else
+				taskq_attempt_end(item->id, tasks[k].action, "completed", item->status,
+								  item->result, true);
+		}
+		taskq_attempts_delete(deleted);
+	}
 	taskq_signal_completed(taskq_sort_strings(all_succs), &work);
 	taskq_complete_spontaneous(work);
 }
@@ -217,6 +250,8 @@ taskq_release(const char *id, pg_uuid_t *token)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("task \"%s\" is already %s", id, taskq_status_label(held.code)),
 				 errdetail("Only an unfinished task can be released.")));
+	taskq_attempt_end(id, held.action, held.cancelled ? "cancelled" : "released", NULL, NULL,
+					  true);
 	if (held.cancelled)
 		taskq_abort_task(id, "cancelled");
 	else

@@ -89,6 +89,7 @@ taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out)
 	out->max_tries = taskq_get_int32(0, 5, &isnull);
 	out->has_max_tries = !isnull;
 	out->cancelled = taskq_get_bool(0, 7, NULL);
+	out->action = taskq_get_text(0, 6, NULL);
 }
 
 /* ----------

@@ -9,11 +9,127 @@
  * the table taskq.worker_registry, worker_heartbeat and worker_stopped,
  * and the view taskq.workers.  Schedules are new: the table
  * taskq.schedule_registry, schedule, unschedule, the view taskq.schedules
- * and the internal _schedule_next and _cron_next.
+ * and the internal _schedule_next and _cron_next.  Actions may keep the
+ * history of their attempts: action_policies.keep_attempts, the table
+ * taskq.attempts, set_action_policy's fourth argument and task_attempts.
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
 \echo Use "ALTER EXTENSION taskq UPDATE TO '0.6'" to load this file. \quit
+
+-- Attempt history, opt-in per action: the policy's keep_attempts, the
+-- table taskq.attempts, set_action_policy with its fourth argument (the
+-- function is dropped and created again) and task_attempts.
+ALTER TABLE taskq.action_policies ADD COLUMN keep_attempts boolean NOT NULL DEFAULT false;
+COMMENT ON TABLE taskq.action_policies IS
+    'per action: default max_tries and retry backoff for tasks that give none, and whether claims keep attempt history (set with taskq.set_action_policy)';
+COMMENT ON COLUMN taskq.action_policies.keep_attempts IS
+    'each claim of the action''s tasks adds a row to taskq.attempts';
+
+-- The history of attempts, for the actions whose policy keeps it
+-- (keep_attempts): one row per claim, written in the claim's transaction,
+-- its outcome in the transaction that ends the claim.  No foreign key to
+-- taskq.tasks (its trigger would cost every delete of a task): the rows of
+-- a task are deleted by the statement trigger tasks_ready_hint_delete, and
+-- by the completion that deletes a task with taskq.retention = 0.
+CREATE TABLE taskq.attempts (
+    task_id     text COLLATE "C" NOT NULL,
+    try         integer NOT NULL,
+    actor       text NOT NULL,
+    claimed_at  timestamptz NOT NULL,
+    finished_at timestamptz,
+    outcome     text,
+    status      text,
+    result      jsonb,
+    CONSTRAINT attempts_pkey PRIMARY KEY (task_id, try),
+    CONSTRAINT attempts_try_check CHECK (try OPERATOR(pg_catalog.>) 0),
+    CONSTRAINT attempts_outcome_check
+        CHECK (outcome OPERATOR(pg_catalog.=) ANY
+               (ARRAY['completed', 'aborted', 'pending', 'released', 'expired', 'cancelled']))
+);
+COMMENT ON TABLE taskq.attempts IS
+    'one row per claim of a task whose action keeps attempts (taskq.set_action_policy): who held it, when, and how the claim ended';
+COMMENT ON COLUMN taskq.attempts.try IS 'the claim''s number among the task''s claims, from 1';
+COMMENT ON COLUMN taskq.attempts.outcome IS
+    'NULL while held; completed, aborted, pending (given back to retry), released, expired or cancelled';
+COMMENT ON COLUMN taskq.attempts.status IS 'the status text the owner returned, if any';
+COMMENT ON COLUMN taskq.attempts.result IS 'the result the owner returned, if any';
+SELECT pg_catalog.pg_extension_config_dump('taskq.attempts', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.attempts TO taskq_admin;
+GRANT SELECT ON taskq.attempts TO taskq_monitor;
+
+DROP FUNCTION taskq.set_action_policy(text, integer, jsonb);
+
+CREATE FUNCTION taskq.set_action_policy(action text, max_tries integer DEFAULT NULL,
+                                        retry jsonb DEFAULT NULL,
+                                        keep_attempts boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
+    IF max_tries OPERATOR(pg_catalog.<) 1 THEN
+        RAISE EXCEPTION 'argument "max_tries" must be at least 1, or null for unlimited tries'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF keep_attempts IS NULL THEN
+        RAISE EXCEPTION 'argument "keep_attempts" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM taskq._check_retry(retry);
+    IF max_tries IS NULL AND retry IS NULL AND NOT keep_attempts THEN
+        DELETE FROM taskq.action_policies AS p WHERE p.action OPERATOR(pg_catalog.=) set_action_policy.action;
+    ELSE
+        INSERT INTO taskq.action_policies AS p (action, max_tries, retry, keep_attempts)
+             VALUES (set_action_policy.action, set_action_policy.max_tries, set_action_policy.retry,
+                     set_action_policy.keep_attempts)
+        ON CONFLICT ON CONSTRAINT action_policies_pkey
+           DO UPDATE SET max_tries = EXCLUDED.max_tries, retry = EXCLUDED.retry,
+                         keep_attempts = EXCLUDED.keep_attempts;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) IS
+    'set the whole policy of an action (or, with null, null, false, clear it): default max_tries, retry backoff, and whether claims keep attempt history';
+REVOKE ALL ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) TO taskq_admin;
+
+CREATE FUNCTION taskq.task_attempts(id text)
+RETURNS SETOF taskq.attempts
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) task_attempts.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'task "%" does not exist', task_attempts.id USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN QUERY
+    SELECT a.task_id, a.try, a.actor, a.claimed_at, a.finished_at, a.outcome, a.status, a.result
+      FROM taskq.attempts AS a
+     WHERE a.task_id OPERATOR(pg_catalog.=) task_attempts.id
+     ORDER BY a.try;
+END
+$$;
+COMMENT ON FUNCTION taskq.task_attempts(text) IS
+    'the attempts of a task whose action keeps them, in try order (empty when it keeps none)';
+REVOKE ALL ON FUNCTION taskq.task_attempts(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.task_attempts(text) TO taskq_producer, taskq_worker, taskq_admin, taskq_monitor;
 
 -- Tasks claimed before the update keep NULL: their claim was not recorded.
 ALTER TABLE taskq.tasks ADD COLUMN claimed_at timestamptz;

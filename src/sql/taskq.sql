@@ -305,11 +305,14 @@ CREATE TABLE taskq.action_policies (
     action      text COLLATE "C" NOT NULL,
     max_tries   integer,
     retry       jsonb,
+    keep_attempts boolean NOT NULL DEFAULT false,
     CONSTRAINT action_policies_pkey PRIMARY KEY (action),
     CONSTRAINT action_policies_max_tries_check CHECK (max_tries OPERATOR(pg_catalog.>) 0)
 );
 COMMENT ON TABLE taskq.action_policies IS
-    'per action: default max_tries and retry backoff for tasks that give none (set with taskq.set_action_policy)';
+    'per action: default max_tries and retry backoff for tasks that give none, and whether claims keep attempt history (set with taskq.set_action_policy)';
+COMMENT ON COLUMN taskq.action_policies.keep_attempts IS
+    'each claim of the action''s tasks adds a row to taskq.attempts';
 SELECT pg_catalog.pg_extension_config_dump('taskq.action_policies', '');
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.action_policies TO taskq_admin;
@@ -336,6 +339,39 @@ CREATE TRIGGER action_policies_truncated
 -- also in sessions with session_replication_role = replica (pg_restore, replication tools)
 ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_written;
 ALTER TABLE taskq.action_policies ENABLE ALWAYS TRIGGER action_policies_truncated;
+
+-- The history of attempts, for the actions whose policy keeps it
+-- (keep_attempts): one row per claim, written in the claim's transaction,
+-- its outcome in the transaction that ends the claim.  No foreign key to
+-- taskq.tasks (its trigger would cost every delete of a task): the rows of
+-- a task are deleted by the statement trigger tasks_ready_hint_delete, and
+-- by the completion that deletes a task with taskq.retention = 0.
+CREATE TABLE taskq.attempts (
+    task_id     text COLLATE "C" NOT NULL,
+    try         integer NOT NULL,
+    actor       text NOT NULL,
+    claimed_at  timestamptz NOT NULL,
+    finished_at timestamptz,
+    outcome     text,
+    status      text,
+    result      jsonb,
+    CONSTRAINT attempts_pkey PRIMARY KEY (task_id, try),
+    CONSTRAINT attempts_try_check CHECK (try OPERATOR(pg_catalog.>) 0),
+    CONSTRAINT attempts_outcome_check
+        CHECK (outcome OPERATOR(pg_catalog.=) ANY
+               (ARRAY['completed', 'aborted', 'pending', 'released', 'expired', 'cancelled']))
+);
+COMMENT ON TABLE taskq.attempts IS
+    'one row per claim of a task whose action keeps attempts (taskq.set_action_policy): who held it, when, and how the claim ended';
+COMMENT ON COLUMN taskq.attempts.try IS 'the claim''s number among the task''s claims, from 1';
+COMMENT ON COLUMN taskq.attempts.outcome IS
+    'NULL while held; completed, aborted, pending (given back to retry), released, expired or cancelled';
+COMMENT ON COLUMN taskq.attempts.status IS 'the status text the owner returned, if any';
+COMMENT ON COLUMN taskq.attempts.result IS 'the result the owner returned, if any';
+SELECT pg_catalog.pg_extension_config_dump('taskq.attempts', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.attempts TO taskq_admin;
+GRANT SELECT ON taskq.attempts TO taskq_monitor;
 
 -- Retry policies (an action's, or a task's own "retry"): the check that
 -- set_action_policy makes, and the backoff a retried task waits.
@@ -1124,7 +1160,8 @@ REVOKE ALL ON FUNCTION taskq.redrive_tasks(text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.redrive_tasks(text[]) TO taskq_admin;
 
 CREATE FUNCTION taskq.set_action_policy(action text, max_tries integer DEFAULT NULL,
-                                        retry jsonb DEFAULT NULL)
+                                        retry jsonb DEFAULT NULL,
+                                        keep_attempts boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -1144,21 +1181,53 @@ BEGIN
         RAISE EXCEPTION 'argument "max_tries" must be at least 1, or null for unlimited tries'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF keep_attempts IS NULL THEN
+        RAISE EXCEPTION 'argument "keep_attempts" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     PERFORM taskq._check_retry(retry);
-    IF max_tries IS NULL AND retry IS NULL THEN
+    IF max_tries IS NULL AND retry IS NULL AND NOT keep_attempts THEN
         DELETE FROM taskq.action_policies AS p WHERE p.action OPERATOR(pg_catalog.=) set_action_policy.action;
     ELSE
-        INSERT INTO taskq.action_policies AS p (action, max_tries, retry)
-             VALUES (set_action_policy.action, set_action_policy.max_tries, set_action_policy.retry)
+        INSERT INTO taskq.action_policies AS p (action, max_tries, retry, keep_attempts)
+             VALUES (set_action_policy.action, set_action_policy.max_tries, set_action_policy.retry,
+                     set_action_policy.keep_attempts)
         ON CONFLICT ON CONSTRAINT action_policies_pkey
-           DO UPDATE SET max_tries = EXCLUDED.max_tries, retry = EXCLUDED.retry;
+           DO UPDATE SET max_tries = EXCLUDED.max_tries, retry = EXCLUDED.retry,
+                         keep_attempts = EXCLUDED.keep_attempts;
     END IF;
 END
 $$;
-COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb) IS
-    'set (or, with both null, clear) the default max_tries and retry backoff of an action''s tasks';
-REVOKE ALL ON FUNCTION taskq.set_action_policy(text, integer, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.set_action_policy(text, integer, jsonb) TO taskq_admin;
+COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) IS
+    'set the whole policy of an action (or, with null, null, false, clear it): default max_tries, retry backoff, and whether claims keep attempt history';
+REVOKE ALL ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) TO taskq_admin;
+
+CREATE FUNCTION taskq.task_attempts(id text)
+RETURNS SETOF taskq.attempts
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM FROM taskq.tasks AS t WHERE t.id OPERATOR(pg_catalog.=) task_attempts.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'task "%" does not exist', task_attempts.id USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN QUERY
+    SELECT a.task_id, a.try, a.actor, a.claimed_at, a.finished_at, a.outcome, a.status, a.result
+      FROM taskq.attempts AS a
+     WHERE a.task_id OPERATOR(pg_catalog.=) task_attempts.id
+     ORDER BY a.try;
+END
+$$;
+COMMENT ON FUNCTION taskq.task_attempts(text) IS
+    'the attempts of a task whose action keeps them, in try order (empty when it keeps none)';
+REVOKE ALL ON FUNCTION taskq.task_attempts(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.task_attempts(text) TO taskq_producer, taskq_worker, taskq_admin, taskq_monitor;
 
 CREATE FUNCTION taskq.create_job(id text, tasks jsonb DEFAULT '[]', item_count integer DEFAULT NULL)
 RETURNS bigint

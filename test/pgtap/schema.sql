@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(115);
+SELECT plan(121);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -231,6 +231,24 @@ SELECT ok(has_table_privilege('taskq_monitor', 'taskq.schedules', 'SELECT')
           AND NOT has_table_privilege('taskq_worker', 'taskq.schedules', 'SELECT')
           AND NOT has_table_privilege('taskq_monitor', 'taskq.schedule_registry', 'SELECT'),
     'monitors and admins read taskq.schedules, monitors not its table');
+-- ------------------------------------------------------------ attempt history
+SELECT has_function('taskq', 'set_action_policy', ARRAY['text', 'integer', 'jsonb', 'boolean'],
+    'set_action_policy(text, integer, jsonb, boolean) exists');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.set_action_policy(text, integer, jsonb, boolean)'::regprocedure),
+    'action text, max_tries integer DEFAULT NULL::integer, retry jsonb DEFAULT NULL::jsonb, keep_attempts boolean DEFAULT false',
+    'set_action_policy argument names, keep_attempts defaults to false');
+SELECT hasnt_function('taskq', 'set_action_policy', ARRAY['text', 'integer', 'jsonb'],
+    'the three-argument set_action_policy is gone');
+SELECT has_table('taskq', 'attempts', 'table taskq.attempts exists');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                        ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = 'taskq.attempts'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+    'task_id text, try integer, actor text, claimed_at timestamp with time zone, '
+    'finished_at timestamp with time zone, outcome text, status text, result jsonb',
+    'taskq.attempts has its columns, in order, with their types');
+SELECT function_returns('taskq', 'task_attempts', ARRAY['text'], 'setof taskq.attempts',
+    'task_attempts(text) returns setof taskq.attempts');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql

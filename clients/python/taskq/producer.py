@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from .errors import translated
 
 __all__ = ["insert", "insert_if_absent", "chain", "group", "chord", "wait_for_task",
-           "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",
+           "task_attempts", "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",
            "cancel_run", "wait_for_run"]
 
 
@@ -93,6 +93,16 @@ def wait_for_task(conn_or_dsn, task_id, timeout=None):
     if row is None or row.get("id") is None:
         return None
     return row
+
+
+def task_attempts(conn_or_dsn, task_id):
+    """task_attempts: the task's attempts as dicts (try, actor, claimed_at,
+    finished_at, outcome, status, result), in try order; [] when its action
+    keeps none.  Unknown id: taskq.UnknownTaskError."""
+    with translated(), _connection(conn_or_dsn) as conn:
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute("SELECT * FROM taskq.task_attempts(%s)", (task_id,))
+            return cur.fetchall()
 
 
 def cancel_tasks(conn_or_dsn, ids):

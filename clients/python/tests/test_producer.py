@@ -46,6 +46,28 @@ def test_wait_for_task(dsn, db, name):
     assert e.value.sqlstate == "42704"
 
 
+def test_task_attempts(dsn, db, name):
+    action = f"{name}-k"
+    db.execute("SELECT taskq.set_action_policy(%s, NULL, NULL, true)", (action,))
+    try:
+        taskq.insert(dsn, [{"id": f"{name}-a", "action": action},
+                           {"id": f"{name}-p", "action": f"{name}-plain"}])
+        for outcome in ("pending", "completed"):
+            tid, token = db.execute("SELECT id, token FROM taskq.own_tasks('me', 1, %s)",
+                                    ([action],)).fetchone()
+            db.execute("SELECT taskq.return_task(%s, %s, %s, %s::taskq.status, NULL, '{\"n\": 1}')",
+                       (tid, token, outcome, outcome))
+        rows = taskq.task_attempts(dsn, f"{name}-a")
+        assert [(r["try"], r["actor"], r["outcome"], r["status"], r["result"]) for r in rows] == \
+            [(1, "me", "pending", "pending", {"n": 1}), (2, "me", "completed", "completed", {"n": 1})]
+        assert all(r["finished_at"] >= r["claimed_at"] for r in rows)
+        assert taskq.task_attempts(dsn, f"{name}-p") == []
+        with pytest.raises(taskq.UnknownTaskError):
+            taskq.task_attempts(dsn, f"{name}-nope")
+    finally:
+        db.execute("SELECT taskq.set_action_policy(%s, NULL, NULL, false)", (action,))
+
+
 def test_typed_errors(dsn, db, name):
     taskq.insert(dsn, {"id": f"{name}-1", "action": f"{name}-e"})
     with pytest.raises(taskq.DuplicateTaskError) as e:
