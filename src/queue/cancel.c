@@ -33,6 +33,7 @@
 
 #include "common/args.h"
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "queue/cancel.h"
 #include "queue/queue.h"
 
@@ -108,6 +109,7 @@ taskq_cancel_ids(List *ids, const char *why)
 				continue;
 			taskq_abort_task(t->id, why);
 		}
+		taskq_metric_count(t->action, -1, TASKQ_M_CANCELLED, 1);
 		count++;
 	}
 	return count;

@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 
@@ -55,7 +56,7 @@ static TaskqPlan expired_requeue_plan = {
 };
 
 static TaskqPlan expired_exhausted_plan = {
-	"SELECT e.id, e.num_tries, e.cancelled FROM taskq.tasks AS e"
+	"SELECT e.id, e.num_tries, e.cancelled, e.action FROM taskq.tasks AS e"
 	" WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
 	"   AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND (e.num_tries OPERATOR(pg_catalog.>=) e.max_tries OR e.cancelled)"
@@ -82,7 +83,10 @@ taskq_sweep_expired(void)
 	taskq_execute(&expired_requeue_plan, NULL, NULL, false, 0);
 	handled = SPI_processed;
 	for (uint64 i = 0; i < SPI_processed; i++)
+	{
 		taskq_note_ready(taskq_get_text(i, 1, NULL));
+		taskq_metric_count_result(i, 1, TASKQ_M_EXPIRED);
+	}
 
 	taskq_execute(&expired_exhausted_plan, NULL, NULL, false, 0);
 	if (SPI_processed > 0)
@@ -94,6 +98,7 @@ taskq_sweep_expired(void)
 		for (uint64 i = 0; i < n; i++)
 		{
 			ids[i] = taskq_get_text(i, 1, NULL);
+			taskq_metric_count_result(i, 4, TASKQ_M_EXPIRED);
 			why[i] = taskq_get_bool(i, 3, NULL) ? "cancelled" :
 				psprintf("aborted: lease expired on the last of %d tries",
 						 taskq_get_int32(i, 2, NULL));

@@ -233,6 +233,12 @@ CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
     WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
       AND num_signals OPERATOR(pg_catalog.=) 0
       AND not_before OPERATOR(pg_catalog.>) created_at;
+-- Blocked tasks (pending, predecessors left) by action: the gauge of
+-- taskq.metrics() counts them without reading the rest of the table.  A
+-- task without predecessors is never in it.
+CREATE INDEX tasks_blocked_idx ON taskq.tasks (action)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.>) 0;
 -- Finished tasks by age, for retention.
 CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
     WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
@@ -1746,6 +1752,45 @@ SELECT w.worker_id, w.actor, w.host, w.pid, w.version, w.actions, w.concurrency,
 COMMENT ON VIEW taskq.workers IS
     'the workers that heartbeat: who they are, since when, last seen, the tasks their actor holds, and whether they are stale (not seen for three heartbeat intervals)';
 GRANT SELECT ON taskq.workers TO taskq_monitor, taskq_admin;
+
+-- The gauges of taskq.metrics(): per action, the tasks ready, delayed,
+-- blocked and in progress and the age of the oldest ready one, and the
+-- workers that heartbeat, written by the background worker every
+-- taskq.metrics_interval (a row per gauge that is not 0), so that a scrape
+-- reads these few rows instead of counting taskq.tasks.  action '' is a
+-- gauge without one.
+CREATE TABLE taskq.metric_gauges (
+    name            text COLLATE "C" NOT NULL,
+    action          text COLLATE "C" NOT NULL,
+    value           double precision NOT NULL,
+    refreshed_at    timestamptz NOT NULL,
+    CONSTRAINT metric_gauges_pkey PRIMARY KEY (name, action)
+);
+COMMENT ON TABLE taskq.metric_gauges IS
+    'the gauges of taskq.metrics() as the background worker last counted them (every taskq.metrics_interval)';
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.metric_gauges TO taskq_admin;
+
+-- Counters and histograms since the server started (shared memory, counted
+-- at commit) and the gauges of the last refresh, in Prometheus' names.
+CREATE FUNCTION taskq.metrics()
+RETURNS TABLE (name text, labels jsonb, kind text, value double precision)
+AS 'MODULE_PATHNAME', 'taskq_metrics'
+LANGUAGE C VOLATILE ROWS 100
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics() IS
+    'per action: tasks inserted, claimed, completed, aborted, retried, released, expired, cancelled, redriven since the server started, histograms of queue wait and run time, and the gauges the background worker last refreshed';
+REVOKE ALL ON FUNCTION taskq.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics() TO taskq_monitor, taskq_admin;
+
+CREATE FUNCTION taskq.metrics_text()
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_metrics_text'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics_text() IS
+    'taskq.metrics() in the Prometheus text exposition format';
+REVOKE ALL ON FUNCTION taskq.metrics_text() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics_text() TO taskq_monitor, taskq_admin;
 
 -- ---------------------------------------------------------------------
 -- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.
