@@ -97,7 +97,7 @@ claim_plan(ClaimKind kind, int limit, bool stamped)
 		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
 		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
 		"           t.action_deadline, t.priority, t.seq,"
-		"           pg_catalog.greatest(t.not_before, t.created_at)",
+		"           GREATEST(t.not_before, t.created_at)",
 		stamped ? ", claimed_at = $3" : "", claim_filter[kind], limit));
 
 	if (n_claim_plans < CLAIM_PLAN_SLOTS)

@@ -45,7 +45,7 @@ static TaskqPlan refresh_plan = {
 	"  SELECT t.action,"
 	"         pg_catalog.count(*) FILTER (WHERE t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()) AS ready,"
 	"         pg_catalog.count(*) FILTER (WHERE t.not_before OPERATOR(pg_catalog.>) pg_catalog.now()) AS delayed,"
-	"         pg_catalog.min(pg_catalog.greatest(t.not_before, t.created_at, t.action_deadline))"
+	"         pg_catalog.min(GREATEST(t.not_before, t.created_at, t.action_deadline))"
 	"           FILTER (WHERE t.not_before OPERATOR(pg_catalog.<=) pg_catalog.now()) AS oldest"
 	"    FROM taskq.tasks AS t"
 	"   WHERE " PENDING " AND t.num_signals OPERATOR(pg_catalog.=) 0"
