@@ -29,7 +29,7 @@ BEGIN
     INSERT INTO public.metric_snap SELECT m.name, m.labels, m.value FROM taskq.metrics() AS m;
 END
 $$;
-SELECT count(*) FROM public.metric_changes() WHERE false;
+SELECT count(*) >= 0 AS snapshot_taken FROM public.metric_changes();
 
 -- Inserted, per action; a rollback counts nothing, nor does a savepoint
 -- rolled back.
@@ -69,7 +69,7 @@ UPDATE taskq.tasks SET claimed_at = now() - interval '2 s' WHERE id IN ('m1', 'm
 SELECT ret('m1', 'completed');
 SELECT ret('m2', 'pending');
 SELECT * FROM public.metric_changes();
-UPDATE taskq.tasks SET not_before = now() WHERE id = 'm2';
+UPDATE taskq.tasks SET not_before = now() - interval '20 s' WHERE id = 'm2';
 SELECT n, id FROM public.own('w', 1, '{m_a}');
 SELECT ret('m2', 'aborted');
 SELECT n, id FROM public.own('w', 1, '{m_b}');
@@ -112,7 +112,9 @@ SELECT taskq.set_action_policy('m_policy', NULL);
 
 -- The names, kinds and label sets: one row per action and family (and per
 -- bucket), with the same families for every action.
-SELECT name, kind, count(DISTINCT labels->>'action') AS actions,
+SELECT name, kind,
+       count(DISTINCT labels->>'action') = (SELECT count(DISTINCT labels->>'action')
+                                              FROM taskq.metrics()) AS every_action,
        count(DISTINCT labels->>'le') AS buckets
   FROM taskq.metrics() WHERE labels ? 'action' GROUP BY name, kind ORDER BY name;
 
@@ -123,11 +125,11 @@ WITH b AS (
            CASE WHEN labels->>'le' = '+Inf' THEN 'Infinity'::float8
                 ELSE (labels->>'le')::float8 END AS le, value
       FROM taskq.metrics() WHERE name LIKE '%\_bucket')
-SELECT count(*) AS pairs,
+SELECT count(*) > 0 AS pairs,
        count(*) FILTER (WHERE later.value < earlier.value) AS decreasing
   FROM b AS earlier JOIN b AS later
     ON later.family = earlier.family AND later.action = earlier.action AND later.le > earlier.le;
-SELECT count(*) AS histograms,
+SELECT count(*) > 0 AS histograms,
        count(*) FILTER (WHERE c.value <> i.value) AS inf_not_count
   FROM taskq.metrics() AS c
   JOIN taskq.metrics() AS i
@@ -142,16 +144,16 @@ SELECT taskq.enqueue(E'm_"q"\\x\ny', id => 'm7');
 WITH l AS (SELECT line FROM regexp_split_to_table(taskq.metrics_text(), E'\n') AS line)
 SELECT count(*) FILTER (WHERE line LIKE '# HELP %') AS help,
        count(*) FILTER (WHERE line LIKE '# TYPE %') AS type,
-       count(*) FILTER (WHERE line ~ '^taskq_[a-z_]+(\{[^}]*\})? [-+0-9.eInfNa]+$') AS samples,
+       count(*) FILTER (WHERE line ~ '^taskq_[a-z_]+(\{[^}]*\})? [-+0-9.eInfNa]+$')
+         = (SELECT count(*) FROM taskq.metrics()) AS a_sample_per_row,
        count(*) FILTER (WHERE line NOT LIKE '# %'
-                          AND line !~ '^taskq_[a-z_]+(\{[^}]*\})? [-+0-9.eInfNa]+$') AS other,
-       (SELECT count(*) FROM taskq.metrics()) AS rows
+                          AND line !~ '^taskq_[a-z_]+(\{[^}]*\})? [-+0-9.eInfNa]+$') AS other
   FROM l WHERE line <> '';
 SELECT line FROM regexp_split_to_table(taskq.metrics_text(), E'\n') AS line
  WHERE line LIKE 'taskq_tasks_inserted_total{action="m_\\"q%'
     OR line LIKE '# % taskq_tasks_inserted_total%';
 SELECT line FROM regexp_split_to_table(taskq.metrics_text(), E'\n') AS line
- WHERE line LIKE 'taskq_queue_wait_seconds%{action="m_a"%';
+ WHERE line LIKE 'taskq_queue_wait_seconds%{action="m_a"%' AND line NOT LIKE '%\_sum%';
 
 DELETE FROM taskq.tasks;
 DROP FUNCTION public.metric_changes();

@@ -6,7 +6,10 @@
  *	  delayed tasks whose time came (and wakes the claims waiting for
  *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
  *	  finished tasks past taskq.retention, and the rows of the workers
- *	  registry not seen for taskq.worker_retention.
+ *	  registry not seen for taskq.worker_retention; every
+ *	  taskq.metrics_interval it refreshes the gauges of taskq.metrics()
+ *	  (queue/gauges.c, then the registry's counts) in a transaction of
+ *	  their own.
  *
  * Each iteration is one transaction for expiry and announcements and one
  * for retention, run with synchronous_commit off: losing one in a crash

@@ -4,7 +4,7 @@
 # ("| `name(" or "| [`name(" at the start of a row), and the table names no
 # function the schema lacks.  Each row's signature is the schema's argument
 # list (whitespace aside), and its roles column the roles the schema grants
-# EXECUTE to (P taskq_producer, W taskq_worker, A taskq_admin; "none" when it
+# EXECUTE to (P taskq_producer, W taskq_worker, M taskq_monitor, A taskq_admin; "none" when it
 # grants none; words in parentheses after them are notes).  Proves first on
 # a bad README that it catches each.  Exit 0 when all hold; otherwise print
 # each and exit 1.
@@ -44,7 +44,7 @@ for m in re.finditer(r'^CREATE FUNCTION taskq\.("?[a-z_]+"?)\(', schema, re.M):
     name = m.group(1).strip('"')
     sigs[name] = norm(m.group(1) + args_at(schema, m.end() - 1))
     roles.setdefault(name, set())
-letter = {"taskq_producer": "P", "taskq_worker": "W", "taskq_admin": "A"}
+letter = {"taskq_producer": "P", "taskq_worker": "W", "taskq_monitor": "M", "taskq_admin": "A"}
 for m in re.finditer(r'^GRANT EXECUTE ON FUNCTION\s+taskq\.("?[a-z_]+"?)\(.*?\)\s+TO\s+([^;]*);',
                      schema, re.M | re.S):
     name = m.group(1).strip('"')
@@ -60,7 +60,7 @@ for line in open(readme_file, encoding="utf-8"):
     if sig != sigs[name]:
         print(f"{name}: the README's signature {sig} is not the schema's {sigs[name]}")
     given = cell.split("(")[0].strip()
-    want = ", ".join(sorted(roles[name], key="PWA".index)) if roles[name] else "none"
+    want = ", ".join(sorted(roles[name], key="PWMA".index)) if roles[name] else "none"
     if given != want:
         print(f"{name}: the README's roles {given!r} are not the schema's {want!r}")
 PY
