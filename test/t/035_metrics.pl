@@ -23,6 +23,17 @@ use TaskqTAP;
 my $node = taskq_node('metrics',
 	conf => "taskq.worker_naptime = '50ms'\ntaskq.metrics_interval = '1s'\n");
 
+# The path of a program found in PATH, or '' without one.
+sub program
+{
+	my ($name) = @_;
+	for my $dir (split /:/, $ENV{PATH} // '')
+	{
+		return "$dir/$name" if -x "$dir/$name";
+	}
+	return '';
+}
+
 # One value of taskq.metrics(): name and action ('' for none).
 sub metric
 {
@@ -41,7 +52,7 @@ $node->safe_psql('postgres', q{
 		{"id": "d1", "action": "r", "not_before": "2999-01-01T00:00:00Z"},
 		{"id": "b0", "action": "s", "to_signal_after": ["b1"]}, {"id": "b1", "action": "s"}]');
 	UPDATE taskq.tasks SET created_at = now() - interval '100 s',
-	                       not_before = now() - interval '100 s' WHERE id = 'r3';
+	                       not_before = now() - interval '100 s' WHERE id = 'r1';
 	SELECT count(*) FROM taskq.own_tasks('w', 1, '{s}');
 	SELECT taskq.worker_heartbeat('host:1', '{"actor": "w"}');
 	SELECT taskq.worker_heartbeat('old', '{"actor": "w"}');
@@ -62,7 +73,7 @@ is(metric('taskq_workers_live'), '1', 'one live worker (taskq.workers)');
 is(metric('taskq_workers_stale'), '1', 'and one stale');
 ok(metric('taskq_gauges_age_seconds') < 30, 'the gauges were refreshed recently');
 
-# The next refresh sees the claim of r3.
+# The next refresh sees the claim of r1 (the first in claim order).
 $node->safe_psql('postgres', "SELECT count(*) FROM taskq.own_tasks('w', 1, '{r}')");
 ok( $node->poll_query_until('postgres', q{
 		SELECT value = 2 FROM taskq.metrics()
@@ -77,8 +88,7 @@ cmp_ok(metric('taskq_queue_wait_seconds_sum', 'r'), '>=', 100,
 # --- the text format passes promtool ------------------------------------------
 SKIP:
 {
-	my $promtool = `command -v promtool`;
-	chomp $promtool;
+	my $promtool = program('promtool');
 	skip 'promtool not installed (Debian package prometheus, make deps)', 2
 	  unless $promtool;
 	my $text = $node->safe_psql('postgres', 'SELECT taskq.metrics_text()');
@@ -115,9 +125,8 @@ $node->reload;
 # --- prometheus-postgres-exporter with contrib/prometheus/queries.yaml ---------
 SKIP:
 {
-	my $exporter = `command -v prometheus-postgres-exporter`;
-	chomp $exporter;
-	skip 'prometheus-postgres-exporter not installed (Debian package, make deps)', 4
+	my $exporter = program('prometheus-postgres-exporter');
+	skip 'prometheus-postgres-exporter not installed (Debian package, make deps)', 5
 	  unless $exporter;
 	my $queries = "$FindBin::RealBin/../../contrib/prometheus/queries.yaml";
 	my $port = PostgreSQL::Test::Cluster::get_free_port();
@@ -148,9 +157,10 @@ SKIP:
 	$h->kill_kill;
 	like($body, qr/^taskq_tasks_inserted_total\{[^}]*action="r"[^}]*\} 1$/m,
 		'the exporter serves the counters (since the restart: one insert of r)');
-	like($body, qr/^taskq_tasks_ready\{[^}]*action="r"[^}]*\} 1$/m, 'the gauges');
+	like($body, qr/^taskq_tasks_ready\{[^}]*action="r"[^}]*\} \d+$/m, 'the gauges');
 	like($body, qr/^taskq_queue_wait_seconds_bucket\{[^}]*le="\+Inf"[^}]*\} \d+$/m,
 		'the histograms');
+	like($body, qr/^pg_exporter_last_scrape_error 0$/m, 'every query of the file ran');
 	like($body, qr/^taskq_workers_live\{[^}]*datname="postgres"[^}]*\} 1$/m,
 		'and the workers')
 	  or diag(PostgreSQL::Test::Utils::slurp_file("$dir/exporter.log"));
