@@ -405,7 +405,7 @@ taskq_worker_main(Datum main_arg)
 	bool		fold_pending = false;
 	TimestampTz last_fold = 0;
 	TimestampTz last_claim_start_reset = 0;
-	TimestampTz last_gauges = 0;
+	TimestampTz next_gauges = 0;
 	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
@@ -515,17 +515,24 @@ taskq_worker_main(Datum main_arg)
 			last_fold = now;
 		}
 
-		if (taskq_metrics_interval > 0 &&
-			now >= last_gauges + taskq_metrics_interval * USECS_PER_SEC)
+		/*
+		 * The gauges every taskq.metrics_interval, but never more than a
+		 * tenth of the worker's time: a refresh counts the queue's sets
+		 * (a second or so per million ready tasks), during which nothing
+		 * else here runs.
+		 */
+		if (taskq_metrics_interval > 0 && now >= next_gauges)
 		{
 			worker_refresh_gauges();
-			last_gauges = now;
+			next_gauges = GetCurrentTimestamp();
+			next_gauges += Max(taskq_metrics_interval * USECS_PER_SEC,
+							   10 * (next_gauges - now));
 		}
 
 		/* +1: wake just after the deadline, not just before it */
 		wake = earliest(next_maintenance, notify_due);
 		if (taskq_metrics_interval > 0)
-			wake = earliest(wake, last_gauges + taskq_metrics_interval * USECS_PER_SEC);
+			wake = earliest(wake, next_gauges);
 		if (wake_for_fold)
 			wake = earliest(wake, fold_at);
 		wake_for_fold = false;
