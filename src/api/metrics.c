@@ -155,14 +155,31 @@ typedef struct GaugeRow
 	double		value;
 } GaugeRow;
 
-/* The value of gauge name of action in rows (0 if none). */
+static int
+compare_gauges(const void *a, const void *b)
+{
+	const GaugeRow *x = a;
+	const GaugeRow *y = b;
+	int			c = strcmp(x->name, y->name);
+
+	return c != 0 ? c : strcmp(x->action, y->action);
+}
+
+/* The value of gauge name of action in rows, sorted (0 if none). */
 static double
 gauge_value(GaugeRow *rows, int n, const char *name, const char *action)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(rows[i].name, name) == 0 && strcmp(rows[i].action, action) == 0)
-			return rows[i].value;
-	return 0;
+	GaugeRow	key = {(char *) name, (char *) action, 0};
+	GaugeRow   *found = bsearch(&key, rows, n, sizeof(GaugeRow), compare_gauges);
+
+	return found != NULL ? found->value : 0;
+}
+
+static int
+compare_counted(const void *a, const void *b)
+{
+	return strcmp(((const TaskqMetricAction *) a)->action,
+				  ((const TaskqMetricAction *) b)->action);
 }
 
 /*
@@ -206,6 +223,10 @@ collect(void)
 		age = DatumGetFloat8(taskq_get_datum(i, 4, &isnull));
 		has_age = true;
 	}
+	if (ngauges > 1)
+		qsort(gauges, ngauges, sizeof(GaugeRow), compare_gauges);
+	if (ncounted > 1)
+		qsort(counted, ncounted, sizeof(TaskqMetricAction), compare_counted);
 
 	/* the actions: counted, and named by a source */
 	if (actions_plan.sql == NULL)
@@ -238,10 +259,13 @@ collect(void)
 	values = palloc(sizeof(TaskqMetricAction *) * Max(nactions, 1));
 	for (int i = 0; i < nactions; i++)
 	{
-		values[i] = &zero;
-		for (int j = 0; j < ncounted; j++)
-			if (strcmp(counted[j].action, actions[i]) == 0)
-				values[i] = &counted[j];
+		TaskqMetricAction key;
+		TaskqMetricAction *found;
+
+		key.action = actions[i];
+		found = ncounted == 0 ? NULL :
+			bsearch(&key, counted, ncounted, sizeof(TaskqMetricAction), compare_counted);
+		values[i] = found != NULL ? found : &zero;
 	}
 
 	for (int c = 0; c < TASKQ_M_COUNTERS; c++)
@@ -308,20 +332,29 @@ taskq_metrics(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Samples		s;
 
+	MemoryContext row_context;
+	MemoryContext old;
+
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	s = collect();
+	/* each row's values are made in a context of their own, reset after it */
+	row_context = AllocSetContextCreate(CurrentMemoryContext, "taskq metrics row",
+										ALLOCSET_SMALL_SIZES);
 	for (int i = 0; i < s.n; i++)
 	{
 		Sample	   *x = &s.items[i];
 		Datum		values[4];
 		bool		nulls[4] = {false, false, false, false};
 
+		old = MemoryContextSwitchTo(row_context);
 		values[0] = CStringGetTextDatum(psprintf("%s%s", x->family->name, x->suffix));
 		values[1] = labels_jsonb(x);
 		values[2] = CStringGetTextDatum(kind_names[x->family->kind]);
 		values[3] = Float8GetDatum(x->value);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(row_context);
 	}
 	SPI_finish();
 	return (Datum) 0;
