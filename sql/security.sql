@@ -130,7 +130,7 @@ SELECT c.oid::regclass AS relation, r.role,
 -- Settings admins may change with ALTER SYSTEM (then a reload applies them).
 SELECT s.name, has_parameter_privilege('taskq_admin', s.name, 'ALTER SYSTEM') AS admin
   FROM (VALUES ('taskq.notify_interval'), ('taskq.worker_naptime'), ('taskq.retention'),
-               ('taskq.worker_retention'),
+               ('taskq.worker_retention'), ('taskq.metrics_interval'),
                ('taskq.worker_role'), ('taskq.background_worker')) AS s(name)
  ORDER BY 1;
 

@@ -21,6 +21,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "ipc/shmem.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
@@ -50,6 +51,7 @@ _PG_init(void)
 	taskq_claim_start_init();
 	taskq_install_utility_hook();
 	taskq_register_xact_callbacks();
+	taskq_metrics_init(process_shared_preload_libraries_in_progress);
 	taskq_register_claim_callbacks();
 	taskq_workflow_init();
 	/* the worker fires schedules with api/'s parse of their task objects */

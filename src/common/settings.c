@@ -29,6 +29,8 @@ bool		taskq_async_claims = true;
 bool		taskq_shared_claim_start = true;
 bool		taskq_announce_progress = false;
 char	   *taskq_worker_role = NULL;
+int			taskq_metrics_interval = 5;	/* s; 0: gauges not refreshed */
+int			taskq_max_metric_actions = 1000;
 
 void
 taskq_define_settings(void)
@@ -89,6 +91,13 @@ taskq_define_settings(void)
 							 false,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("taskq.metrics_interval",
+							"How often the background worker refreshes the gauges of taskq.metrics().",
+							"It counts the ready, delayed, blocked and in-progress tasks of each action into taskq.metric_gauges; 0 stops the refresh.",
+							&taskq_metrics_interval,
+							5, 0, 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
 
 	/*
 	 * The settings only the postmaster applies exist only when taskq is
@@ -111,6 +120,13 @@ taskq_define_settings(void)
 								   "",
 								   PGC_POSTMASTER, 0,
 								   NULL, NULL, NULL);
+		DefineCustomIntVariable("taskq.max_metric_actions",
+								"Actions per server whose counters taskq.metrics() keeps in shared memory.",
+								"Counts of further actions go to one overflow entry per database (action \"\").",
+								&taskq_max_metric_actions,
+								1000, 0, 1000000,
+								PGC_POSTMASTER, 0,
+								NULL, NULL, NULL);
 	}
 	MarkGUCPrefixReserved("taskq");
 }

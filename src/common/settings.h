@@ -19,6 +19,8 @@ extern int	taskq_retention;
 extern int	taskq_worker_retention;	/* s; -1 keeps forever */
 extern int	taskq_default_lease;	/* s; 0: no deadline */		/* s; -1 keeps forever, 0 deletes at once */
 extern char *taskq_worker_role;
+extern int	taskq_metrics_interval;	/* s; 0: gauges not refreshed */
+extern int	taskq_max_metric_actions;
 
 extern void taskq_define_settings(void);
 

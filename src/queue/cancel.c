@@ -33,6 +33,7 @@
 
 #include "common/args.h"
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "queue/cancel.h"
 #include "queue/queue.h"
 #include "queue/queue_internal.h"
@@ -112,6 +113,7 @@ taskq_cancel_ids(List *ids, const char *why)
 				taskq_attempt_end_unknown_action(t->id, "cancelled");
 			taskq_abort_task(t->id, why);
 		}
+		taskq_metric_count(t->action, -1, TASKQ_M_CANCELLED, 1);
 		count++;
 	}
 	return count;

@@ -35,6 +35,7 @@
 
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "queue/queue_internal.h"
 
 /* Claim plans cached per kind and limit; beyond this, plans are one-shot. */
@@ -95,7 +96,8 @@ claim_plan(ClaimKind kind, int limit, bool stamped)
 		"    ORDER BY c.priority DESC, c.seq"
 		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
 		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
-		"           t.action_deadline, t.priority, t.seq",
+		"           t.action_deadline, t.priority, t.seq,"
+		"           GREATEST(t.not_before, t.created_at)",
 		stamped ? ", claimed_at = $3" : "", claim_filter[kind], limit));
 
 	if (n_claim_plans < CLAIM_PLAN_SLOTS)
@@ -125,6 +127,28 @@ claim_plan(ClaimKind kind, int limit, bool stamped)
 	return plan;
 }
 
+
+/*
+ * Row i of the SQL claim, for the metrics: its action, and its wait from
+ * the moment it was ready (a lease that expired is not seen here: its
+ * deadline is overwritten, so the wait runs from not_before).
+ */
+static void
+note_claim_metrics(uint64 i, TimestampTz now)
+{
+	bool		isnull;
+	text	   *action;
+	Datum		ready;
+
+	if (!taskq_metrics_available())
+		return;
+	action = DatumGetTextPP(taskq_get_datum(i, 3, &isnull));
+	ready = taskq_get_datum(i, 9, &isnull);
+	taskq_metric_count(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action), TASKQ_M_CLAIMED, 1);
+	if (!isnull)
+		taskq_metric_observe(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action),
+							 TASKQ_H_QUEUE_WAIT, DatumGetTimestampTz(ready), now);
+}
 
 typedef struct ClaimedRow
 {
@@ -224,6 +248,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 			rows[i].values[c] = taskq_get_datum(i, c + 1, &rows[i].nulls[c]);
 		rows[i].priority = taskq_get_int32(i, 7, NULL);
 		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
+		note_claim_metrics(i, req->now);
 	}
 	if (n > 1)
 		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);

@@ -63,6 +63,7 @@
 
 #include "common/pg_compat.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/claim_start.h"
 #include "queue/tasks_rel.h"
@@ -242,6 +243,38 @@ held_by_another(TaskqRel *d)
 		!TransactionIdIsCurrentTransactionId(xmax) &&
 		TransactionIdIsInProgress(xmax);
 }
+/*
+ * The claim of the row in d->oldslot, for the metrics: its action, and its
+ * wait from the moment it was ready (ipc/metrics.c).
+ */
+static void
+note_claim_metrics(ClaimWalk *w, TaskqRel *d)
+{
+	bool		isnull;
+	text	   *action;
+	TimestampTz ready;
+	Datum		v;
+
+	if (!taskq_metrics_available())
+		return;
+	action = DatumGetTextPP(taskq_rel_old(d, d->ready->action, &isnull));
+	ready = DatumGetTimestampTz(taskq_rel_old(d, d->col->not_before, &isnull));
+
+	if (d->col->created_at != InvalidAttrNumber)
+	{
+		v = taskq_rel_old(d, d->col->created_at, &isnull);
+		if (!isnull)
+			ready = Max(ready, DatumGetTimestampTz(v));
+	}
+	/* a lease that expired: ready again at its deadline */
+	v = taskq_rel_old(d, d->col->action_deadline, &isnull);
+	if (!isnull)
+		ready = Max(ready, DatumGetTimestampTz(v));
+	taskq_metric_count(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action), TASKQ_M_CLAIMED, 1);
+	taskq_metric_observe(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action),
+						 TASKQ_H_QUEUE_WAIT, ready, w->now);
+}
+
 /* Claim the visible row in d->oldslot if it is ready and nobody holds it. */
 static void
 claim_row(ClaimWalk *w)
@@ -285,6 +318,7 @@ claim_row(ClaimWalk *w)
 	if (result != TM_Ok)
 		return;					/* another claimer has it, or had it */
 	taskq_claim_start_ready_changed();
+	note_claim_metrics(w, d);
 
 	row[0] = taskq_rel_old(d, d->col->id, &rownulls[0]);
 	taskq_remember_claimed(d, row[0], &d->newslot->tts_tid);

@@ -32,6 +32,7 @@
 #include "common/pg_compat.h"
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "queue/claim_start.h"
 #include "queue/queue_internal.h"
 #include "queue/tasks_rel.h"
@@ -41,19 +42,28 @@
  * arrays (sorted by id, so rows are locked in id order by the nested loop
  * over them): the fallback of complete.c's direct completion.
  */
+#define COMPLETE_HELD_BATCH_SQL(returning) \
+	"UPDATE taskq.tasks AS t" \
+	"   SET status_code = 'completed', status = COALESCE(r.status, t.status)," \
+	"       finished_at = pg_catalog.now(), action_deadline = NULL," \
+	"       result = COALESCE(r.result, t.result)" \
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])," \
+	"                  pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::jsonb[]))" \
+	"       AS r(id, token, status, result)" \
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id" \
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token" \
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status" \
+	"   AND NOT t.cancelled" \
+	" RETURNING t.id, t.to_signal_after, t.action" returning
+
 static TaskqPlan complete_held_batch_plan = {
-	"UPDATE taskq.tasks AS t"
-	"   SET status_code = 'completed', status = COALESCE(r.status, t.status),"
-	"       finished_at = pg_catalog.now(), action_deadline = NULL,"
-	"       result = COALESCE(r.result, t.result)"
-	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
-	"                  pg_catalog.unnest($3::text[]), pg_catalog.unnest($4::jsonb[]))"
-	"       AS r(id, token, status, result)"
-	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
-	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
-	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT t.cancelled"
-	" RETURNING t.id, t.to_signal_after, t.action",
+	COMPLETE_HELD_BATCH_SQL(""),
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
+/* The same with the claim time of each task (0.6), for the metrics. */
+static TaskqPlan complete_held_batch_timed_plan = {
+	COMPLETE_HELD_BATCH_SQL(", t.claimed_at"),
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -62,16 +72,24 @@ static TaskqPlan complete_held_batch_plan = {
  * delete_on_completion), before complete_held_batch_plan
  * completes the others.
  */
+#define DELETE_HELD_BATCH_SQL(returning) \
+	"DELETE FROM taskq.tasks AS t" \
+	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[])," \
+	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)" \
+	" WHERE t.id OPERATOR(pg_catalog.=) r.id" \
+	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token" \
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status" \
+	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL" \
+	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)" \
+	" RETURNING t.id, t.to_signal_after, t.action" returning
+
 static TaskqPlan delete_held_batch_plan = {
-	"DELETE FROM taskq.tasks AS t"
-	"  USING ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::uuid[]),"
-	"                   pg_catalog.unnest($4::jsonb[])) AS r(id, token, result)"
-	" WHERE t.id OPERATOR(pg_catalog.=) r.id"
-	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
-	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
-	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
-	" RETURNING t.id, t.to_signal_after, t.action",
+	DELETE_HELD_BATCH_SQL(""),
+	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
+};
+
+static TaskqPlan delete_held_batch_timed_plan = {
+	DELETE_HELD_BATCH_SQL(", t.claimed_at"),
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -154,6 +172,29 @@ delete_on_completion(TaskqRel *d, Jsonb *result)
 	}
 	(void) taskq_rel_old(d, d->col->workflow, &isnull);
 	return isnull;
+}
+
+/*
+ * The completion of the row in d.oldslot, for the metrics: its action, and
+ * its run from its claim (ipc/metrics.c).
+ */
+static void
+note_completed_metrics(TaskqRel *d, TimestampTz now)
+{
+	bool		isnull;
+	text	   *action;
+	Datum		claimed;
+
+	if (!taskq_metrics_available())
+		return;
+	action = DatumGetTextPP(taskq_rel_old(d, d->ready->action, &isnull));
+	taskq_metric_count(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action), TASKQ_M_COMPLETED, 1);
+	if (d->col->claimed_at == InvalidAttrNumber)
+		return;
+	claimed = taskq_rel_old(d, d->col->claimed_at, &isnull);
+	if (!isnull)
+		taskq_metric_observe(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action),
+							 TASKQ_H_RUN, DatumGetTimestampTz(claimed), now);
 }
 
 /*
@@ -245,6 +286,7 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 				tasks[i].succs = isnull ? NIL : taskq_text_array_list(s);
 				tasks[i].action = TextDatumGetCString(taskq_rel_old(&d, d.ready->action,
 																	&status_null));
+				note_completed_metrics(&d, now);
 				ndone++;
 				break;
 			}
@@ -265,15 +307,31 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	return ndone;
 }
 /*
- * The rows (id, to_signal_after, action) the last statement finished
- * (deleted: it deleted them): done, succs, action.
+ * The rows (id, to_signal_after, action[, claimed_at: timed]) the last
+ * statement finished (deleted: it deleted them): done, succs, action;
+ * counted in the metrics, with the run time when timed.
  */
 static void
-note_held_done(TaskqCompletion *tasks, int n, bool deleted)
+note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed)
 {
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	bool		counted = taskq_metrics_available();
+
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		char	   *id = taskq_get_text(r, 1, NULL);
+
+		if (counted)
+		{
+			bool		isnull = true;
+			char	   *action = taskq_get_text(r, 3, NULL);
+			Datum		claimed = timed ? taskq_get_datum(r, 4, &isnull) : (Datum) 0;
+
+			taskq_metric_count(action, -1, TASKQ_M_COMPLETED, 1);
+			if (!isnull)
+				taskq_metric_observe(action, -1, TASKQ_H_RUN,
+									 DatumGetTimestampTz(claimed), now);
+		}
 
 		for (int i = 0; i < n; i++)
 			if (!tasks[i].item->done && strcmp(tasks[i].item->id, id) == 0)
@@ -304,6 +362,8 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	int			lbs[1] = {1};
 	Datum		values[4];
 	bool		has_results = taskq_schema_at_least_0_5();	/* the column result exists */
+	bool		timed = has_results && taskq_metrics_available() &&
+		taskq_claimed_at_installed();
 
 	for (int i = 0; i < n; i++)
 	{
@@ -328,11 +388,13 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 												   JSONBOID, -1, false, TYPALIGN_INT));
 	if (taskq_retention == 0)
 	{
-		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
+		taskq_execute(timed ? &delete_held_batch_timed_plan :
+					  has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
 					  values, NULL, false, 0);
-		note_held_done(tasks, n, true);
+		note_held_done(tasks, n, true, timed);
 	}
-	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
+	taskq_execute(timed ? &complete_held_batch_timed_plan :
+				  has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
 				  values, NULL, false, 0);
-	note_held_done(tasks, n, false);
+	note_held_done(tasks, n, false, timed);
 }

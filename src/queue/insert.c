@@ -40,6 +40,7 @@
 
 #include "common/args.h"
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
 
@@ -385,6 +386,32 @@ note_ready(List *specs, HTAB *ids)
 		taskq_note_ready_tasks(last, run);
 }
 
+/* Count the batch's tasks per action (runs of one action, as batches come). */
+static void
+count_inserted(List *specs)
+{
+	ListCell   *lc;
+	const char *last = NULL;
+	int			run = 0;
+
+	foreach(lc, specs)
+	{
+		TaskqTaskSpec *s = lfirst(lc);
+
+		if (last != NULL && strcmp(last, s->action) == 0)
+			run++;
+		else
+		{
+			if (last != NULL)
+				taskq_metric_count(last, -1, TASKQ_M_INSERTED, run);
+			last = s->action;
+			run = 1;
+		}
+	}
+	if (last != NULL)
+		taskq_metric_count(last, -1, TASKQ_M_INSERTED, run);
+}
+
 /*
  * Replace: lock the stored tasks with batch ids, refuse if one is owned,
  * abort (with the cascade) those unfinished, remember their live incoming
@@ -579,6 +606,7 @@ insert_batch(List *specs, HTAB *ids, InsertMode mode, List *afters,
 	abort_cancelled(specs, cancelled);
 	complete_spontaneous(specs);
 	note_ready(specs, ids);
+	count_inserted(specs);
 }
 
 /*

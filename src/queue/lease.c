@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
 
@@ -82,7 +83,10 @@ taskq_sweep_expired(void)
 	taskq_execute(&expired_requeue_plan, NULL, NULL, false, 0);
 	handled = SPI_processed;
 	for (uint64 i = 0; i < SPI_processed; i++)
+	{
 		taskq_note_ready(taskq_get_text(i, 1, NULL));
+		taskq_metric_count_result(i, 1, TASKQ_M_EXPIRED);
+	}
 	if (handled > 0 && taskq_policy_attempts_possible())
 	{
 		int			n = handled;
@@ -110,6 +114,7 @@ taskq_sweep_expired(void)
 		for (uint64 i = 0; i < n; i++)
 		{
 			ids[i] = taskq_get_text(i, 1, NULL);
+			taskq_metric_count_result(i, 4, TASKQ_M_EXPIRED);
 			why[i] = taskq_get_bool(i, 3, NULL) ? "cancelled" :
 				psprintf("aborted: lease expired on the last of %d tries",
 						 taskq_get_int32(i, 2, NULL));

@@ -46,6 +46,7 @@
 #include "common/args.h"
 #include "common/pg_compat.h"
 #include "common/plan.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
 
@@ -139,7 +140,7 @@ static TaskqPlan finish_plan = {
 	"       finished_at = pg_catalog.now(), action_deadline = NULL"
 	" WHERE id OPERATOR(pg_catalog.=) $1"
 	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	" RETURNING to_signal_after",
+	" RETURNING to_signal_after, action",
 	3, {TEXTOID, TEXTOID, TEXTOID}
 };
 
@@ -165,6 +166,8 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 	if (SPI_processed != 1)
 		elog(ERROR, "taskq: task \"%s\" vanished or finished while finishing it", id);
 	taskq_task_finished(id, code);
+	taskq_metric_count_result(0, 2,
+							  code == TASKQ_COMPLETED ? TASKQ_M_COMPLETED : TASKQ_M_ABORTED);
 	return taskq_sort_strings(taskq_get_text_array(0, 1));
 }
 
@@ -276,6 +279,7 @@ taskq_redrive_task(const char *id, List *successors)
 
 	(void) taskq_status_transition(TASKQ_ABORTED, TASKQ_REDRIVE, id);
 	taskq_execute(&redrive_plan, &a, NULL, false, 0);
+	taskq_metric_count_result(0, 2, TASKQ_M_REDRIVEN);
 	if (taskq_get_int32(0, 1, NULL) == 0)
 		taskq_note_ready(taskq_get_text(0, 2, NULL));
 	taskq_signal_wait_again(taskq_sort_strings(successors));
@@ -328,6 +332,7 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 	else
 		nulls[2] = 'n';
 	taskq_execute(&retry_plan, values, nulls, false, 0);
+	taskq_metric_count_result(0, 2, TASKQ_M_RETRIED);
 	if (taskq_get_bool(0, 1, NULL))
 		taskq_note_ready(taskq_get_text(0, 2, NULL));	/* no delay: ready now */
 	else
@@ -398,6 +403,7 @@ taskq_task_release(const char *id, TaskqStatus cur)
 
 	(void) taskq_status_transition(cur, TASKQ_RELEASE, id);
 	taskq_execute(&release_plan, &a, NULL, false, 0);
+	taskq_metric_count_result(0, 2, TASKQ_M_RELEASED);
 	if (taskq_get_int32(0, 1, NULL) == 0)
 		taskq_note_ready(taskq_get_text(0, 2, NULL));
 }

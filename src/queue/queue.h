@@ -257,6 +257,10 @@ extern uint64 taskq_delete_finished(TimestampTz cutoff);
 extern bool taskq_oldest_finished(TimestampTz *finished_at);
 extern List *taskq_tasks_not_of_actions(List *ids, char *const *actions, int nactions);
 
+/* The gauges of taskq.metrics() written into taskq.metric_gauges (gauges.c). */
+extern bool taskq_gauges_installed(void);
+extern uint64 taskq_refresh_gauges(void);
+
 /* ----------
  * A task as the workflow layer sees it (task_view.c)
  *
@@ -274,6 +278,7 @@ typedef struct TaskqHeld
 	int32		max_tries;
 	bool		cancelled;		/* cancelled while owned: its return aborts it */
 	char	   *action;
+	TimestampTz claimed_at;		/* its last claim (0: unknown), for the metrics */
 } TaskqHeld;
 
 /*
@@ -297,6 +302,7 @@ typedef struct TaskqTaskView
 	char	   *workflow;		/* workflow key, or NULL */
 	bool		has_token;
 	pg_uuid_t	token;			/* the last owner's performance token */
+	char	   *action;
 	Jsonb	   *body;			/* only with TASKQ_PEEK_BODY, else NULL */
 } TaskqTaskView;
 

@@ -24,10 +24,12 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "common/args.h"
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
 
@@ -98,6 +100,11 @@ return_one(const char *id, pg_uuid_t *token, const char *status,
 		values[1] = JsonbPGetDatum(result);
 		taskq_execute(&set_result_plan, values, NULL, false, 0);
 	}
+
+	/* the try ends here, whatever its outcome: its run time */
+	if (held.claimed_at != 0)
+		taskq_metric_observe(held.action, -1, TASKQ_H_RUN, held.claimed_at,
+							 GetCurrentTransactionStartTimestamp());
 
 	/* Cancelled while owned: whatever the worker says, it ends here. */
 	if (held.cancelled)

@@ -65,6 +65,7 @@
 #include "common/pg_compat.h"
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "common/args.h"
 #include "queue/queue_internal.h"
@@ -589,6 +590,7 @@ signal_abort_one(const char *pred, const char *succ, List **work)
 		(void) taskq_status_transition(taskq_status_from_label(taskq_get_text(0, 3, NULL)),
 									   TASKQ_ABORT, succ);
 		taskq_task_finished(succ, TASKQ_ABORTED);
+		taskq_metric_count_result(0, 7, TASKQ_M_ABORTED);
 		add_abort_work(work, succ, taskq_sort_strings(taskq_get_text_array(0, 2)));
 		return;
 	}

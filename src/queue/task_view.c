@@ -21,10 +21,12 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "common/plan.h"
 #include "common/settings.h"
+#include "ipc/metrics.h"
 #include "queue/queue.h"
 #include "queue/queue_internal.h"
 
@@ -34,12 +36,15 @@
  */
 
 /* The returned task, locked. */
-static TaskqPlan lock_plan = {
-	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action,"
-	"       cancelled"
-	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
+#define LOCK_HELD_SQL(more) \
+	"SELECT status_code::text, performance_token, actor_id, num_tries, max_tries, action," \
+	"       cancelled" more \
+	"  FROM taskq.tasks WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"
+
+static TaskqPlan lock_plan = {LOCK_HELD_SQL(""), 1, {TEXTOID}};
+
+/* The same with its claim's time (0.6), for the metrics' run time. */
+static TaskqPlan lock_timed_plan = {LOCK_HELD_SQL(", claimed_at"), 1, {TEXTOID}};
 
 /*
  * The token check of task id as a plan just read it (no row: no such task;
@@ -82,7 +87,10 @@ taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out)
 	Datum		arg = CStringGetTextDatum(id);
 	bool		isnull = false;
 
-	taskq_execute(&lock_plan, &arg, NULL, false, 0);
+	bool		timed = taskq_metrics_available() && taskq_claimed_at_installed();
+	Datum		claimed;
+
+	taskq_execute(timed ? &lock_timed_plan : &lock_plan, &arg, NULL, false, 0);
 	taskq_check_read_token(id, 2, token, NULL);
 	out->code = taskq_status_from_label(taskq_get_text(0, 1, NULL));
 	out->num_tries = taskq_get_int32(0, 4, NULL);
@@ -90,6 +98,13 @@ taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out)
 	out->has_max_tries = !isnull;
 	out->cancelled = taskq_get_bool(0, 7, NULL);
 	out->action = taskq_get_text(0, 6, NULL);
+	out->claimed_at = 0;
+	if (timed)
+	{
+		claimed = taskq_get_datum(0, 8, &isnull);
+		if (!isnull)
+			out->claimed_at = DatumGetTimestampTz(claimed);
+	}
 }
 
 /* ----------
@@ -98,7 +113,7 @@ taskq_lock_held_task(const char *id, pg_uuid_t *token, TaskqHeld *out)
  */
 #define VIEW_COLUMNS \
 	"SELECT id, status_code::text, status, num_tries, max_tries, cancelled," \
-	"       " TASKQ_SQL_OWNED ", workflow, performance_token"
+	"       " TASKQ_SQL_OWNED ", workflow, performance_token, action"
 
 static TaskqPlan peek_plan = {
 	VIEW_COLUMNS
@@ -152,9 +167,10 @@ read_view(uint64 r, bool body, TaskqTaskView *out)
 	out->has_token = !isnull;
 	if (!isnull)
 		memcpy(&out->token, DatumGetUUIDP(d), sizeof(pg_uuid_t));
+	out->action = taskq_get_text(r, 10, NULL);
 	if (body)
 	{
-		d = taskq_get_datum(r, 10, &isnull);
+		d = taskq_get_datum(r, 11, &isnull);
 		out->body = isnull ? NULL : DatumGetJsonbPCopy(d);
 	}
 }

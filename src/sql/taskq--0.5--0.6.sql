@@ -12,6 +12,8 @@
  * and the internal _schedule_next and _cron_next.  Actions may keep the
  * history of their attempts: action_policies.keep_attempts, the table
  * taskq.attempts, set_action_policy's fourth argument and task_attempts.
+ * Metrics: the index tasks_blocked_idx, the table taskq.metric_gauges,
+ * taskq.metrics() and taskq.metrics_text().
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -246,8 +248,9 @@ GRANT SELECT ON taskq.state_stats TO taskq_monitor, taskq_admin;
  * background worker deletes its row after taskq.worker_retention.
  * ===================================================================== */
 
--- Admins may ALTER SYSTEM the retention of its rows, as taskq.retention.
-GRANT ALTER SYSTEM ON PARAMETER taskq.worker_retention TO taskq_admin;
+-- Admins may ALTER SYSTEM the retention of its rows, as taskq.retention, and
+-- how often the worker refreshes the gauges of taskq.metrics().
+GRANT ALTER SYSTEM ON PARAMETER taskq.worker_retention, taskq.metrics_interval TO taskq_admin;
 
 CREATE TABLE taskq.worker_registry (
     worker_id           text COLLATE "C" NOT NULL,
@@ -536,3 +539,49 @@ SELECT s.name, s.cron, s.time_zone, s.task, s.catch_up, s.last_tick, s.next_tick
 COMMENT ON VIEW taskq.schedules IS
     'the schedules: cron expression, time zone, task, catch_up, the last tick handled and the next one';
 GRANT SELECT ON taskq.schedules TO taskq_monitor, taskq_admin;
+
+-- Blocked tasks (pending, predecessors left) by action: the gauge of
+-- taskq.metrics() counts them without reading the rest of the table.  A
+-- task without predecessors is never in it.
+CREATE INDEX tasks_blocked_idx ON taskq.tasks (action)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.>) 0;
+
+-- The gauges of taskq.metrics(): per action, the tasks ready, delayed,
+-- blocked and in progress and the age of the oldest ready one, and the
+-- workers that heartbeat, written by the background worker every
+-- taskq.metrics_interval (a row per gauge that is not 0), so that a scrape
+-- reads these few rows instead of counting taskq.tasks.  action '' is a
+-- gauge without one.
+CREATE TABLE taskq.metric_gauges (
+    name            text COLLATE "C" NOT NULL,
+    action          text COLLATE "C" NOT NULL,
+    value           double precision NOT NULL,
+    refreshed_at    timestamptz NOT NULL,
+    CONSTRAINT metric_gauges_pkey PRIMARY KEY (name, action)
+);
+COMMENT ON TABLE taskq.metric_gauges IS
+    'the gauges of taskq.metrics() as the background worker last counted them (every taskq.metrics_interval)';
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.metric_gauges TO taskq_admin;
+
+-- Counters and histograms since the server started (shared memory, counted
+-- at commit) and the gauges of the last refresh, in Prometheus' names.
+CREATE FUNCTION taskq.metrics()
+RETURNS TABLE (name text, labels jsonb, kind text, value double precision)
+AS 'MODULE_PATHNAME', 'taskq_metrics'
+LANGUAGE C VOLATILE ROWS 100
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics() IS
+    'per action: tasks inserted, claimed, completed, aborted, retried, released, expired, cancelled, redriven since the server started, histograms of queue wait and run time, and the gauges the background worker last refreshed';
+REVOKE ALL ON FUNCTION taskq.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics() TO taskq_monitor, taskq_admin;
+
+CREATE FUNCTION taskq.metrics_text()
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_metrics_text'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics_text() IS
+    'taskq.metrics() in the Prometheus text exposition format';
+REVOKE ALL ON FUNCTION taskq.metrics_text() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics_text() TO taskq_monitor, taskq_admin;

@@ -96,7 +96,7 @@ GRANT USAGE ON SCHEMA taskq TO taskq_producer, taskq_worker, taskq_admin, taskq_
 -- settings that tune the queue (applied at the next reload).  Not
 -- taskq.worker_role or taskq.background_worker: those stay superuser's.
 GRANT ALTER SYSTEM ON PARAMETER taskq.notify_interval, taskq.worker_naptime, taskq.retention,
-    taskq.worker_retention TO taskq_admin;
+    taskq.worker_retention, taskq.metrics_interval TO taskq_admin;
 
 /* =====================================================================
  * queue: the tasks and what keeps claiming them cheap.  One table holds
@@ -233,6 +233,12 @@ CREATE INDEX tasks_not_before_idx ON taskq.tasks (not_before)
     WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
       AND num_signals OPERATOR(pg_catalog.=) 0
       AND not_before OPERATOR(pg_catalog.>) created_at;
+-- Blocked tasks (pending, predecessors left) by action: the gauge of
+-- taskq.metrics() counts them without reading the rest of the table.  A
+-- task without predecessors is never in it.
+CREATE INDEX tasks_blocked_idx ON taskq.tasks (action)
+    WHERE status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status
+      AND num_signals OPERATOR(pg_catalog.>) 0;
 -- Finished tasks by age, for retention.
 CREATE INDEX tasks_finished_idx ON taskq.tasks (finished_at)
     WHERE status_code OPERATOR(pg_catalog.>=) 'completed'::taskq.status;
@@ -1922,6 +1928,45 @@ SELECT s.name, s.cron, s.time_zone, s.task, s.catch_up, s.last_tick, s.next_tick
 COMMENT ON VIEW taskq.schedules IS
     'the schedules: cron expression, time zone, task, catch_up, the last tick handled and the next one';
 GRANT SELECT ON taskq.schedules TO taskq_monitor, taskq_admin;
+
+-- The gauges of taskq.metrics(): per action, the tasks ready, delayed,
+-- blocked and in progress and the age of the oldest ready one, and the
+-- workers that heartbeat, written by the background worker every
+-- taskq.metrics_interval (a row per gauge that is not 0), so that a scrape
+-- reads these few rows instead of counting taskq.tasks.  action '' is a
+-- gauge without one.
+CREATE TABLE taskq.metric_gauges (
+    name            text COLLATE "C" NOT NULL,
+    action          text COLLATE "C" NOT NULL,
+    value           double precision NOT NULL,
+    refreshed_at    timestamptz NOT NULL,
+    CONSTRAINT metric_gauges_pkey PRIMARY KEY (name, action)
+);
+COMMENT ON TABLE taskq.metric_gauges IS
+    'the gauges of taskq.metrics() as the background worker last counted them (every taskq.metrics_interval)';
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.metric_gauges TO taskq_admin;
+
+-- Counters and histograms since the server started (shared memory, counted
+-- at commit) and the gauges of the last refresh, in Prometheus' names.
+CREATE FUNCTION taskq.metrics()
+RETURNS TABLE (name text, labels jsonb, kind text, value double precision)
+AS 'MODULE_PATHNAME', 'taskq_metrics'
+LANGUAGE C VOLATILE ROWS 100
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics() IS
+    'per action: tasks inserted, claimed, completed, aborted, retried, released, expired, cancelled, redriven since the server started, histograms of queue wait and run time, and the gauges the background worker last refreshed';
+REVOKE ALL ON FUNCTION taskq.metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics() TO taskq_monitor, taskq_admin;
+
+CREATE FUNCTION taskq.metrics_text()
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_metrics_text'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.metrics_text() IS
+    'taskq.metrics() in the Prometheus text exposition format';
+REVOKE ALL ON FUNCTION taskq.metrics_text() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.metrics_text() TO taskq_monitor, taskq_admin;
 
 -- ---------------------------------------------------------------------
 -- Graphs of definitions and runs, in DOT (Graphviz) or Mermaid.

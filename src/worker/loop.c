@@ -7,7 +7,9 @@
  *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
  *	  finished tasks past taskq.retention, and the rows of the workers
  *	  registry not seen for taskq.worker_retention; it fires the schedules
- *	  whose tick came (worker/schedules.c).
+ *	  whose tick came (worker/schedules.c); every taskq.metrics_interval it
+ *	  refreshes the gauges of taskq.metrics() (queue/gauges.c, then the
+ *	  registry's counts) in a transaction of their own.
  *
  * Each iteration is one transaction for expiry, schedules and
  * announcements and one for retention, run with synchronous_commit off: losing one in a crash
@@ -118,6 +120,25 @@ static TaskqPlan registry_retention_plan = {
 	"    WHERE f.last_seen OPERATOR(pg_catalog.<) $1"
 	"    ORDER BY f.last_seen LIMIT 500 FOR UPDATE SKIP LOCKED))",
 	1, {TIMESTAMPTZOID}
+};
+
+/*
+ * The workers registry's part of the gauges of taskq.metrics(), after the
+ * queue's (queue/gauges.c): how many workers heartbeat, and how many went
+ * stale (not seen for three of their intervals, as taskq.workers says).
+ */
+static TaskqPlan registry_gauges_plan = {
+	"INSERT INTO taskq.metric_gauges (name, action, value, refreshed_at)"
+	" SELECT v.name, '', v.value, pg_catalog.now()"
+	"   FROM (SELECT pg_catalog.count(*) FILTER (WHERE NOT s.stale) AS live,"
+	"                pg_catalog.count(*) FILTER (WHERE s.stale) AS stale"
+	"           FROM (SELECT (w.heartbeat_interval OPERATOR(pg_catalog.*) 3::pg_catalog.float8)"
+	"                        OPERATOR(pg_catalog.+) w.last_seen"
+	"                        OPERATOR(pg_catalog.<) pg_catalog.now() AS stale"
+	"                   FROM taskq.worker_registry AS w) AS s) AS c,"
+	"        LATERAL (VALUES ('taskq_workers_live', c.live::pg_catalog.float8),"
+	"                        ('taskq_workers_stale', c.stale::pg_catalog.float8)) AS v(name, value)",
+	0, {0}
 };
 
 static Oid	worker_dboid = InvalidOid;
@@ -344,6 +365,25 @@ worker_announce(TimestampTz *notify_due, bool *announce_all)
 }
 
 /*
+ * The gauges of taskq.metrics(), refreshed in a transaction of their own
+ * (the queue's counts, then the registry's), every taskq.metrics_interval.
+ */
+static void
+worker_refresh_gauges(void)
+{
+	pgstat_report_activity(STATE_RUNNING, "taskq: refreshing the gauges of taskq.metrics()");
+	begin_worker_xact();
+	/* the table came with 0.6: until the update, nothing to refresh */
+	if (taskq_gauges_installed())
+	{
+		(void) taskq_refresh_gauges();
+		taskq_execute(&registry_gauges_plan, NULL, NULL, false, 0);
+	}
+	end_worker_xact();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
  * The light step for deferred signals: fold them in a transaction of their
  * own (a full iteration would also look at leases, delays and retention).
  */
@@ -370,6 +410,7 @@ taskq_worker_main(Datum main_arg)
 	bool		fold_pending = false;
 	TimestampTz last_fold = 0;
 	TimestampTz last_claim_start_reset = 0;
+	TimestampTz next_gauges = 0;
 	Oid			role;
 
 	worker_dboid = DatumGetObjectId(main_arg);
@@ -479,8 +520,24 @@ taskq_worker_main(Datum main_arg)
 			last_fold = now;
 		}
 
+		/*
+		 * The gauges every taskq.metrics_interval, but never more than a
+		 * tenth of the worker's time: a refresh counts the queue's sets
+		 * (a second or so per million ready tasks), during which nothing
+		 * else here runs.
+		 */
+		if (taskq_metrics_interval > 0 && now >= next_gauges)
+		{
+			worker_refresh_gauges();
+			next_gauges = GetCurrentTimestamp();
+			next_gauges += Max(taskq_metrics_interval * USECS_PER_SEC,
+							   10 * (next_gauges - now));
+		}
+
 		/* +1: wake just after the deadline, not just before it */
 		wake = earliest(next_maintenance, notify_due);
+		if (taskq_metrics_interval > 0)
+			wake = earliest(wake, next_gauges);
 		if (wake_for_fold)
 			wake = earliest(wake, fold_at);
 		wake_for_fold = false;

@@ -30,6 +30,9 @@ PACKAGES=(
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
     nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
     git unzip                              # make dist, make check-dist
+    prometheus                             # promtool: metrics_text() checked, the alert rules tested (contrib/prometheus)
+    python3-yaml                           # test/static/prometheus.sh reads the rules and their tests
+    prometheus-postgres-exporter           # contrib/prometheus/queries.yaml run by the exporter (test/t/)
 )
 
 # The Node worker of the README needs the PostgreSQL client `pg`, found

@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(121);
+SELECT plan(125);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -249,6 +249,18 @@ SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_ty
     'taskq.attempts has its columns, in order, with their types');
 SELECT function_returns('taskq', 'task_attempts', ARRAY['text'], 'setof taskq.attempts',
     'task_attempts(text) returns setof taskq.attempts');
+-- ------------------------------------------------------------ metrics
+SELECT has_function('taskq', 'metrics', ARRAY[]::text[], 'metrics() exists');
+SELECT is(pg_catalog.pg_get_function_result('taskq.metrics()'::regprocedure),
+    'TABLE(name text, labels jsonb, kind text, value double precision)',
+    'metrics() returns (name, labels, kind, value)');
+SELECT function_returns('taskq', 'metrics_text', ARRAY[]::text[], 'text',
+    'metrics_text() returns text');
+SELECT ok(has_function_privilege('taskq_monitor', 'taskq.metrics()', 'EXECUTE')
+          AND has_function_privilege('taskq_monitor', 'taskq.metrics_text()', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_worker', 'taskq.metrics()', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_producer', 'taskq.metrics_text()', 'EXECUTE'),
+    'monitors (and admins) read the metrics; producers and workers do not');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql
