@@ -6,7 +6,9 @@
  *	  on taskq.action_grants (the per-action limits of workers,
  *	  action_limits.c) and taskq.action_policies_written() on
  *	  taskq.action_policies (the actions' default max_tries,
- *	  queue/action_policy.c).
+ *	  queue/action_policy.c), and taskq.flow_limits_written() on
+ *	  taskq.flow_limits (which actions have concurrency limits,
+ *	  queue/flow_limits.c).
  *
  * Each table has a row trigger and a TRUNCATE trigger, enabled ALWAYS: a
  * statement trigger would not fire in logical replication's apply worker,
@@ -26,6 +28,7 @@
 
 PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
 PG_FUNCTION_INFO_V1(taskq_action_policies_written);
+PG_FUNCTION_INFO_V1(taskq_flow_limits_written);
 
 /* The trigger's table changed: every session drops what it kept of it. */
 static Datum
@@ -59,4 +62,14 @@ Datum
 taskq_action_policies_written(PG_FUNCTION_ARGS)
 {
 	return table_written(fcinfo, "taskq.action_policies_written()");
+}
+
+/*
+ * taskq.flow_limits_written(): on taskq.flow_limits, for each row
+ * inserted, updated or deleted, and for each TRUNCATE.
+ */
+Datum
+taskq_flow_limits_written(PG_FUNCTION_ARGS)
+{
+	return table_written(fcinfo, "taskq.flow_limits_written()");
 }

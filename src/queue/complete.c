@@ -53,7 +53,7 @@ static TaskqPlan complete_held_batch_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -71,7 +71,7 @@ static TaskqPlan delete_held_batch_plan = {
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
 	"   AND (COALESCE(r.result, t.result) IS NULL OR t.to_signal_after IS NULL)"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	4, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID}
 };
 
@@ -90,7 +90,7 @@ static TaskqPlan complete_held_batch_plain_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	3, {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID}
 };
 
@@ -101,7 +101,7 @@ static TaskqPlan delete_held_batch_plain_plan = {
 	"   AND t.performance_token OPERATOR(pg_catalog.=) r.token"
 	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
 	"   AND NOT t.cancelled AND NOT t.post_result AND t.workflow IS NULL"
-	" RETURNING t.id, t.to_signal_after",
+	" RETURNING t.id, t.to_signal_after, t.action",
 	2, {TEXTARRAYOID, UUIDARRAYOID}
 };
 
@@ -174,6 +174,9 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
 	BlockNumber nblocks = InvalidBlockNumber;
+	bool		limits = taskq_flow_maybe_limited();
+	List	   *actions = NIL;
+	ListCell   *lc;
 
 	if (!taskq_rel_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
@@ -241,6 +244,9 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 
 				item->done = true;
 				tasks[i].succs = isnull ? NIL : taskq_text_array_list(s);
+				if (limits)
+					actions = lappend(actions,
+									  TextDatumGetCString(taskq_rel_old(&d, d.ready->action, &isnull)));
 				ndone++;
 				break;
 			}
@@ -258,15 +264,26 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 		}
 	}
 	taskq_rel_close(&d);
+	foreach(lc, actions)
+		taskq_flow_freed(lfirst(lc));	/* slots let go (flow_limits.c) */
 	return ndone;
 }
-/* The rows (id, to_signal_after) the last statement finished: done, succs. */
+/*
+ * The rows (id, to_signal_after, action) the last statement finished:
+ * done, succs; the slots they held let go (flow_limits.c).
+ */
 static void
-note_held_done(TaskqCompletion *tasks, int n)
+note_held_done(TaskqCompletion *tasks, int n, bool limits)
 {
+	List	   *actions = NIL;
+	ListCell   *lc;
+
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		char	   *id = taskq_get_text(r, 1, NULL);
+
+		if (limits)
+			actions = lappend(actions, taskq_get_text(r, 3, NULL));
 
 		for (int i = 0; i < n; i++)
 			if (!tasks[i].item->done && strcmp(tasks[i].item->id, id) == 0)
@@ -276,6 +293,8 @@ note_held_done(TaskqCompletion *tasks, int n)
 				break;
 			}
 	}
+	foreach(lc, actions)
+		taskq_flow_freed(lfirst(lc));
 }
 
 /*
@@ -295,6 +314,7 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	int			lbs[1] = {1};
 	Datum		values[4];
 	bool		has_results = taskq_schema_at_least_0_5();	/* the column result exists */
+	bool		limits = taskq_flow_maybe_limited();	/* before any statement's rows are read */
 
 	for (int i = 0; i < n; i++)
 	{
@@ -320,9 +340,9 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	{
 		taskq_execute(has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
 					  values, NULL, false, 0);
-		note_held_done(tasks, n);
+		note_held_done(tasks, n, limits);
 	}
 	taskq_execute(has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
 				  values, NULL, false, 0);
-	note_held_done(tasks, n);
+	note_held_done(tasks, n, limits);
 }

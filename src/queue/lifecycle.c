@@ -139,7 +139,7 @@ static TaskqPlan finish_plan = {
 	"       finished_at = pg_catalog.now(), action_deadline = NULL"
 	" WHERE id OPERATOR(pg_catalog.=) $1"
 	"   AND status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
-	" RETURNING to_signal_after",
+	" RETURNING to_signal_after, action",
 	3, {TEXTOID, TEXTOID, TEXTOID}
 };
 
@@ -153,6 +153,8 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 {
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
+	List	   *succs;
+	char	   *action;
 
 	Assert(taskq_status_finished(code));
 	values[0] = CStringGetTextDatum(id);
@@ -164,8 +166,11 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 	taskq_execute(&finish_plan, values, nulls, false, 0);
 	if (SPI_processed != 1)
 		elog(ERROR, "taskq: task \"%s\" vanished or finished while finishing it", id);
+	succs = taskq_sort_strings(taskq_get_text_array(0, 1));
+	action = taskq_get_text(0, 2, NULL);
 	taskq_task_finished(id, code);
-	return taskq_sort_strings(taskq_get_text_array(0, 1));
+	taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
+	return succs;
 }
 
 /*
@@ -352,6 +357,19 @@ static TaskqPlan extend_plan = {
 	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
 };
 
+/* The action and key of the task extend_plan would extend, if its lease expired. */
+static TaskqPlan extend_expired_plan = {
+	"SELECT action, concurrency_key FROM taskq.tasks"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND performance_token OPERATOR(pg_catalog.=) $2"
+	"   AND actor_id OPERATOR(pg_catalog.=) $3"
+	"   AND NOT cancelled"
+	"   AND (status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"        OR (status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"            AND action_deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()))",
+	3, {TEXTOID, UUIDOID, TEXTOID}
+};
+
 /*
  * Extend the lease of task id by lease from now, if it is unfinished and
  * still held with token by actor; that includes a lease that expired while
@@ -366,6 +384,20 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 	values[1] = token;
 	values[2] = CStringGetTextDatum(actor);
 	values[3] = IntervalPGetDatum(lease);
+	if (taskq_flow_maybe_limited())
+	{
+		/* an expired lease takes a slot again: only under the limits (flow_limits.c) */
+		taskq_execute(&extend_expired_plan, values, NULL, true, 0);
+		if (SPI_processed == 1)
+		{
+			bool		nokey;
+			char	   *action = taskq_get_text(0, 1, NULL);
+			char	   *key = taskq_get_text(0, 2, &nokey);
+
+			if (!taskq_flow_extend_ok(action, nokey ? NULL : key))
+				return false;
+		}
+	}
 	taskq_execute(&extend_plan, values, NULL, false, 0);
 	return SPI_processed == 1;
 }

@@ -48,6 +48,7 @@ typedef struct TaskqTaskSpec
 	bool		spontaneous;
 	Jsonb	   *retry;			/* retry policy or NULL */
 	char	   *workflow;		/* workflow key or NULL */
+	char	   *concurrency_key;	/* concurrency key or NULL */
 	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
 	const char *argname;		/* the argument errors name (NULL: "tasks") */

@@ -52,7 +52,8 @@ typedef struct TaskqTaskColumns
 				post_result,
 				workflow,
 				result,
-				claimed_at;
+				claimed_at,
+				concurrency_key;
 } TaskqTaskColumns;
 
 #define TASKQ_SHAPE_UPDATES 4

@@ -174,6 +174,8 @@ taskq_task_columns(TupleDesc desc, TaskqTaskColumns *c)
 	c->result = taskq_column(desc, "result");	/* none before 0.5: no results */
 	/* none before 0.6: claims leave the time unwritten */
 	c->claimed_at = taskq_typed_column(desc, "claimed_at", TIMESTAMPTZOID);
+	/* none before 0.6: no task has a key */
+	c->concurrency_key = taskq_typed_column(desc, "concurrency_key", TEXTOID);
 	return c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&

@@ -1,0 +1,505 @@
+/*-------------------------------------------------------------------------
+ *
+ * flow_limits.c
+ *	  Concurrency limits per action (taskq.set_concurrency_limit): which
+ *	  actions have them, kept per session; the limiter a claim of such an
+ *	  action goes through; the wake when one of their tasks lets go of its
+ *	  slot; the rule for extending an expired lease.
+ *
+ * What counts as running is read from the task rows, never kept in a
+ * counter that could drift: a task of the action holds a slot while it is
+ * in progress and its lease deadline (if any) is after the clock.  A claim
+ * of a limited action takes the action's limiter lock (an advisory lock of
+ * the transaction, ("lmt", hash of the action)), exclusive, and then counts
+ * those tasks, in all and per concurrency_key, through the partial index
+ * tasks_running_idx with a snapshot taken after the lock: every claim of
+ * the action committed before is seen, and no other claim of it can commit
+ * until this transaction ends.  The walk (claim_walk.c) or the SQL claim
+ * (claim.c) then asks before each row whether its action and key are under
+ * their limits, and counts what it takes.  So at no moment do more tasks
+ * hold a lease than the limits allow: a return, release or expiry only
+ * lowers the count, and the only other way into a lease, extending one
+ * that expired, takes the same lock (taskq_flow_extend_ok).  A claim that
+ * took nothing of an action lets go of its lock at once (a claim that
+ * waits, claim_wait.c, must not hold it while it sleeps).
+ *
+ * Lock order: limiter locks in action name order, before any task row the
+ * claim takes; task rows are then only tried without waiting, so a claim
+ * never waits for a row while it holds a limiter lock.  Returns take no
+ * limiter lock.
+ *
+ * Which actions have limits is kept per session and dropped on a relcache
+ * invalidation of taskq.flow_limits, which its triggers send for every
+ * write (api/cache_triggers.c), as queue/action_policy.c does for
+ * policies.  With no limits at all, a claim, return or expiry pays one
+ * look at a flag.  If the triggers are missing, nothing is kept and each
+ * claim reads the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "parser/parse_func.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "common/args.h"
+#include "common/limits.h"
+#include "common/plan.h"
+#include "ipc/wakeup.h"
+#include "queue/queue_internal.h"
+
+/* The advisory lock of an action's limiter: key1 "lmt\0", key2 its hash. */
+#define FLOW_LOCK_CLASS 0x6C6D7400
+
+typedef struct FlowLimit
+{
+	char		action[TASKQ_MAX_ACTION_LEN + 1];	/* key */
+	bool		has_max;
+	int32		max_running;
+	bool		has_per_key;
+	int32		max_per_key;
+} FlowLimit;
+
+/* the limits kept, valid while kept_generation == generation */
+static HTAB *kept = NULL;
+static bool kept_valid = false;
+static uint64 generation = 0;
+static uint64 kept_generation = 0;
+static Oid	limits_relid = InvalidOid;
+
+/*
+ * Until the table is known (an extension not updated to 0.6 has none),
+ * any relcache invalidation may be the update that made it.
+ */
+static void
+limits_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == limits_relid || !OidIsValid(limits_relid))
+		generation++;
+}
+
+static TaskqPlan limits_plan = {
+	"SELECT action, max_running, max_running_per_key FROM taskq.flow_limits"
+	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL",
+	0, {0}
+};
+
+/* Are taskq.flow_limits' triggers there, enabled ALWAYS, for every kind of write? */
+static bool
+triggers_tell(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TriggerDesc *td = rel->trigdesc;
+	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	int16		kinds = 0;
+	Oid			fn = LookupFuncName(list_make2(makeString("taskq"),
+											   makeString("flow_limits_written")),
+									0, NULL, true);
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
+			t->tgnattr != 0)
+			continue;
+		if (TRIGGER_FOR_ROW(t->tgtype))
+			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+		else
+			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
+	}
+	table_close(rel, AccessShareLock);
+	return kinds == all;
+}
+
+/*
+ * The limits of every limited action, as a hash table (NULL: none), kept
+ * if the triggers tell of every change.  Runs in the caller's SPI
+ * connection.
+ */
+static HTAB *
+current_limits(void)
+{
+	static bool registered = false;
+	Oid			nsp;
+	Oid			relid;
+	uint64		seen;
+	bool		keep;
+	HTAB	   *h = NULL;
+	HASHCTL		ctl;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(limits_invalidate, (Datum) 0);
+		registered = true;
+	}
+	AcceptInvalidationMessages();
+	if (kept_valid && kept_generation == generation)
+		return kept;
+	if (kept != NULL)
+		hash_destroy(kept);
+	kept = NULL;
+	kept_valid = false;
+
+	seen = generation;
+	nsp = get_namespace_oid("taskq", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("flow_limits", nsp) : InvalidOid;
+	limits_relid = relid;
+	if (!OidIsValid(relid))
+	{
+		/* an extension not updated to 0.6: no limits, until an invalidation */
+		kept_valid = seen == generation;
+		kept_generation = seen;
+		return NULL;
+	}
+	keep = triggers_tell(relid);
+
+	taskq_execute(&limits_plan, NULL, NULL, true, 0);
+	if (SPI_processed > 0)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = TASKQ_MAX_ACTION_LEN + 1;
+		ctl.entrysize = sizeof(FlowLimit);
+		ctl.hcxt = keep ? TopMemoryContext : CurrentMemoryContext;
+		h = hash_create("taskq flow limits", Max(SPI_processed, 16), &ctl,
+						HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			char	   *action = taskq_get_text(r, 1, NULL);
+			FlowLimit  *l;
+			bool		isnull;
+
+			if (strlen(action) > TASKQ_MAX_ACTION_LEN)
+				continue;		/* no task can have it */
+			l = hash_search(h, action, HASH_ENTER, NULL);
+			l->max_running = taskq_get_int32(r, 2, &isnull);
+			l->has_max = !isnull;
+			l->max_per_key = taskq_get_int32(r, 3, &isnull);
+			l->has_per_key = !isnull;
+		}
+	}
+	if (keep && seen == generation)
+	{
+		kept = h;
+		kept_valid = true;
+		kept_generation = generation;
+	}
+	return h;
+}
+
+/* The limits of action, or NULL if it has none. */
+static FlowLimit *
+limit_of(HTAB *limits, const char *action)
+{
+	if (limits == NULL || strlen(action) > TASKQ_MAX_ACTION_LEN)
+		return NULL;
+	return hash_search(limits, action, HASH_FIND, NULL);
+}
+
+/* ----------
+ * The limiter of a claim
+ * ----------
+ */
+
+/* the running tasks of one key */
+typedef struct KeyCount
+{
+	char		key[TASKQ_MAX_CONCURRENCY_KEY_LEN + 1];
+	int32		running;
+} KeyCount;
+
+typedef struct FlowAction
+{
+	FlowLimit	limit;
+	LOCKTAG		tag;
+	int32		running;		/* in all */
+	HTAB	   *keys;			/* KeyCount per key with tasks running */
+	int			taken;			/* claimed by this claim */
+} FlowAction;
+
+struct TaskqFlow
+{
+	int			n;
+	FlowAction *actions;		/* in name order */
+};
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(((const FlowAction *) a)->limit.action,
+				  ((const FlowAction *) b)->limit.action);
+}
+
+/*
+ * The tasks of these actions holding a slot now: in progress, the lease
+ * not passed at this clock time.  Run with a snapshot taken after the
+ * limiter locks, whatever the isolation level.
+ */
+static const char *const running_sql =
+"SELECT t.action, t.concurrency_key, pg_catalog.count(*)::pg_catalog.int4"
+"  FROM taskq.tasks AS t"
+" WHERE t.action OPERATOR(pg_catalog.=) ANY ($1)"
+"   AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+"   AND (t.action_deadline IS NULL"
+"        OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+" GROUP BY t.action, t.concurrency_key";
+
+static FlowAction *
+flow_find(TaskqFlow *f, const char *action)
+{
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->actions[i].limit.action, action) == 0)
+			return &f->actions[i];
+	return NULL;
+}
+
+/* Count what runs of f's actions (under their locks). */
+static void
+count_running(TaskqFlow *f)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtype = TEXTARRAYOID;
+	List	   *names = NIL;
+	Datum		arg;
+	int			rc;
+
+	if (plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(running_sql, 1, &argtype);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plan = p;
+	}
+	for (int i = 0; i < f->n; i++)
+		names = lappend(names, f->actions[i].limit.action);
+	arg = taskq_text_array_datum(names);
+	CommandCounterIncrement();	/* this transaction's own claims too */
+	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "taskq: counting the running tasks failed: %s", SPI_result_code_string(rc));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		FlowAction *a = flow_find(f, taskq_get_text(r, 1, NULL));
+		bool		nokey;
+		char	   *key = taskq_get_text(r, 2, &nokey);
+		int32		n = taskq_get_int32(r, 3, NULL);
+
+		if (a == NULL)
+			continue;
+		a->running += n;
+		if (!nokey && strlen(key) <= TASKQ_MAX_CONCURRENCY_KEY_LEN)
+		{
+			KeyCount   *k = hash_search(a->keys, key, HASH_ENTER, NULL);
+
+			k->running = n;
+		}
+	}
+}
+
+/*
+ * The limiter of a claim of these actions (all_actions: of any): NULL if
+ * none of them is limited, the common case, at the cost of a flag.  Else
+ * the limited ones' locks are taken, in name order, and their running
+ * tasks counted.  Called before the claim reads the ready rows.
+ */
+TaskqFlow *
+taskq_flow_begin(List *actions, bool all_actions)
+{
+	HTAB	   *limits = current_limits();
+	TaskqFlow  *f;
+	ListCell   *lc;
+	int			max;
+
+	if (limits == NULL)
+		return NULL;
+	f = palloc0(sizeof(TaskqFlow));
+	max = all_actions ? (int) hash_get_num_entries(limits) : list_length(actions);
+	f->actions = palloc0(sizeof(FlowAction) * Max(max, 1));
+	if (all_actions)
+	{
+		HASH_SEQ_STATUS seq;
+		FlowLimit  *l;
+
+		hash_seq_init(&seq, limits);
+		while ((l = hash_seq_search(&seq)) != NULL)
+			f->actions[f->n++].limit = *l;
+	}
+	else
+		foreach(lc, actions)
+		{
+			FlowLimit  *l = limit_of(limits, lfirst(lc));
+
+			if (l != NULL && flow_find(f, l->action) == NULL)
+				f->actions[f->n++].limit = *l;
+		}
+	if (f->n == 0)
+		return NULL;
+	qsort(f->actions, f->n, sizeof(FlowAction), compare_names);
+	for (int i = 0; i < f->n; i++)
+	{
+		FlowAction *a = &f->actions[i];
+		HASHCTL		ctl;
+
+		SET_LOCKTAG_ADVISORY(a->tag, MyDatabaseId, FLOW_LOCK_CLASS,
+							 hash_bytes((const unsigned char *) a->limit.action,
+										strlen(a->limit.action)), 2);
+		(void) LockAcquire(&a->tag, ExclusiveLock, false, false);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = TASKQ_MAX_CONCURRENCY_KEY_LEN + 1;
+		ctl.entrysize = sizeof(KeyCount);
+		ctl.hcxt = CurrentMemoryContext;
+		a->keys = hash_create("taskq running per key", 16, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	count_running(f);
+	return f;
+}
+
+/* Is the action at its limit in all (no task of it may be taken)? */
+bool
+taskq_flow_action_full(TaskqFlow *f, const char *action)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+
+	return a != NULL && a->limit.has_max && a->running >= a->limit.max_running;
+}
+
+/*
+ * May a task of action with key (NULL: none) be taken now?  If so, it is
+ * counted as taken: the caller takes it, or calls taskq_flow_untake.
+ */
+bool
+taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+	KeyCount   *k = NULL;
+
+	if (a == NULL)
+		return true;			/* not limited */
+	if (a->limit.has_max && a->running >= a->limit.max_running)
+		return false;
+	if (key != NULL && a->limit.has_per_key)
+	{
+		bool		found;
+
+		if (strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+			return false;		/* not a key taskq wrote */
+		k = hash_search(a->keys, key, HASH_ENTER, &found);
+		if (!found)
+			k->running = 0;
+		if (k->running >= a->limit.max_per_key)
+			return false;
+		k->running++;
+	}
+	a->running++;
+	a->taken++;
+	return true;
+}
+
+/* The task taskq_flow_take let through was not taken after all. */
+void
+taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+
+	if (a == NULL)
+		return;
+	a->running--;
+	a->taken--;
+	if (key != NULL && a->limit.has_per_key)
+	{
+		KeyCount   *k = hash_search(a->keys, key, HASH_FIND, NULL);
+
+		if (k != NULL)
+			k->running--;
+	}
+}
+
+/*
+ * The claim is done: the locks of actions it took nothing of are let go
+ * (nothing of this transaction depends on them); the others are held to
+ * its end, so that the next claim counts what this one took.
+ */
+void
+taskq_flow_end(TaskqFlow *f)
+{
+	if (f == NULL)
+		return;
+	for (int i = 0; i < f->n; i++)
+		if (f->actions[i].taken == 0)
+			LockRelease(&f->actions[i].tag, ExclusiveLock, false);
+}
+
+/* ----------
+ * Slots let go, and leases extended
+ * ----------
+ */
+
+/*
+ * Has any action limits?  Read as a claim reads it (in the caller's SPI
+ * connection, kept until an invalidation): with none, the paths that let
+ * go of slots skip collecting their actions.
+ */
+bool
+taskq_flow_maybe_limited(void)
+{
+	if (kept_valid && kept_generation == generation)
+		return kept != NULL;
+	return current_limits() != NULL;
+}
+
+/*
+ * A task of action left its lease (returned, released, expired, ended):
+ * if the action is limited, waiting claims of it are woken when this
+ * transaction commits, as for a task made ready.
+ */
+void
+taskq_flow_freed(const char *action)
+{
+	FlowLimit  *l;
+
+	if (!taskq_flow_maybe_limited())
+		return;					/* known: no limits at all */
+	l = limit_of(current_limits(), action);
+	if (l != NULL)
+		taskq_note_ready(action);
+}
+
+/*
+ * May an expired lease of a task of action with key be extended?  Only if
+ * the action and key are under their limits (the task itself no longer
+ * counts).  The limiter lock is then held to the end of the transaction,
+ * as a claim's.
+ */
+bool
+taskq_flow_extend_ok(const char *action, const char *key)
+{
+	TaskqFlow  *f;
+	bool		ok;
+
+	f = taskq_flow_begin(list_make1(pstrdup(action)), false);
+	if (f == NULL)
+		return true;
+	ok = taskq_flow_take(f, action, key);
+	taskq_flow_end(f);
+	return ok;
+}
