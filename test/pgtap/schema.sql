@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(108);
+SELECT plan(114);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -202,6 +202,29 @@ SELECT ok(has_table_privilege('taskq_monitor', 'taskq.workers', 'SELECT')
           AND NOT has_table_privilege('taskq_worker', 'taskq.workers', 'SELECT')
           AND NOT has_table_privilege('taskq_monitor', 'taskq.worker_registry', 'SELECT'),
     'monitors read taskq.workers, not its table');
+
+-- ------------------------------------------------------------ concurrency limits
+SELECT has_column('taskq', 'tasks', 'concurrency_key', 'tasks.concurrency_key exists');
+SELECT is((SELECT max(attnum) FROM pg_catalog.pg_attribute
+            WHERE attrelid = 'taskq.tasks'::regclass AND NOT attisdropped),
+          (SELECT attnum FROM pg_catalog.pg_attribute
+            WHERE attrelid = 'taskq.tasks'::regclass AND attname = 'concurrency_key'),
+    'concurrency_key is the last column of taskq.tasks');
+SELECT function_returns('taskq', 'set_concurrency_limit', ARRAY['text', 'integer', 'integer'], 'void',
+    'set_concurrency_limit(text, integer, integer) returns void');
+SELECT function_returns('taskq', 'clear_limits', ARRAY['text'], 'void',
+    'clear_limits(text) returns void');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                        ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = 'taskq.limits'::regclass AND a.attnum > 0),
+    'action text, max_running integer, max_running_per_key integer, running integer',
+    'taskq.limits has its columns, in order, with their types');
+SELECT ok(has_function_privilege('taskq_admin', 'taskq.set_concurrency_limit(text, integer, integer)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_worker', 'taskq.clear_limits(text)', 'EXECUTE')
+          AND has_table_privilege('taskq_monitor', 'taskq.limits', 'SELECT')
+          AND NOT has_table_privilege('taskq_monitor', 'taskq.flow_limits', 'SELECT'),
+    'admins set limits; monitors read taskq.limits, not its table');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql
