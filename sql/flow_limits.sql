@@ -151,3 +151,73 @@ SELECT running FROM taskq.limits WHERE action = 'hol';
 SELECT taskq.clear_limits('hol');
 DELETE FROM taskq.tasks;
 DELETE FROM public.tokens;
+
+-- ---------------------------------------------------------------
+-- Rate limits
+-- ---------------------------------------------------------------
+SELECT public.expect_error($$SELECT taskq.set_rate_limit(NULL, 1, '1 s')$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', 0, '1 s')$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', NULL, '1 s')$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', 1, '0 s')$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', 1, '-1 s')$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', 1, NULL)$$);
+SELECT public.expect_error($$SELECT taskq.set_rate_limit('rt', 1, '1 s', NULL)$$);
+SELECT count(*) AS nothing_stored FROM taskq.flow_limits;
+-- set, replaced; a concurrency limit of the same action is kept apart
+SELECT taskq.set_rate_limit('rt', 5, '1 min', true);
+SELECT taskq.set_concurrency_limit('rt', 7);
+SELECT taskq.set_rate_limit('rt', 2, '1 hour');
+SELECT * FROM taskq.limits;
+SELECT taskq.set_concurrency_limit('rt', NULL);
+SELECT action, max_running, rate_max, rate_per, by_key FROM taskq.limits;
+
+-- two claims per hour: the third waits for the window, even with nothing running
+SELECT taskq.insert_tasks('[{"id": "r1", "action": "rt"}, {"id": "r2", "action": "rt"},
+                            {"id": "r3", "action": "rt"}, {"id": "r4", "action": "rt"},
+                            {"id": "free2", "action": "free"}]');
+SELECT n, id FROM public.own('w', 10, '{rt}');
+SELECT public.ret('r1', 'completed');
+-- a released claim still counts
+SELECT taskq.release_task('r2', (SELECT token FROM public.tokens WHERE id = 'r2'));
+SELECT n, id FROM public.own('w', 10, '{rt,free}');
+SELECT running, window_claims FROM taskq.limits WHERE action = 'rt';
+-- the window passes (the claims back-dated): two more
+UPDATE taskq.flow_claims SET claimed_at = claimed_at - interval '1 hour' WHERE action = 'rt';
+SELECT running, window_claims FROM taskq.limits WHERE action = 'rt';
+SELECT n, id FROM public.own('w', 10, '{rt}');
+SELECT count(*) AS left_the_window_deleted FROM taskq.flow_claims
+ WHERE action = 'rt' AND claimed_at < now() - interval '30 min';
+-- the SQL claim counts alike
+UPDATE taskq.flow_claims SET claimed_at = claimed_at - interval '1 hour' WHERE action = 'rt';
+SELECT taskq.insert_tasks('[{"id": "r5", "action": "rt"}, {"id": "r6", "action": "rt"},
+                            {"id": "r7", "action": "rt"}]');
+BEGIN;
+CREATE TRIGGER fl_noop BEFORE UPDATE ON taskq.tasks FOR EACH ROW EXECUTE FUNCTION pg_temp.noop();
+SELECT n, id FROM public.own('w', 10, '{rt}');
+SELECT n, id FROM public.own('w', 10, NULL);
+ROLLBACK;
+-- clear_limits removes both kinds and the claims logged
+SELECT taskq.clear_limits('rt');
+SELECT count(*) AS no_limits, (SELECT count(*) FROM taskq.flow_claims) AS no_claims FROM taskq.limits;
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;
+
+-- by key: one claim per key and hour; tasks without a key share one window
+SELECT taskq.set_rate_limit('rk', 1, '1 hour', by_key => true);
+SELECT taskq.insert_tasks('[{"id": "ka1", "action": "rk", "concurrency_key": "A", "priority": 9},
+                            {"id": "ka2", "action": "rk", "concurrency_key": "A", "priority": 9},
+                            {"id": "kb1", "action": "rk", "concurrency_key": "B"},
+                            {"id": "kn1", "action": "rk"}, {"id": "kn2", "action": "rk"}]');
+SELECT n, id FROM public.own('w', 10, '{rk}');
+SELECT n, id FROM public.own('w', 10, '{rk}');
+SELECT key, count(*) FROM taskq.flow_claims GROUP BY key ORDER BY key;
+-- with a concurrency limit too: both hold
+SELECT taskq.set_concurrency_limit('rk', 1);
+UPDATE taskq.flow_claims SET claimed_at = claimed_at - interval '1 hour';
+SELECT n, id FROM public.own('w', 10, '{rk}');
+SELECT public.ret('ka1', 'completed'), public.ret('kb1', 'completed'), public.ret('kn1', 'completed');
+SELECT n, id FROM public.own('w', 10, '{rk}');
+SELECT running, window_claims FROM taskq.limits WHERE action = 'rk';
+SELECT taskq.clear_limits('rk');
+DELETE FROM taskq.tasks;
+DELETE FROM public.tokens;

@@ -331,7 +331,6 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	else
 		taskq_execute(claim_plan(kind, req->max_tasks, taskq_claimed_at_installed()),
 					  values, nulls, false, 0);
-	taskq_flow_end(flow);
 
 	n = SPI_processed;
 	if (n > 0)
@@ -344,6 +343,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		rows[i].priority = taskq_get_int32(i, 7, NULL);
 		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
 	}
+	taskq_flow_end(flow);		/* runs SQL: after the claim's rows were read */
 	if (n > 1)
 		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);
 	for (uint64 i = 0; i < n; i++)

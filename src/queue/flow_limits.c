@@ -73,6 +73,10 @@ typedef struct FlowLimit
 	int32		max_running;
 	bool		has_per_key;
 	int32		max_per_key;
+	bool		has_rate;
+	int32		rate_max;
+	Interval	rate_per;
+	bool		rate_by_key;
 } FlowLimit;
 
 /* the limits kept, valid while kept_generation == generation */
@@ -94,8 +98,9 @@ limits_invalidate(Datum arg, Oid relid)
 }
 
 static TaskqPlan limits_plan = {
-	"SELECT action, max_running, max_running_per_key FROM taskq.flow_limits"
-	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL",
+	"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+	"  FROM taskq.flow_limits"
+	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL OR rate_max IS NOT NULL",
 	0, {0}
 };
 
@@ -192,6 +197,13 @@ current_limits(void)
 			l->has_max = !isnull;
 			l->max_per_key = taskq_get_int32(r, 3, &isnull);
 			l->has_per_key = !isnull;
+			l->rate_max = taskq_get_int32(r, 4, &isnull);
+			l->has_rate = !isnull;
+			if (l->has_rate)
+			{
+				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
+				l->rate_by_key = taskq_get_bool(r, 6, NULL);
+			}
 		}
 	}
 	if (keep && seen == generation)
@@ -217,11 +229,12 @@ limit_of(HTAB *limits, const char *action)
  * ----------
  */
 
-/* the running tasks of one key */
+/* the running tasks and the claims in the window of one key */
 typedef struct KeyCount
 {
 	char		key[TASKQ_MAX_CONCURRENCY_KEY_LEN + 1];
 	int32		running;
+	int32		window;
 } KeyCount;
 
 typedef struct FlowAction
@@ -229,14 +242,19 @@ typedef struct FlowAction
 	FlowLimit	limit;
 	LOCKTAG		tag;
 	int32		running;		/* in all */
-	HTAB	   *keys;			/* KeyCount per key with tasks running */
+	int32		window;			/* claims in the rate window, in all */
+	int32		window_nokey;	/* ... of tasks without a key */
+	HTAB	   *keys;			/* KeyCount per key */
 	int			taken;			/* claimed by this claim */
+	List	   *taken_keys;		/* rate-limited: the key of each (NULL: none) */
 } FlowAction;
 
 struct TaskqFlow
 {
 	int			n;
 	FlowAction *actions;		/* in name order */
+	bool		claims;			/* a claim (else an extension: no rate counted) */
+	TimestampTz at;				/* the claim's clock time, under the locks */
 };
 
 static int
@@ -267,6 +285,86 @@ flow_find(TaskqFlow *f, const char *action)
 		if (strcmp(f->actions[i].limit.action, action) == 0)
 			return &f->actions[i];
 	return NULL;
+}
+
+/* The counts of key (NULL: none) of a, made if need be. */
+static KeyCount *
+key_count(FlowAction *a, const char *key)
+{
+	KeyCount   *k;
+	bool		found;
+
+	if (key == NULL || strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+		return NULL;
+	k = hash_search(a->keys, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		k->running = 0;
+		k->window = 0;
+	}
+	return k;
+}
+
+/* A statement prepared once, run with a snapshot of this moment. */
+static void
+run_latest(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes, Datum *args,
+		   int expect)
+{
+	int			rc;
+
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		*plan = p;
+	}
+	CommandCounterIncrement();	/* this transaction's own claims too */
+	rc = SPI_execute_snapshot(*plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  false, false, 0);
+	if (rc != expect)
+		elog(ERROR, "taskq: a statement of the limiter failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * The claims of a rate-limited action in its window, which ends at f->at
+ * (under its lock), in all and per key; those that left it deleted.
+ */
+static void
+count_window(TaskqFlow *f, FlowAction *a)
+{
+	static SPIPlanPtr prune_plan = NULL;
+	static SPIPlanPtr window_plan = NULL;
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(a->limit.action);
+	args[1] = DirectFunctionCall2(timestamptz_mi_interval, TimestampTzGetDatum(f->at),
+								  IntervalPGetDatum(&a->limit.rate_per));
+	run_latest(&prune_plan,
+			   "DELETE FROM taskq.flow_claims"
+			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2",
+			   2, argtypes, args, SPI_OK_DELETE);
+	run_latest(&window_plan,
+			   "SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
+			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
+			   " GROUP BY key",
+			   2, argtypes, args, SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		nokey;
+		char	   *key = taskq_get_text(r, 1, &nokey);
+		int32		n = taskq_get_int32(r, 2, NULL);
+		KeyCount   *k = nokey ? NULL : key_count(a, key);
+
+		a->window += n;
+		if (k != NULL)
+			k->window = n;
+		else if (nokey)
+			a->window_nokey = n;
+	}
 }
 
 /* Count what runs of f's actions (under their locks). */
@@ -307,11 +405,7 @@ count_running(TaskqFlow *f)
 			continue;
 		a->running += n;
 		if (!nokey && strlen(key) <= TASKQ_MAX_CONCURRENCY_KEY_LEN)
-		{
-			KeyCount   *k = hash_search(a->keys, key, HASH_ENTER, NULL);
-
-			k->running = n;
-		}
+			key_count(a, key)->running = n;
 	}
 }
 
@@ -332,6 +426,7 @@ taskq_flow_begin(List *actions, bool all_actions)
 	if (limits == NULL)
 		return NULL;
 	f = palloc0(sizeof(TaskqFlow));
+	f->claims = true;
 	max = all_actions ? (int) hash_get_num_entries(limits) : list_length(actions);
 	f->actions = palloc0(sizeof(FlowAction) * Max(max, 1));
 	if (all_actions)
@@ -371,16 +466,25 @@ taskq_flow_begin(List *actions, bool all_actions)
 							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	}
 	count_running(f);
+	f->at = GetCurrentTimestamp();	/* the claims' clock time, under the locks */
+	for (int i = 0; i < f->n; i++)
+		if (f->actions[i].limit.has_rate)
+			count_window(f, &f->actions[i]);
 	return f;
 }
 
-/* Is the action at its limit in all (no task of it may be taken)? */
+/* Is the action at a limit in all (no task of it may be taken)? */
 bool
 taskq_flow_action_full(TaskqFlow *f, const char *action)
 {
 	FlowAction *a = f ? flow_find(f, action) : NULL;
 
-	return a != NULL && a->limit.has_max && a->running >= a->limit.max_running;
+	if (a == NULL)
+		return false;
+	if (a->limit.has_max && a->running >= a->limit.max_running)
+		return true;
+	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
+		a->window >= a->limit.rate_max;
 }
 
 /*
@@ -391,53 +495,122 @@ bool
 taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
 {
 	FlowAction *a = f ? flow_find(f, action) : NULL;
-	KeyCount   *k = NULL;
+	KeyCount   *k;
+	bool		rate;
 
 	if (a == NULL)
 		return true;			/* not limited */
+	if (key != NULL && strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+		return false;			/* not a key taskq wrote */
+	k = key_count(a, key);
 	if (a->limit.has_max && a->running >= a->limit.max_running)
 		return false;
-	if (key != NULL && a->limit.has_per_key)
+	if (k != NULL && a->limit.has_per_key && k->running >= a->limit.max_per_key)
+		return false;
+	rate = f->claims && a->limit.has_rate;
+	if (rate)
 	{
-		bool		found;
+		int32		in_window = !a->limit.rate_by_key ? a->window :
+			k != NULL ? k->window : a->window_nokey;
 
-		if (strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
-			return false;		/* not a key taskq wrote */
-		k = hash_search(a->keys, key, HASH_ENTER, &found);
-		if (!found)
-			k->running = 0;
-		if (k->running >= a->limit.max_per_key)
+		if (in_window >= a->limit.rate_max)
 			return false;
-		k->running++;
 	}
 	a->running++;
+	if (k != NULL)
+		k->running++;
+	if (rate)
+	{
+		a->window++;
+		if (k != NULL)
+			k->window++;
+		else
+			a->window_nokey++;
+		a->taken_keys = lappend(a->taken_keys, key ? pstrdup(key) : NULL);
+	}
 	a->taken++;
 	return true;
 }
 
-/* The task taskq_flow_take let through was not taken after all. */
+/* The task taskq_flow_take let through last was not taken after all. */
 void
 taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
 {
 	FlowAction *a = f ? flow_find(f, action) : NULL;
+	KeyCount   *k;
 
 	if (a == NULL)
 		return;
+	k = key_count(a, key);
 	a->running--;
 	a->taken--;
-	if (key != NULL && a->limit.has_per_key)
+	if (k != NULL)
+		k->running--;
+	if (f->claims && a->limit.has_rate)
 	{
-		KeyCount   *k = hash_search(a->keys, key, HASH_FIND, NULL);
-
+		a->window--;
 		if (k != NULL)
-			k->running--;
+			k->window--;
+		else
+			a->window_nokey--;
+		a->taken_keys = list_truncate(a->taken_keys, list_length(a->taken_keys) - 1);
 	}
 }
 
+/* The claims of rate-limited actions logged, at the claim's clock time. */
+static const char *const log_sql =
+"INSERT INTO taskq.flow_claims (action, key, claimed_at)"
+" SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k";
+
+/* Log the claims a took (its lock held), and have the worker wake when the window reopens. */
+static void
+log_claims(TaskqFlow *f, FlowAction *a)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	int			n = list_length(a->taken_keys);
+	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	ListCell   *lc;
+	int			rc;
+
+	if (plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(log_sql, 3, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plan = p;
+	}
+	foreach(lc, a->taken_keys)
+	{
+		int			i = foreach_current_index(lc);
+
+		nulls[i] = lfirst(lc) == NULL;
+		keys[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(lfirst(lc));
+	}
+	args[0] = CStringGetTextDatum(a->limit.action);
+	args[1] = PointerGetDatum(construct_md_array(keys, nulls, 1, dims, lbs, TEXTOID, -1,
+												 false, TYPALIGN_INT));
+	args[2] = TimestampTzGetDatum(f->at);
+	rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "taskq: logging the claims failed: %s", SPI_result_code_string(rc));
+	taskq_note_due(DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														   TimestampTzGetDatum(f->at),
+														   IntervalPGetDatum(&a->limit.rate_per))));
+}
+
 /*
- * The claim is done: the locks of actions it took nothing of are let go
- * (nothing of this transaction depends on them); the others are held to
- * its end, so that the next claim counts what this one took.
+ * The claim is done: the claims of rate-limited actions are logged; the
+ * locks of actions it took nothing of are let go (nothing of this
+ * transaction depends on them); the others are held to its end, so that
+ * the next claim counts what this one took.  Runs SQL: the caller has read
+ * its own statement's rows.
  */
 void
 taskq_flow_end(TaskqFlow *f)
@@ -445,8 +618,14 @@ taskq_flow_end(TaskqFlow *f)
 	if (f == NULL)
 		return;
 	for (int i = 0; i < f->n; i++)
-		if (f->actions[i].taken == 0)
-			LockRelease(&f->actions[i].tag, ExclusiveLock, false);
+	{
+		FlowAction *a = &f->actions[i];
+
+		if (a->taken == 0)
+			LockRelease(&a->tag, ExclusiveLock, false);
+		else if (f->claims && a->limit.has_rate)
+			log_claims(f, a);
+	}
 }
 
 /* ----------
@@ -499,7 +678,77 @@ taskq_flow_extend_ok(const char *action, const char *key)
 	f = taskq_flow_begin(list_make1(pstrdup(action)), false);
 	if (f == NULL)
 		return true;
+	f->claims = false;			/* an extension is no claim: the rate does not count it */
 	ok = taskq_flow_take(f, action, key);
 	taskq_flow_end(f);
 	return ok;
+}
+
+/* ----------
+ * Rate windows that reopen, for the background worker
+ * ----------
+ */
+static TaskqPlan reopened_plan = {
+	"DELETE FROM taskq.flow_claims AS c USING taskq.flow_limits AS f"
+	" WHERE c.action OPERATOR(pg_catalog.=) f.action"
+	"   AND c.claimed_at OPERATOR(pg_catalog.<=) ($1 OPERATOR(pg_catalog.-) f.rate_per)"
+	" RETURNING c.action",
+	1, {TIMESTAMPTZOID}
+};
+
+static TaskqPlan next_reopen_plan = {
+	"SELECT pg_catalog.min(c.claimed_at OPERATOR(pg_catalog.+) f.rate_per)"
+	"  FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
+	"    ON f.action OPERATOR(pg_catalog.=) c.action",
+	0, {0}
+};
+
+/* Has this database the rate limits' log (0.6)? */
+static bool
+claims_installed(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("flow_claims", nsp));
+}
+
+/*
+ * The actions whose rate window reopened by now: their claims that left
+ * the window are deleted, and each action named once (for the worker to
+ * announce and wake its waiting claims).
+ */
+List *
+taskq_flow_reopened(TimestampTz now)
+{
+	List	   *actions = NIL;
+	Datum		arg = TimestampTzGetDatum(now);
+
+	if (!claims_installed())
+		return NIL;
+	taskq_execute(&reopened_plan, &arg, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *action = taskq_get_text(r, 1, NULL);
+
+		if (!taskq_string_member(actions, action))
+			actions = lappend(actions, action);
+	}
+	return actions;
+}
+
+/* When the next rate window reopens (false: no claim is in a window). */
+bool
+taskq_flow_next_reopen(TimestampTz *next)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (!claims_installed())
+		return false;
+	taskq_execute(&next_reopen_plan, NULL, NULL, true, 0);
+	d = taskq_get_datum(0, 1, &isnull);
+	if (isnull)
+		return false;
+	*next = DatumGetTimestampTz(d);
+	return true;
 }

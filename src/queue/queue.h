@@ -161,6 +161,14 @@ extern void taskq_abort_task(const char *id, const char *status);
 #define TASKQ_FOLD_BATCH 1000
 
 extern int	taskq_sweep_expired(void);
+
+/*
+ * Rate limits (flow_limits.c), for the background worker: the actions whose
+ * window reopened by now (the claims that left it deleted), and when the
+ * next one reopens.
+ */
+extern List *taskq_flow_reopened(TimestampTz now);
+extern bool taskq_flow_next_reopen(TimestampTz *next);
 extern int	taskq_fold_deferred_signals(void);
 extern void taskq_drop_empty_deferred(void);
 extern void taskq_redrive_task(const char *id, List *successors);
