@@ -88,6 +88,7 @@ INSERT INTO m_valid VALUES
   ('redrive_tasks', ARRAY[$$'{m-dead}'$$]),
   ('set_action_policy', ARRAY[$$'m'$$, '3', $$'{"delay": "1 s"}'$$]),
   ('set_concurrency_limit', ARRAY[$$'m-limited'$$, '2', '1']),
+  ('set_rate_limit', ARRAY[$$'m-limited'$$, '2', $$'1 s'$$, 'true']),
   ('clear_limits', ARRAY[$$'m-limited'$$]),
   ('create_job', ARRAY[$$'m-job2'$$, $$'[{"id": "m-jt2", "action": "m"}]'$$, '3']),
   ('report_progress', ARRAY[$$'m-jt'$$, $$(SELECT performance_token FROM taskq.tasks WHERE id = 'm-jt')$$, '1']),
@@ -123,7 +124,7 @@ INSERT INTO m_bad (type, kind, expr)
 SELECT t.type, v.kind, v.expr
   FROM (VALUES ('text'), ('jsonb'), ('text[]'), ('uuid'), ('uuid[]'), ('integer'),
                ('bigint'), ('interval'), ('taskq.status'), ('taskq.status[]'),
-               ('jsonb[]'), ('timestamp with time zone')) AS t(type),
+               ('jsonb[]'), ('timestamp with time zone'), ('boolean')) AS t(type),
        LATERAL (VALUES
     -- every type
     ('NULL', 'NULL'),

@@ -1309,6 +1309,8 @@ BEGIN
         RAISE EXCEPTION 'argument "per" must be a positive interval'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- a window that reaches past the range of timestamps: 22008 now, not at each claim
+    PERFORM pg_catalog.now() OPERATOR(pg_catalog.-) per OPERATOR(pg_catalog.-) per;
     IF by_key IS NULL THEN
         RAISE EXCEPTION 'argument "by_key" must not be null'
             USING ERRCODE = 'null_value_not_allowed';
@@ -1347,21 +1349,24 @@ GRANT EXECUTE ON FUNCTION taskq.clear_limits(text) TO taskq_admin;
 
 -- running: the action's tasks holding a slot now (in progress, lease not
 -- passed), through tasks_running_idx; window_claims: its claims in the
--- last rate_per (in all, also with by_key).
+-- last rate_per (in all, also with by_key).  by_key and window_claims are
+-- NULL without a rate limit.
 CREATE VIEW taskq.limits AS
 SELECT f.action, f.max_running, f.max_running_per_key,
-       f.rate_max, f.rate_per, f.rate_by_key AS by_key,
+       f.rate_max, f.rate_per,
+       CASE WHEN f.rate_max IS NOT NULL THEN f.rate_by_key END AS by_key,
        (SELECT pg_catalog.count(*) FROM taskq.tasks AS t
          WHERE t.action OPERATOR(pg_catalog.=) f.action
            AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status
            AND (t.action_deadline IS NULL
                 OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()))::pg_catalog.int4
            AS running,
+       CASE WHEN f.rate_max IS NOT NULL THEN
        (SELECT pg_catalog.count(*) FROM taskq.flow_claims AS c
          WHERE c.action OPERATOR(pg_catalog.=) f.action
            AND c.claimed_at OPERATOR(pg_catalog.>)
                (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) f.rate_per))::pg_catalog.int4
-           AS window_claims
+       END AS window_claims
   FROM taskq.flow_limits AS f
  ORDER BY f.action;
 COMMENT ON VIEW taskq.limits IS

@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(114);
+SELECT plan(116);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -214,11 +214,17 @@ SELECT function_returns('taskq', 'set_concurrency_limit', ARRAY['text', 'integer
     'set_concurrency_limit(text, integer, integer) returns void');
 SELECT function_returns('taskq', 'clear_limits', ARRAY['text'], 'void',
     'clear_limits(text) returns void');
+SELECT function_returns('taskq', 'set_rate_limit', ARRAY['text', 'integer', 'interval', 'boolean'], 'void',
+    'set_rate_limit(text, integer, interval, boolean) returns void');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.set_rate_limit(text, integer, interval, boolean)'::regprocedure),
+    'action text, max integer, per interval, by_key boolean DEFAULT false',
+    'set_rate_limit argument names, by_key defaults to false');
 SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
                                         ', ' ORDER BY a.attnum)
              FROM pg_catalog.pg_attribute AS a
             WHERE a.attrelid = 'taskq.limits'::regclass AND a.attnum > 0),
-    'action text, max_running integer, max_running_per_key integer, running integer',
+    'action text, max_running integer, max_running_per_key integer, rate_max integer, '
+    'rate_per interval, by_key boolean, running integer, window_claims integer',
     'taskq.limits has its columns, in order, with their types');
 SELECT ok(has_function_privilege('taskq_admin', 'taskq.set_concurrency_limit(text, integer, integer)', 'EXECUTE')
           AND NOT has_function_privilege('taskq_worker', 'taskq.clear_limits(text)', 'EXECUTE')
