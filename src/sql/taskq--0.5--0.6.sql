@@ -419,10 +419,11 @@ CREATE TRIGGER flow_limits_truncated
 ALTER TABLE taskq.flow_limits ENABLE ALWAYS TRIGGER flow_limits_written;
 ALTER TABLE taskq.flow_limits ENABLE ALWAYS TRIGGER flow_limits_truncated;
 
--- The action argument of the limits' functions: required, 1-255 bytes.
-CREATE FUNCTION taskq._check_limit_action(action text)
+CREATE FUNCTION taskq.set_concurrency_limit(action text, max_running integer DEFAULT NULL,
+                                            max_running_per_key integer DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -435,21 +436,6 @@ BEGIN
             USING ERRCODE = 'string_data_right_truncation',
                   DETAIL = 'An action is at most 255 bytes.';
     END IF;
-END
-$$;
-COMMENT ON FUNCTION taskq._check_limit_action(text) IS
-    'internal: raise the error for a bad action argument of the limits'' functions';
-REVOKE ALL ON FUNCTION taskq._check_limit_action(text) FROM PUBLIC;
-
-CREATE FUNCTION taskq.set_concurrency_limit(action text, max_running integer DEFAULT NULL,
-                                            max_running_per_key integer DEFAULT NULL)
-RETURNS void
-LANGUAGE plpgsql VOLATILE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM taskq._check_limit_action(action);
     IF max_running OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'argument "max_running" must not be negative'
             USING ERRCODE = 'invalid_parameter_value',
@@ -484,7 +470,15 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM taskq._check_limit_action(action);
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
     IF max IS NULL OR max OPERATOR(pg_catalog.<) 1 THEN
         RAISE EXCEPTION 'argument "max" must be at least 1'
             USING ERRCODE = 'invalid_parameter_value',
