@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * flow_limits.c
- *	  Concurrency limits per action (taskq.set_concurrency_limit): which
- *	  actions have them, kept per session; the limiter a claim of such an
- *	  action goes through; the wake when one of their tasks lets go of its
- *	  slot; the rule for extending an expired lease.
+ *	  Concurrency and rate limits per action (taskq.set_concurrency_limit,
+ *	  taskq.set_rate_limit): which actions have them, kept per session; the
+ *	  limiter a claim of such an action goes through; the wake when one of
+ *	  their tasks lets go of its slot or a rate window reopens; the rule for
+ *	  extending an expired lease.
  *
  * What counts as running is read from the task rows, never kept in a
  * counter that could drift: a task of the action holds a slot while it is
@@ -22,6 +23,17 @@
  * that expired, takes the same lock (taskq_flow_extend_ok).  A claim that
  * took nothing of an action lets go of its lock at once (a claim that
  * waits, claim_wait.c, must not hold it while it sleeps).
+ *
+ * Rates are an exact sliding log: a row per claim in taskq.flow_claims,
+ * written in the claim's transaction with the claim's clock time, read
+ * under the limiter lock after it is taken (GetCurrentTimestamp: the next
+ * holder of the lock reads a later clock, so the log is in claim order).  A
+ * claim takes a task only if fewer than rate_max claims of its window (the
+ * action, or with rate_by_key its key) lie in the rate_per before that
+ * time: no window of that length ever holds more.  Rows that left their
+ * window are deleted by the claim (under the lock) and by the background
+ * worker, which a claim tells (taskq_note_due) to wake when the window
+ * reopens, to announce the action.
  *
  * Lock order: limiter locks in action name order, before any task row the
  * claim takes; task rows are then only tried without waiting, so a claim
