@@ -31,9 +31,10 @@
  * claim takes a task only if fewer than rate_max claims of its window (the
  * action, or with rate_by_key its key) lie in the rate_per before that
  * time: no window of that length ever holds more.  Rows that left their
- * window are deleted by the claim (under the lock) and by the background
- * worker, which a claim tells (taskq_note_due) to wake when the window
- * reopens, to announce the action.
+ * window are deleted by a claim that took a task of the action (it holds
+ * the lock to its end; a claim that took nothing only read) and by the
+ * background worker, which a claim tells (taskq_note_due) to wake when the
+ * window reopens, to announce the action; both skip rows the other holds.
  *
  * Lock order: limiter locks in action name order, before any task row the
  * claim takes; task rows are then only tried without waiting, so a claim
@@ -340,25 +341,28 @@ run_latest(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes, Datum *a
 		elog(ERROR, "taskq: a statement of the limiter failed: %s", SPI_result_code_string(rc));
 }
 
+/* Where the window of a rate-limited action that ends at f->at begins. */
+static Datum
+window_start(TaskqFlow *f, FlowAction *a)
+{
+	return DirectFunctionCall2(timestamptz_mi_interval, TimestampTzGetDatum(f->at),
+							   IntervalPGetDatum(&a->limit.rate_per));
+}
+
 /*
  * The claims of a rate-limited action in its window, which ends at f->at
- * (under its lock), in all and per key; those that left it deleted.
+ * (under its lock), in all and per key.  Only read: a claim that takes
+ * nothing lets go of the lock and must hold no row of the log.
  */
 static void
 count_window(TaskqFlow *f, FlowAction *a)
 {
-	static SPIPlanPtr prune_plan = NULL;
 	static SPIPlanPtr window_plan = NULL;
 	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
 	Datum		args[2];
 
 	args[0] = CStringGetTextDatum(a->limit.action);
-	args[1] = DirectFunctionCall2(timestamptz_mi_interval, TimestampTzGetDatum(f->at),
-								  IntervalPGetDatum(&a->limit.rate_per));
-	run_latest(&prune_plan,
-			   "DELETE FROM taskq.flow_claims"
-			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2",
-			   2, argtypes, args, SPI_OK_DELETE);
+	args[1] = window_start(f, a);
 	run_latest(&window_plan,
 			   "SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
 			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
@@ -574,11 +578,19 @@ static const char *const log_sql =
 "INSERT INTO taskq.flow_claims (action, key, claimed_at)"
 " SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k";
 
-/* Log the claims a took (its lock held), and have the worker wake when the window reopens. */
+/*
+ * Log the claims a took (its lock held to the end of the transaction),
+ * delete those that left the window (rows the worker is deleting are
+ * skipped, never waited for), and have the worker wake when the window
+ * reopens.
+ */
 static void
 log_claims(TaskqFlow *f, FlowAction *a)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr prune_plan = NULL;
+	Oid			prune_types[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		prune_args[2];
 	Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
 	Datum		args[3];
 	int			n = list_length(a->taken_keys);
@@ -612,6 +624,14 @@ log_claims(TaskqFlow *f, FlowAction *a)
 	rc = SPI_execute_plan(plan, args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "taskq: logging the claims failed: %s", SPI_result_code_string(rc));
+	prune_args[0] = args[0];
+	prune_args[1] = window_start(f, a);
+	run_latest(&prune_plan,
+			   "DELETE FROM taskq.flow_claims WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+			   "  SELECT ctid FROM taskq.flow_claims"
+			   "   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
+			   "   FOR UPDATE SKIP LOCKED))",
+			   2, prune_types, prune_args, SPI_OK_DELETE);
 	taskq_note_due(DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 														   TimestampTzGetDatum(f->at),
 														   IntervalPGetDatum(&a->limit.rate_per))));
@@ -700,11 +720,14 @@ taskq_flow_extend_ok(const char *action, const char *key)
  * Rate windows that reopen, for the background worker
  * ----------
  */
+/* rows a claim is deleting are skipped: the worker never waits for a claim */
 static TaskqPlan reopened_plan = {
-	"DELETE FROM taskq.flow_claims AS c USING taskq.flow_limits AS f"
-	" WHERE c.action OPERATOR(pg_catalog.=) f.action"
-	"   AND c.claimed_at OPERATOR(pg_catalog.<=) ($1 OPERATOR(pg_catalog.-) f.rate_per)"
-	" RETURNING c.action",
+	"DELETE FROM taskq.flow_claims AS d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT c.ctid FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
+	"      ON f.action OPERATOR(pg_catalog.=) c.action"
+	"   WHERE c.claimed_at OPERATOR(pg_catalog.<=) ($1 OPERATOR(pg_catalog.-) f.rate_per)"
+	"   FOR UPDATE OF c SKIP LOCKED))"
+	" RETURNING d.action",
 	1, {TIMESTAMPTZOID}
 };
 

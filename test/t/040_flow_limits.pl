@@ -10,6 +10,9 @@
 # the SQL claim (an admin's trigger on taskq.tasks turns the walk off), with
 # waiting claims (woken by the ends that free slots) and plain ones.
 #
+# A rate limit, by property too: no window holds more claims than it allows,
+# and the claims cannot go faster.
+#
 # Then the limits survive a crash exactly: they are read from the task
 # rows, so after kill -9 and restart the two leases still held fill the
 # limit of 2, and one freed lets exactly one more start.
@@ -178,6 +181,90 @@ CREATE TRIGGER flow_noop BEFORE UPDATE ON taskq.tasks FOR EACH ROW EXECUTE FUNCT
 });
 run_round(2, 'SQL claim');
 $node->safe_psql('postgres', 'DROP TRIGGER flow_noop ON taskq.tasks');
+
+# ---------------------------------------------------------------- rate
+# 5 claims per 300 ms, 60 tasks, the 8 workers again (half waiting, woken
+# by the background worker when a window reopens).  Each claim is logged
+# with the clock before and after own_tasks: its true instant lies between.
+# A breach is certain where 6 claims' intervals all lie within less than
+# 300 ms; that none does is checked.  And the claims cannot have gone
+# faster than the limit: 60 claims take at least 11 windows.
+my ($rate_max, $rate_ms, $nrate) = (5, 300, 60);
+ok(defined wait_for_worker($node, 'postgres', 30), 'the database has a background worker');
+$node->safe_psql('postgres', qq{
+CREATE TABLE rate_log (id text, t0 timestamptz, t1 timestamptz);
+CREATE PROCEDURE rate_worker(w int) LANGUAGE plpgsql AS \$\$
+DECLARE
+    t record;
+    t0 timestamptz;
+    deadline timestamptz := clock_timestamp() + interval '120 s';
+BEGIN
+    LOOP
+        t0 := clock_timestamp();
+        SELECT o.id, o.token INTO t
+          FROM taskq.own_tasks('r' || w, 1, ARRAY['rl'], interval '1 hour',
+                               CASE WHEN w % 2 = 0 THEN interval '2 s' END) AS o;
+        IF t.id IS NULL THEN
+            COMMIT;
+            EXIT WHEN NOT EXISTS (SELECT FROM taskq.tasks AS x
+                                   WHERE x.action = 'rl' AND x.status_code < 'completed');
+            EXIT WHEN clock_timestamp() > deadline;
+            PERFORM pg_sleep(0.002);
+            CONTINUE;
+        END IF;
+        INSERT INTO rate_log VALUES (t.id, t0, clock_timestamp());
+        PERFORM taskq.return_task(t.id, t.token, NULL, 'completed');
+        COMMIT;
+    END LOOP;
+END \$\$;
+SELECT taskq.set_rate_limit('rl', $rate_max, '$rate_ms ms');
+});
+$node->safe_psql('postgres',
+	json_insert_sql(map { { id => "rl.$_", action => 'rl' } } 1 .. $nrate));
+{
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	my @h;
+	for my $w (1 .. $nworkers)
+	{
+		local %ENV = $node->_get_env();
+		push @h, IPC::Run::start(
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+			  '-c', "CALL rate_worker($w)" ],
+			'<', \undef, '>', "$dir/w$w.out", '2>', "$dir/w$w.err",
+			IPC::Run::timeout(200));
+	}
+	my $failed = 0;
+	for my $w (1 .. $nworkers)
+	{
+		$h[ $w - 1 ]->finish;
+		if ($h[ $w - 1 ]->result != 0)
+		{
+			$failed++;
+			diag("rate worker $w failed: " . slurp_file("$dir/w$w.err"));
+		}
+	}
+	is($failed, 0, 'rate: 8 workers ran');
+}
+my @claims = map { [ map { interval_us($_) } split /\|/ ] } split /\n/, $node->safe_psql('postgres', q{
+	SELECT t0 - 'epoch'::timestamptz, t1 - 'epoch'::timestamptz FROM rate_log ORDER BY t0});
+is(scalar(@claims), $nrate, 'rate: every task claimed once (none starved)');
+my @breach;
+for my $i (0 .. $#claims)
+{
+	my $from = $claims[$i][0];
+	my $inside = grep { $_->[0] >= $from && $_->[1] < $from + $rate_ms * 1000 } @claims;
+	push @breach, sprintf('%d claims within %d ms from %d', $inside, $rate_ms, $from)
+	  if $inside > $rate_max;
+}
+is(scalar(@breach), 0, "rate: no window of $rate_ms ms held more than $rate_max claims")
+  or diag(join("\n", @breach[ 0 .. ($#breach < 10 ? $#breach : 10) ]));
+my $span = $claims[-1][1] - $claims[0][0];
+my $min_span = (int(($nrate + $rate_max - 1) / $rate_max) - 1) * $rate_ms * 1000;
+note sprintf('rate: %d claims in %.3f s', scalar(@claims), $span / 1e6);
+ok($span >= $min_span, sprintf('rate: the claims took at least %d windows (the test can see a breach)',
+		$min_span / ($rate_ms * 1000)));
+is($node->safe_psql('postgres', "SELECT count(*) FROM taskq.tasks WHERE action = 'rl' AND status_code <> 'completed'"),
+	'0', 'rate: every task completed');
 
 # ---------------------------------------------------------------- a crash
 $node->safe_psql('postgres', q{
