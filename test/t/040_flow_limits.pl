@@ -29,6 +29,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TaskqTAP;
+use Time::HiRes qw(usleep);
 
 my $seed = $ENV{TASKQ_FLOW_SEED} // int(rand(1_000_000));
 my $nworkers = 8;
@@ -37,7 +38,9 @@ my ($max_running, $max_per_key) = (4, 2);
 note "seed: $seed (TASKQ_FLOW_SEED=$seed replays it)";
 srand($seed);
 
-my $node = taskq_node('flow', conf => "max_connections = 40\ntrack_commit_timestamp = on\n");
+# (the background worker looks at the queue only when told, or once a minute)
+my $node = taskq_node('flow',
+	conf => "max_connections = 40\ntrack_commit_timestamp = on\ntaskq.worker_naptime = '1min'\n");
 
 $node->safe_psql('postgres', q{
 CREATE TABLE flow_log (n bigserial PRIMARY KEY, round int, id text, key text,
@@ -265,6 +268,21 @@ ok($span >= $min_span, sprintf('rate: the claims took at least %d windows (the t
 		$min_span / ($rate_ms * 1000)));
 is($node->safe_psql('postgres', "SELECT count(*) FROM taskq.tasks WHERE action = 'rl' AND status_code <> 'completed'"),
 	'0', 'rate: every task completed');
+
+# A claim waiting at the rate limit is woken when the window reopens (the
+# background worker wakes then): 1 claim per 2 s, and a claim that waits
+# 6 s gets the second task after about 2 s (without the wake it would look
+# again only after 10 s, past its wait).
+$node->safe_psql('postgres', q{
+SELECT taskq.set_rate_limit('rw', 1, '2 s');
+SELECT taskq.insert_tasks('[{"id": "rw1", "action": "rw"}, {"id": "rw2", "action": "rw"}]');
+});
+usleep(300_000);    # the worker has looked at the insert and sleeps again
+$node->safe_psql('postgres', "SELECT count(*) FROM taskq.own_tasks('w', 1, '{rw}')");
+my ($got, $secs) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT count(o.id), extract(epoch FROM clock_timestamp() - statement_timestamp())
+	  FROM taskq.own_tasks('w', 1, '{rw}', NULL, '6 s') AS o});
+ok($got == 1 && $secs < 4.5, "a claim waiting at the rate limit is woken when the window reopens ($got after $secs s)");
 
 # ---------------------------------------------------------------- a crash
 $node->safe_psql('postgres', q{
