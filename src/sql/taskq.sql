@@ -1189,8 +1189,9 @@ CREATE TABLE taskq.flow_limits (
     CONSTRAINT flow_limits_pkey PRIMARY KEY (action),
     CONSTRAINT flow_limits_max_running_check CHECK (max_running OPERATOR(pg_catalog.>=) 0),
     CONSTRAINT flow_limits_max_running_per_key_check CHECK (max_running_per_key OPERATOR(pg_catalog.>=) 0),
-    CONSTRAINT flow_limits_rate_check CHECK ((rate_max IS NULL) OPERATOR(pg_catalog.=) (rate_per IS NULL)
-        AND rate_max OPERATOR(pg_catalog.>=) 1 AND rate_per OPERATOR(pg_catalog.>) '0 s'::interval)
+    CONSTRAINT flow_limits_rate_check CHECK (rate_max IS NULL AND rate_per IS NULL
+        OR rate_max IS NOT NULL AND rate_per IS NOT NULL
+           AND rate_max OPERATOR(pg_catalog.>=) 1 AND rate_per OPERATOR(pg_catalog.>) '0 s'::pg_catalog.interval)
 );
 COMMENT ON TABLE taskq.flow_limits IS
     'per action: how many of its tasks may hold a lease at once, in all and per concurrency key, and how many claims a window may hold (set with taskq.set_concurrency_limit and taskq.set_rate_limit)';
@@ -1358,8 +1359,8 @@ SELECT f.action, f.max_running, f.max_running_per_key,
        CASE WHEN f.rate_max IS NOT NULL THEN
        (SELECT pg_catalog.count(*) FROM taskq.flow_claims AS c
          WHERE c.action OPERATOR(pg_catalog.=) f.action
-           AND c.claimed_at OPERATOR(pg_catalog.>)
-               (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) f.rate_per))::pg_catalog.int4
+           AND c.claimed_at OPERATOR(pg_catalog.+) f.rate_per
+               OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())::pg_catalog.int4
        END AS window_claims
   FROM taskq.flow_limits AS f
  ORDER BY f.action;
