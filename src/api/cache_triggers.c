@@ -22,9 +22,15 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/rel.h"
+
+#include "common/direct_write.h"
+#include "ipc/wakeup.h"
 
 PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
 PG_FUNCTION_INFO_V1(taskq_action_policies_written);
@@ -64,12 +70,37 @@ taskq_action_policies_written(PG_FUNCTION_ARGS)
 	return table_written(fcinfo, "taskq.action_policies_written()");
 }
 
+/* The action of a row of taskq.flow_limits: its claims waiting may find room now. */
+static void
+wake_action(Relation rel, HeapTuple tuple)
+{
+	AttrNumber	att = taskq_column(RelationGetDescr(rel), "action");
+	bool		isnull;
+	Datum		d;
+
+	if (tuple == NULL || att == InvalidAttrNumber)
+		return;
+	d = heap_getattr(tuple, att, RelationGetDescr(rel), &isnull);
+	if (!isnull)
+		taskq_note_ready(TextDatumGetCString(d));
+}
+
 /*
  * taskq.flow_limits_written(): on taskq.flow_limits, for each row
- * inserted, updated or deleted, and for each TRUNCATE.
+ * inserted, updated or deleted, and for each TRUNCATE.  A row's action is
+ * also announced when the writing transaction commits, as work made ready:
+ * a limit raised or removed lets its waiting claims look again at once.
  */
 Datum
 taskq_flow_limits_written(PG_FUNCTION_ARGS)
 {
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		wake_action(trigdata->tg_relation, trigdata->tg_trigtuple);
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+			wake_action(trigdata->tg_relation, trigdata->tg_newtuple);
+	}
 	return table_written(fcinfo, "taskq.flow_limits_written()");
 }

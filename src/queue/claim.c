@@ -213,7 +213,8 @@ claim_limited_sql(const TaskqClaimRequest *req, ClaimKind kind, TaskqFlow *flow,
 	portal = SPI_cursor_open(NULL, limited_select_plan(kind), args, NULL, false);
 	while (n < req->max_tasks && !all_full(req, flow))
 	{
-		SPI_cursor_fetch(portal, true, 32);
+		/* rows are locked as they are fetched: no more than may be taken */
+		SPI_cursor_fetch(portal, true, req->max_tasks - n);
 		if (SPI_processed == 0)
 			break;
 		for (uint64 r = 0; r < SPI_processed && n < req->max_tasks; r++)

@@ -383,6 +383,55 @@ count_window(TaskqFlow *f, FlowAction *a)
 	}
 }
 
+/*
+ * The limits of f's actions read again, under their locks, with a snapshot
+ * of this moment: what a session keeps only says which actions may be
+ * limited.  A claim woken by the commit of a raised or removed limit runs
+ * before that commit's invalidation reaches it (the commit's callbacks wake
+ * it first), and must see the new limits.  An action without a row is
+ * limited no more.
+ */
+static void
+refresh_limits(TaskqFlow *f)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtype = TEXTARRAYOID;
+	List	   *names = NIL;
+	Datum		arg;
+
+	for (int i = 0; i < f->n; i++)
+		names = lappend(names, f->actions[i].limit.action);
+	arg = taskq_text_array_datum(names);
+	run_latest(&plan,
+			   "SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+			   "  FROM taskq.flow_limits WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
+			   1, &argtype, &arg, SPI_OK_SELECT);
+	for (int i = 0; i < f->n; i++)
+	{
+		FlowLimit  *l = &f->actions[i].limit;
+
+		l->has_max = l->has_per_key = l->has_rate = false;
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+
+			if (strcmp(taskq_get_text(r, 1, NULL), l->action) != 0)
+				continue;
+			l->max_running = taskq_get_int32(r, 2, &isnull);
+			l->has_max = !isnull;
+			l->max_per_key = taskq_get_int32(r, 3, &isnull);
+			l->has_per_key = !isnull;
+			l->rate_max = taskq_get_int32(r, 4, &isnull);
+			l->has_rate = !isnull;
+			if (l->has_rate)
+			{
+				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
+				l->rate_by_key = taskq_get_bool(r, 6, NULL);
+			}
+		}
+	}
+}
+
 /* Count what runs of f's actions (under their locks). */
 static void
 count_running(TaskqFlow *f)
@@ -481,6 +530,7 @@ taskq_flow_begin(List *actions, bool all_actions)
 		a->keys = hash_create("taskq running per key", 16, &ctl,
 							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	}
+	refresh_limits(f);
 	count_running(f);
 	f->at = GetCurrentTimestamp();	/* the claims' clock time, under the locks */
 	for (int i = 0; i < f->n; i++)
