@@ -339,9 +339,11 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 	{
 		bool		isnull;
 		Datum		nb = taskq_get_datum(0, 3, &isnull);
+		char	   *action = taskq_get_text(0, 2, NULL);
 
 		if (!isnull)
 			taskq_note_due(DatumGetTimestampTz(nb));	/* the worker wakes for it */
+		taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
 	}
 }
 
