@@ -219,6 +219,19 @@ SELECT public.as_role('regress_worker', $$SELECT count(*) FROM taskq.task_attemp
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.attempts$$) AS worker_reads_attempts_table;
 SELECT public.as_role('regress_nobody', $$SELECT count(*) FROM taskq.task_attempts('$$ || :'w_id' || $$')$$) AS nobody_reads_attempts;
 SELECT public.as_role('regress_monitor', $$SELECT taskq.worker_heartbeat('m-1')$$) AS monitor_heartbeats;
+-- limits: set by the admin, read by the monitor
+SET SESSION AUTHORIZATION regress_admin;
+SELECT taskq.set_concurrency_limit('zip', 2, 1) AS limit_set;
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION regress_monitor;
+SELECT action, max_running, max_running_per_key, running FROM taskq.limits;
+RESET SESSION AUTHORIZATION;
+SELECT public.as_role('regress_producer', $$SELECT taskq.set_concurrency_limit('zip', 1)$$) AS producer_sets_limit;
+SELECT public.as_role('regress_worker', $$SELECT taskq.clear_limits('zip')$$) AS worker_clears_limits;
+SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.limits$$) AS worker_reads_limits;
+SET SESSION AUTHORIZATION regress_admin;
+SELECT taskq.clear_limits('zip') AS limits_cleared;
+RESET SESSION AUTHORIZATION;
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.workers$$) AS worker_reads_workers;
 SELECT public.as_role('regress_worker', $$SELECT * FROM taskq.worker_registry$$) AS worker_reads_registry;
 DELETE FROM taskq.worker_registry;

@@ -62,9 +62,20 @@ SELECT worker_id, actor, in_progress FROM taskq.workers;
 SELECT taskq.worker_heartbeat('host-b:7', '{"actor": "wa", "host": "host-b", "pid": 7}');
 SELECT worker_id, actor, in_progress FROM taskq.workers;
 
--- The count reads tasks_lease_idx (every task in progress), not the table.
+-- The count reads an index of every task in progress (tasks_lease_idx or
+-- tasks_running_idx, which the planner finds alike), not the table.
 SET enable_seqscan = off;
-EXPLAIN (COSTS OFF) SELECT in_progress FROM taskq.workers WHERE worker_id = 'host-a:101';
+CREATE FUNCTION pg_temp.plan_of(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    l text;
+BEGIN
+    FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        RETURN NEXT l;
+    END LOOP;
+END $$;
+SELECT count(*) FILTER (WHERE l ~ 'Seq Scan') AS seq_scans,
+       count(*) FILTER (WHERE l ~ 'tasks_(lease|running)_idx') AS in_progress_index_scans
+  FROM pg_temp.plan_of($$SELECT in_progress FROM taskq.workers WHERE worker_id = 'host-a:101'$$) AS l;
 RESET enable_seqscan;
 
 -- worker_stopped deletes the row; an unknown id is no error; a heartbeat

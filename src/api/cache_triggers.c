@@ -6,7 +6,9 @@
  *	  on taskq.action_grants (the per-action limits of workers,
  *	  action_limits.c) and taskq.action_policies_written() on
  *	  taskq.action_policies (the actions' default max_tries,
- *	  queue/action_policy.c).
+ *	  queue/action_policy.c), and taskq.flow_limits_written() on
+ *	  taskq.flow_limits (which actions have concurrency limits,
+ *	  queue/flow_limits.c).
  *
  * Each table has a row trigger and a TRUNCATE trigger, enabled ALWAYS: a
  * statement trigger would not fire in logical replication's apply worker,
@@ -20,12 +22,19 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/rel.h"
+
+#include "common/direct_write.h"
+#include "ipc/wakeup.h"
 
 PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
 PG_FUNCTION_INFO_V1(taskq_action_policies_written);
+PG_FUNCTION_INFO_V1(taskq_flow_limits_written);
 
 /* The trigger's table changed: every session drops what it kept of it. */
 static Datum
@@ -59,4 +68,39 @@ Datum
 taskq_action_policies_written(PG_FUNCTION_ARGS)
 {
 	return table_written(fcinfo, "taskq.action_policies_written()");
+}
+
+/* The action of a row of taskq.flow_limits: its claims waiting may find room now. */
+static void
+wake_action(Relation rel, HeapTuple tuple)
+{
+	AttrNumber	att = taskq_column(RelationGetDescr(rel), "action");
+	bool		isnull;
+	Datum		d;
+
+	if (tuple == NULL || att == InvalidAttrNumber)
+		return;
+	d = heap_getattr(tuple, att, RelationGetDescr(rel), &isnull);
+	if (!isnull)
+		taskq_note_ready(TextDatumGetCString(d));
+}
+
+/*
+ * taskq.flow_limits_written(): on taskq.flow_limits, for each row
+ * inserted, updated or deleted, and for each TRUNCATE.  A row's action is
+ * also announced when the writing transaction commits, as work made ready:
+ * a limit raised or removed lets its waiting claims look again at once.
+ */
+Datum
+taskq_flow_limits_written(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
+	{
+		wake_action(trigdata->tg_relation, trigdata->tg_trigtuple);
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+			wake_action(trigdata->tg_relation, trigdata->tg_newtuple);
+	}
+	return table_written(fcinfo, "taskq.flow_limits_written()");
 }

@@ -39,6 +39,7 @@ PG_FUNCTION_INFO_V1(taskq_enqueue_many);
 #define ARG_NOT_BEFORE	4
 #define ARG_MAX_TRIES	5
 #define ARG_WORKFLOW	6
+#define ARG_KEY			7		/* concurrency_key */
 
 /* The options every task of the call shares, in a TaskqTaskSpec to copy. */
 static void
@@ -64,6 +65,19 @@ read_options(FunctionCallInfo fcinfo, TaskqTaskSpec *tmpl)
 	}
 	if (!PG_ARGISNULL(ARG_WORKFLOW))
 		tmpl->workflow = taskq_text_arg(fcinfo, ARG_WORKFLOW, "workflow", TASKQ_MAX_ID_LEN);
+	if (PG_NARGS() > ARG_KEY && !PG_ARGISNULL(ARG_KEY))
+	{
+		char	   *key = text_to_cstring(PG_GETARG_TEXT_PP(ARG_KEY));
+		size_t		len = strlen(key);
+
+		if (len == 0 || len > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"concurrency_key\" must be 1 to %d bytes long",
+							TASKQ_MAX_CONCURRENCY_KEY_LEN),
+					 errdetail("This one has %zu.", len)));
+		tmpl->concurrency_key = key;
+	}
 	tmpl->trigger = TASKQ_ALL_SUCCESS;
 }
 
@@ -148,7 +162,8 @@ insert_specs(List *specs)
 /*
  * enqueue(action text, body jsonb DEFAULT NULL, id text DEFAULT NULL,
  *         priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
- *         max_tries integer DEFAULT NULL, workflow text DEFAULT NULL)
+ *         max_tries integer DEFAULT NULL, workflow text DEFAULT NULL,
+ *         concurrency_key text DEFAULT NULL)
  * returns text
  *
  * One task; returns its id (the one given, or the one made).
@@ -173,7 +188,8 @@ taskq_enqueue(PG_FUNCTION_ARGS)
 /*
  * enqueue_many(action text, bodies jsonb[], ids text[] DEFAULT NULL,
  *              priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
- *              max_tries integer DEFAULT NULL, workflow text DEFAULT NULL)
+ *              max_tries integer DEFAULT NULL, workflow text DEFAULT NULL,
+ *              concurrency_key text DEFAULT NULL)
  * returns text[]
  *
  * One task per element of bodies (a null element: no body), all or none;

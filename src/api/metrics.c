@@ -45,6 +45,7 @@ PG_FUNCTION_INFO_V1(taskq_metrics_text);
 static const char *const action_sources[] = {
 	"SELECT g.action FROM taskq.metric_gauges AS g WHERE g.action OPERATOR(pg_catalog.<>) ''",
 	"SELECT p.action FROM taskq.action_policies AS p",
+	"SELECT f.action FROM taskq.flow_limits AS f",
 };
 
 typedef enum MetricKind

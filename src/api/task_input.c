@@ -246,6 +246,18 @@ parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 		}
 		else if (strcmp(key, "workflow") == 0)
 			spec->workflow = json_identifier(key, &val, TASKQ_MAX_ID_LEN);
+		else if (strcmp(key, "concurrency_key") == 0)
+		{
+			if (val.type != jbvString)
+				wrong_type(key, "a string", &val);
+			if (val.val.string.len == 0 || val.val.string.len > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("key \"concurrency_key\" must be 1 to %d bytes long",
+								TASKQ_MAX_CONCURRENCY_KEY_LEN),
+						 errdetail("This one has %d.", val.val.string.len)));
+			spec->concurrency_key = taskq_json_string(&val);
+		}
 		else if (strcmp(key, "status") == 0)
 		{
 			if (val.type != jbvString)
@@ -269,7 +281,7 @@ parse_task_object(JsonbContainer *obj, TaskqTaskSpec *spec, ParseContext *pc)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized key \"%s\"", key),
-					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow, status and trigger.")));
+					 errhint("The keys of a task are id, action, body, to_signal_after, max_tries, priority, not_before, post_result, spontaneous, retry, workflow, concurrency_key, status and trigger.")));
 	}
 
 	if (spec->action == NULL)

@@ -13,6 +13,7 @@
 #define TASKQ_MAX_ID_LEN		255
 #define TASKQ_MAX_ACTION_LEN	255
 #define TASKQ_MAX_ACTOR_LEN		255
+#define TASKQ_MAX_CONCURRENCY_KEY_LEN 200	/* a task's concurrency_key */
 #define TASKQ_MAX_BODY_SIZE		(1024 * 1024)
 #define TASKQ_MAX_RESULT_SIZE	(1024 * 1024)	/* a return's result, jsonb form */
 

@@ -16,6 +16,12 @@
  * prefer a sequential scan on a deep queue, so the limit is a constant in
  * each cached plan.
  *
+ * When an action of the claim has a concurrency limit, the limiter
+ * (flow_limits.c) is taken before either claim reads a row, and the SQL
+ * claim is another: the ready rows are read in claim order through a
+ * cursor, FOR UPDATE SKIP LOCKED, each one's action and key asked whether
+ * they are under their limits, and those let through updated by ctid.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -127,7 +133,6 @@ claim_plan(ClaimKind kind, int limit, bool stamped)
 	return plan;
 }
 
-
 /*
  * Row i of the SQL claim, for the metrics: its action, and its wait from
  * the moment it was ready (a lease that expired is not seen here: its
@@ -148,6 +153,114 @@ note_claim_metrics(uint64 i, TimestampTz now)
 	if (!isnull)
 		taskq_metric_observe(VARDATA_ANY(action), VARSIZE_ANY_EXHDR(action),
 							 TASKQ_H_QUEUE_WAIT, DatumGetTimestampTz(ready), now);
+}
+
+/* The ready rows in claim order, for the claim with limits (a cursor). */
+static SPIPlanPtr
+limited_select_plan(ClaimKind kind)
+{
+	static SPIPlanPtr plans[3];
+	Oid			argtypes[2] = {TIMESTAMPTZOID,
+	kind == CLAIM_ONE_ACTION ? TEXTOID : TEXTARRAYOID};
+
+	if (plans[kind] == NULL)
+	{
+		char	   *sql = psprintf(
+			"SELECT c.ctid, c.action, c.concurrency_key FROM taskq.tasks AS c"
+			" WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+			"   AND c.num_signals OPERATOR(pg_catalog.=) 0"
+			"   AND c.not_before OPERATOR(pg_catalog.<=) $1"
+			" ORDER BY c.priority DESC, c.seq FOR UPDATE SKIP LOCKED",
+			kind == CLAIM_ONE_ACTION ? "c.action OPERATOR(pg_catalog.=) $2 AND " :
+			kind == CLAIM_ACTIONS ? "c.action OPERATOR(pg_catalog.=) ANY ($2) AND " : "");
+		SPIPlanPtr	p = SPI_prepare_cursor(sql, kind == CLAIM_ANY ? 1 : 2, argtypes,
+										   CURSOR_OPT_FAST_PLAN);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare_cursor failed: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plans[kind] = p;
+	}
+	return plans[kind];
+}
+
+/* The rows at these ctids (locked by the cursor) claimed. */
+static TaskqPlan limited_update_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET status_code = 'in_progress',"
+	"       num_tries = t.num_tries OPERATOR(pg_catalog.+) 1,"
+	"       actor_id = $1,"
+	"       performance_token = pg_catalog.gen_random_uuid(),"
+	"       action_deadline = $3 OPERATOR(pg_catalog.+) $2, claimed_at = $3"
+	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($4)"
+	" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
+	"           t.action_deadline, t.priority, t.seq,"
+	"           GREATEST(t.not_before, t.created_at)",
+	4, {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIDARRAYOID}
+};
+
+/*
+ * Are all of the claim's actions at their limit in all?  (A claim of any
+ * action may always find another.)
+ */
+static bool
+all_full(const TaskqClaimRequest *req, TaskqFlow *flow)
+{
+	ListCell   *lc;
+
+	if (req->all_actions)
+		return false;
+	foreach(lc, req->actions)
+		if (!taskq_flow_action_full(flow, lfirst(lc)))
+			return false;
+	return true;
+}
+
+/*
+ * The SQL claim with limits: the ready rows read in claim order, each
+ * taken if its action and key are under their limits, then updated; the
+ * update's rows are left in SPI_tuptable.  values/nulls: the claim plan's.
+ */
+static void
+claim_limited_sql(const TaskqClaimRequest *req, ClaimKind kind, TaskqFlow *flow,
+				  Datum *values, char *nulls)
+{
+	Datum		args[2];
+	Portal		portal;
+	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * req->max_tasks);
+	Datum	   *tid_datums;
+	int			n = 0;
+
+	args[0] = values[2];
+	args[1] = values[3];
+	portal = SPI_cursor_open(NULL, limited_select_plan(kind), args, NULL, false);
+	while (n < req->max_tasks && !all_full(req, flow))
+	{
+		/* rows are locked as they are fetched: no more than may be taken */
+		SPI_cursor_fetch(portal, true, req->max_tasks - n);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 r = 0; r < SPI_processed && n < req->max_tasks; r++)
+		{
+			bool		isnull;
+			ItemPointer tid = (ItemPointer) DatumGetPointer(taskq_get_datum(r, 1, &isnull));
+			char	   *action = taskq_get_text(r, 2, NULL);
+			char	   *key = taskq_get_text(r, 3, &isnull);
+
+			if (taskq_flow_take(flow, action, isnull ? NULL : key))
+				tids[n++] = *tid;
+		}
+	}
+	SPI_cursor_close(portal);
+
+	tid_datums = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		tid_datums[i] = PointerGetDatum(&tids[i]);
+	values[3] = PointerGetDatum(construct_array(tid_datums, n, TIDOID, sizeof(ItemPointerData),
+												false, TYPALIGN_SHORT));
+	nulls[3] = ' ';
+	taskq_execute(&limited_update_plan, values, nulls, false, 0);
 }
 
 typedef struct ClaimedRow
@@ -188,6 +301,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	bool		only_claims;
 	int			direct;
 	Interval	default_lease;
+	TaskqFlow  *flow;
 	TaskqClaimRequest r = *req;
 
 	/* no lease given: taskq.default_lease (0: no deadline) */
@@ -217,9 +331,12 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 
 	/* the attempts of actions that keep them are the claim's writes too */
 	taskq_attempts_claim_begin();
-	direct = taskq_claim_direct(req, out, outdesc);
+	/* the limiter of limited actions (NULL, at the cost of a flag, if none) */
+	flow = taskq_flow_begin(req->actions, req->all_actions);
+	direct = taskq_claim_direct(req, flow, out, outdesc);
 	if (direct >= 0)
 	{
+		taskq_flow_end(flow);
 		taskq_attempts_claimed(req->actor, req->now);
 		if (direct > 0)
 			taskq_note_claim_written(only_claims);
@@ -237,8 +354,11 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		values[3] = CStringGetTextDatum(linitial(req->actions));
 	else if (kind == CLAIM_ACTIONS)
 		values[3] = taskq_text_array_datum(req->actions);
-	taskq_execute(claim_plan(kind, req->max_tasks, taskq_claimed_at_installed()),
-				  values, nulls, false, 0);
+	if (flow != NULL)
+		claim_limited_sql(req, kind, flow, values, nulls);
+	else
+		taskq_execute(claim_plan(kind, req->max_tasks, taskq_claimed_at_installed()),
+					  values, nulls, false, 0);
 
 	n = SPI_processed;
 	rows = palloc(sizeof(ClaimedRow) * Max(n, 1));
@@ -250,6 +370,7 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
 		note_claim_metrics(i, req->now);
 	}
+	taskq_flow_end(flow);		/* runs SQL: after the claim's rows were read */
 	if (n > 1)
 		qsort(rows, n, sizeof(ClaimedRow), compare_claimed);
 	for (uint64 i = 0; i < n; i++)

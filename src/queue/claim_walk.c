@@ -145,6 +145,7 @@ typedef struct ClaimWalk
 	bool		has_deadline;
 	Tuplestorestate *out;
 	TupleDesc	outdesc;
+	TaskqFlow  *flow;			/* the limiter, if an action is limited */
 	int			claimed;
 	TupleTableSlot *dirtyslot;
 	IndexFetchTableData *dirtyfetch;
@@ -287,12 +288,27 @@ claim_row(ClaimWalk *w)
 	TM_Result	result;
 	Datum		row[6];
 	bool		rownulls[6];
+	char	   *action = NULL;
+	char	   *key = NULL;
 
 	if (held_by_another(d))
 		return;					/* another claimer has it */
 	taskq_rel_new_row(d);
 	if (!claimable(d, w->now))
 		return;
+	if (w->flow != NULL)
+	{
+		/* a limited action: its task only if it and its key are under their limits */
+		action = TextDatumGetCString(taskq_rel_old(d, d->ready->action, &isnull));
+		if (d->col->concurrency_key != InvalidAttrNumber)
+		{
+			Datum		k = taskq_rel_old(d, d->col->concurrency_key, &isnull);
+
+			key = isnull ? NULL : TextDatumGetCString(k);
+		}
+		if (!taskq_flow_take(w->flow, action, key))
+			return;
+	}
 	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col->num_tries, &isnull)),
 							1, &tries))
 		ereport(ERROR,
@@ -316,7 +332,11 @@ claim_row(ClaimWalk *w)
 	if (result == TM_BeingModified && held_by_us(d, &tmfd))
 		result = taskq_rel_update(d, &d->oldslot->tts_tid, true, &tmfd);
 	if (result != TM_Ok)
+	{
+		if (w->flow != NULL)
+			taskq_flow_untake(w->flow, action, key);
 		return;					/* another claimer has it, or had it */
+	}
 	taskq_claim_start_ready_changed();
 	note_claim_metrics(w, d);
 
@@ -705,10 +725,14 @@ distinct_actions(List *actions)
  *
  * Each action's entries are walked from where the claims of this database
  * start for that action (queue/claim_start.c); the claim takes the next
- * entry from the walk that has the first in claim order.
+ * entry from the walk that has the first in claim order.  flow (NULL: no
+ * action of the claim is limited) is the limiter (flow_limits.c): a row of
+ * a limited action is taken only if it and its key are under their limits,
+ * others are stepped over, and an action at its limit is walked no further.
  */
 int
-taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdesc)
+taskq_claim_direct(const TaskqClaimRequest *req, TaskqFlow *flow, Tuplestorestate *out,
+				   TupleDesc outdesc)
 {
 	TaskqRel	d;
 	ClaimWalk	w;
@@ -740,6 +764,7 @@ taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc
 										 IntervalPGetDatum(req->lease));
 	w.out = out;
 	w.outdesc = outdesc;
+	w.flow = flow;
 
 	if (actions == NIL)
 		actions = ready_actions(&w, &firsts);
@@ -776,6 +801,8 @@ taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc
 
 			if (s->opened && s->tid == NULL)
 				continue;		/* walked to its end */
+			if (flow != NULL && taskq_flow_action_full(flow, s->action))
+				continue;		/* at its concurrency limit: nothing more of it */
 			k = s->opened ? s->key : s->bound;
 			if (next == NULL || taskq_ready_key_before(k, next_key))
 			{

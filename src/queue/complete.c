@@ -215,6 +215,9 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			ndone = 0;
 	BlockNumber nblocks = InvalidBlockNumber;
+	bool		limits = taskq_flow_maybe_limited();
+	List	   *actions = NIL;
+	ListCell   *lc;
 
 	if (!taskq_rel_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
@@ -287,6 +290,8 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 				tasks[i].action = TextDatumGetCString(taskq_rel_old(&d, d.ready->action,
 																	&status_null));
 				note_completed_metrics(&d, now);
+				if (limits)
+					actions = lappend(actions, tasks[i].action);
 				ndone++;
 				break;
 			}
@@ -304,18 +309,23 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 		}
 	}
 	taskq_rel_close(&d);
+	foreach(lc, actions)
+		taskq_flow_freed(lfirst(lc));	/* slots let go (flow_limits.c) */
 	return ndone;
 }
 /*
  * The rows (id, to_signal_after, action[, claimed_at: timed]) the last
  * statement finished (deleted: it deleted them): done, succs, action;
- * counted in the metrics, with the run time when timed.
+ * counted in the metrics, with the run time when timed; the slots they
+ * held let go (flow_limits.c).
  */
 static void
-note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed)
+note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed, bool limits)
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	bool		counted = taskq_metrics_available();
+	List	   *actions = NIL;
+	ListCell   *lc;
 
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -332,6 +342,8 @@ note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed)
 				taskq_metric_observe(action, -1, TASKQ_H_RUN,
 									 DatumGetTimestampTz(claimed), now);
 		}
+		if (limits)
+			actions = lappend(actions, taskq_get_text(r, 3, NULL));
 
 		for (int i = 0; i < n; i++)
 			if (!tasks[i].item->done && strcmp(tasks[i].item->id, id) == 0)
@@ -343,6 +355,8 @@ note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed)
 				break;
 			}
 	}
+	foreach(lc, actions)
+		taskq_flow_freed(lfirst(lc));
 }
 
 /*
@@ -364,6 +378,7 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 	bool		has_results = taskq_schema_at_least_0_5();	/* the column result exists */
 	bool		timed = has_results && taskq_metrics_available() &&
 		taskq_claimed_at_installed();
+	bool		limits = taskq_flow_maybe_limited();	/* before any statement's rows are read */
 
 	for (int i = 0; i < n; i++)
 	{
@@ -391,10 +406,10 @@ taskq_complete_sql(TaskqCompletion *tasks, int n)
 		taskq_execute(timed ? &delete_held_batch_timed_plan :
 					  has_results ? &delete_held_batch_plan : &delete_held_batch_plain_plan,
 					  values, NULL, false, 0);
-		note_held_done(tasks, n, true, timed);
+		note_held_done(tasks, n, true, timed, limits);
 	}
 	taskq_execute(timed ? &complete_held_batch_timed_plan :
 				  has_results ? &complete_held_batch_plan : &complete_held_batch_plain_plan,
 				  values, NULL, false, 0);
-	note_held_done(tasks, n, false, timed);
+	note_held_done(tasks, n, false, timed, limits);
 }

@@ -244,7 +244,7 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  * third of it for one task: no plan to start, no ON CONFLICT's speculative
  * insertion, no statement trigger with its transition table.)
  */
-#define INSERT_SQL(max_tries, conflict, rule_col, rule_val) \
+#define INSERT_SQL(max_tries, conflict, rule_col, rule_val, key_unnest) \
 	"INSERT INTO taskq.tasks AS t (id, action, body, status, max_tries," \
 	"       num_signals, total_dependencies, to_signal_after, post_result," \
 	"       priority, not_before, spontaneous, retry, workflow" rule_col ")" \
@@ -265,14 +265,14 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
 	"                pg_catalog.unnest($11::boolean[]) AS spontaneous," \
 	"                pg_catalog.unnest($12::jsonb[]) AS retry," \
 	"                pg_catalog.unnest($13::text[]) AS workflow," \
-	"                pg_catalog.unnest($14::text[]) AS rule) AS u" \
+	"                pg_catalog.unnest($14::text[]) AS rule" key_unnest ") AS u" \
 	conflict
 
 #define INSERT_ARGTYPES \
 	{TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	 INT4ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, BOOLARRAYOID, \
 	 INT4ARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, JSONBARRAYOID, \
-	 TEXTARRAYOID, TEXTARRAYOID}
+	 TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
 
 
 /*
@@ -283,20 +283,30 @@ insert_direct(int n, int ncols, const char *const *names, Datum **cols,
  */
 #define RULE_COL ", \"trigger\""
 #define RULE_VAL ", COALESCE(u.rule, 'all_success')::taskq.trigger_rule"
+/* and a batch with a concurrency key: the rules and the keys */
+#define KEY_COL RULE_COL ", concurrency_key"
+#define KEY_VAL RULE_VAL ", u.ckey"
+#define KEY_UNNEST ", pg_catalog.unnest($15::text[]) AS ckey"
 #define SMALL_TRIES "COALESCE(u.max_tries, (SELECT p.max_tries FROM taskq.action_policies AS p" \
 	" WHERE p.action OPERATOR(pg_catalog.=) u.action))"
 #define SMALL_CONFLICT " ON CONFLICT (id) DO NOTHING RETURNING t.id"
 
-static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", "", "", ""), 14, INSERT_ARGTYPES, NULL, true};
+static TaskqPlan insert_plan = {INSERT_SQL("u.max_tries", "", "", "", ""), 14, INSERT_ARGTYPES, NULL, true};
 static TaskqPlan insert_rules_plan = {
-	INSERT_SQL("u.max_tries", "", RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
+	INSERT_SQL("u.max_tries", "", RULE_COL, RULE_VAL, ""), 14, INSERT_ARGTYPES, NULL, true
+};
+static TaskqPlan insert_keys_plan = {
+	INSERT_SQL("u.max_tries", "", KEY_COL, KEY_VAL, KEY_UNNEST), 15, INSERT_ARGTYPES, NULL, true
 };
 
 static TaskqPlan insert_small_plan = {
-	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, "", ""), 14, INSERT_ARGTYPES, NULL, true
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, "", "", ""), 14, INSERT_ARGTYPES, NULL, true
 };
 static TaskqPlan insert_small_rules_plan = {
-	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, RULE_COL, RULE_VAL), 14, INSERT_ARGTYPES, NULL, true
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, RULE_COL, RULE_VAL, ""), 14, INSERT_ARGTYPES, NULL, true
+};
+static TaskqPlan insert_small_keys_plan = {
+	INSERT_SQL(SMALL_TRIES, SMALL_CONFLICT, KEY_COL, KEY_VAL, KEY_UNNEST), 15, INSERT_ARGTYPES, NULL, true
 };
 
 /* Which of these ids are stored (see stored_among). */
@@ -378,20 +388,21 @@ report_skipped_rows(int n, uint64 written)
 }
 
 /* The INSERT's parameters: one array per column, in INSERT_SQL's order. */
-#define NCOLS 14
+#define NCOLS 15
 #define COL_ID 0
 #define COL_SUCC 6
 #define COL_TRIGGER 13
+#define COL_KEY 14
 static const Oid col_types[NCOLS] = {TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
 	INT4OID, TEXTOID, BOOLOID, INT4OID, TIMESTAMPTZOID, BOOLOID, JSONBOID, TEXTOID,
-TEXTOID};
-static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1, -1};
+TEXTOID, TEXTOID};
+static const int16 col_lens[NCOLS] = {-1, -1, -1, -1, 4, 4, -1, 1, 4, 8, 1, -1, -1, -1, -1};
 static const bool col_byval[NCOLS] = {false, false, false, false, true, true, false,
-	true, true, FLOAT8PASSBYVAL, true, false, false, false};
+	true, true, FLOAT8PASSBYVAL, true, false, false, false, false};
 static const char col_align[NCOLS] = {TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT,
 	TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_INT, TYPALIGN_CHAR,
 	TYPALIGN_INT, TYPALIGN_DOUBLE, TYPALIGN_CHAR, TYPALIGN_INT, TYPALIGN_INT,
-TYPALIGN_INT};
+TYPALIGN_INT, TYPALIGN_INT};
 
 /* Column c of the n rows as an array, a parameter of the INSERT. */
 static Datum
@@ -408,6 +419,7 @@ column_array(int c, Datum *col, bool *nulls, int n)
 typedef struct BatchColumns
 {
 	int			n;
+	bool		keys;			/* a task has a concurrency key */
 	Datum	   *cols[NCOLS];
 	bool	   *nulls[NCOLS];
 } BatchColumns;
@@ -425,6 +437,7 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 	int			i = 0;
 
 	bc->n = list_length(specs);
+	bc->keys = false;
 	for (int c = 0; c < NCOLS; c++)
 	{
 		bc->cols[c] = palloc0(sizeof(Datum) * bc->n);
@@ -489,6 +502,11 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 			nulls[12][i] = true;
 		/* the rule by its label (the direct path turns it into the enum's OID) */
 		cols[COL_TRIGGER][i] = CStringGetTextDatum(taskq_trigger_label(s->trigger));
+		bc->keys |= s->concurrency_key != NULL;
+		if (s->concurrency_key)
+			cols[COL_KEY][i] = CStringGetTextDatum(s->concurrency_key);
+		else
+			nulls[COL_KEY][i] = true;
 		i++;
 	}
 }
@@ -497,7 +515,8 @@ fill_columns(BatchColumns *bc, List *specs, const int32 *inherited, bool small,
 static void
 column_arrays(BatchColumns *bc, Datum *values)
 {
-	for (int c = 0; c < NCOLS; c++)
+	/* the keys only for a batch with keys (the forms without them have 14 parameters) */
+	for (int c = 0; c < (bc->keys ? NCOLS : COL_KEY); c++)
 		values[c] = column_array(c, bc->cols[c], bc->nulls[c], bc->n);
 }
 
@@ -506,7 +525,7 @@ column_arrays(BatchColumns *bc, Datum *values)
  * out stored duplicates, which are then reported.
  */
 static void
-insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
+insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules, bool keys)
 {
 	Datum		values[NCOLS];
 	List	   *inserted = NIL;
@@ -515,7 +534,8 @@ insert_small(List *specs, BatchColumns *bc, bool if_absent, bool rules)
 	ListCell   *lc;
 
 	column_arrays(bc, values);
-	taskq_execute(rules ? &insert_small_rules_plan : &insert_small_plan, values, NULL, false, 0);
+	taskq_execute(keys ? &insert_small_keys_plan :
+				  rules ? &insert_small_rules_plan : &insert_small_plan, values, NULL, false, 0);
 	if (SPI_processed == (uint64) bc->n)
 		return;
 
@@ -568,20 +588,20 @@ trigger_rule_oids(Oid *oids)
  * batch position.  False if that path does not apply.
  */
 static bool
-insert_large_direct(List *specs, BatchColumns *bc, bool rules)
+insert_large_direct(List *specs, BatchColumns *bc, bool rules, bool keys)
 {
 	/* total_dependencies starts equal to num_signals (cols[5]) */
 	static const char *const names[] = {"id", "action", "body", "status",
 		"max_tries", "num_signals", "total_dependencies", "to_signal_after",
 		"post_result", "priority", "not_before", "spontaneous", "retry",
-	"workflow", "trigger"};
+	"workflow", "trigger", "concurrency_key"};
 	Datum	  **c = bc->cols;
 	bool	  **z = bc->nulls;
 	Datum	   *rule_datums = palloc(sizeof(Datum) * Max(bc->n, 1));
 	Datum	   *dcols[lengthof(names)] = {c[0], c[1], c[2], c[3], c[4], c[5], c[5],
-	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rule_datums};
+	c[6], c[7], c[8], c[9], c[10], c[11], c[12], rule_datums, c[COL_KEY]};
 	bool	   *dnulls[lengthof(names)] = {z[0], z[1], z[2], z[3], z[4], z[5], z[5],
-	z[6], z[7], z[8], z[9], z[10], z[11], z[12], z[COL_TRIGGER]};
+	z[6], z[7], z[8], z[9], z[10], z[11], z[12], z[COL_TRIGGER], z[COL_KEY]};
 	int			stored;
 	Oid			rule_oids[TASKQ_TRIGGER_COUNT];
 	ListCell   *lc;
@@ -596,7 +616,8 @@ insert_large_direct(List *specs, BatchColumns *bc, bool rules)
 			rule_datums[i++] = ObjectIdGetDatum(rule_oids[((TaskqTaskSpec *) lfirst(lc))->trigger]);
 	}
 
-	if (!insert_direct(bc->n, lengthof(names) - (rules ? 0 : 1), names, dcols, dnulls,
+	/* the key column only for a batch with keys, the rules then too */
+	if (!insert_direct(bc->n, lengthof(names) - (keys ? 0 : rules ? 1 : 2), names, dcols, dnulls,
 					   &stored))
 		return false;
 	if (stored >= 0)
@@ -614,7 +635,7 @@ insert_large_direct(List *specs, BatchColumns *bc, bool rules)
  * with the id in its detail.
  */
 static void
-insert_large_sql(List *specs, BatchColumns *bc, bool rules)
+insert_large_sql(List *specs, BatchColumns *bc, bool rules, bool keys)
 {
 	Datum		values[NCOLS];
 	ListCell   *lc;
@@ -632,7 +653,8 @@ insert_large_sql(List *specs, BatchColumns *bc, bool rules)
 		i++;
 	}
 	column_arrays(bc, values);
-	taskq_execute(rules ? &insert_rules_plan : &insert_plan, values, NULL, false, 0);
+	taskq_execute(keys ? &insert_keys_plan : rules ? &insert_rules_plan : &insert_plan,
+				  values, NULL, false, 0);
 	if (SPI_processed != (uint64) bc->n)
 		report_skipped_rows(bc->n, SPI_processed);
 }
@@ -651,16 +673,21 @@ taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent)
 	List	   *policy_actions = NIL;
 	List	   *policy_tries = NIL;
 	bool		rules = false;
+	bool		keys = false;
 	ListCell   *lc;
 
 	foreach(lc, specs)
+	{
 		rules |= ((TaskqTaskSpec *) lfirst(lc))->trigger != TASKQ_ALL_SUCCESS;
+		keys |= ((TaskqTaskSpec *) lfirst(lc))->concurrency_key != NULL;
+	}
+	rules |= keys;				/* the keys' forms write the rules too */
 	if (!small)
 		policy_actions = taskq_policy_max_tries(specs, &policy_tries);	/* action_policy.c */
 	fill_columns(&bc, specs, inherited, small, policy_actions, policy_tries);
 	if (small)
-		insert_small(specs, &bc, if_absent, rules);
-	else if (!insert_large_direct(specs, &bc, rules))
-		insert_large_sql(specs, &bc, rules);
+		insert_small(specs, &bc, if_absent, rules, keys);
+	else if (!insert_large_direct(specs, &bc, rules, keys))
+		insert_large_sql(specs, &bc, rules, keys);
 }
 

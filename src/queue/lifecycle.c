@@ -154,6 +154,8 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 {
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
+	List	   *succs;
+	char	   *action;
 
 	Assert(taskq_status_finished(code));
 	values[0] = CStringGetTextDatum(id);
@@ -165,10 +167,13 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 	taskq_execute(&finish_plan, values, nulls, false, 0);
 	if (SPI_processed != 1)
 		elog(ERROR, "taskq: task \"%s\" vanished or finished while finishing it", id);
+	succs = taskq_sort_strings(taskq_get_text_array(0, 1));
+	action = taskq_get_text(0, 2, NULL);
+	taskq_metric_count(action, -1,
+					   code == TASKQ_COMPLETED ? TASKQ_M_COMPLETED : TASKQ_M_ABORTED, 1);
 	taskq_task_finished(id, code);
-	taskq_metric_count_result(0, 2,
-							  code == TASKQ_COMPLETED ? TASKQ_M_COMPLETED : TASKQ_M_ABORTED);
-	return taskq_sort_strings(taskq_get_text_array(0, 1));
+	taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
+	return succs;
 }
 
 /*
@@ -339,9 +344,11 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 	{
 		bool		isnull;
 		Datum		nb = taskq_get_datum(0, 3, &isnull);
+		char	   *action = taskq_get_text(0, 2, NULL);
 
 		if (!isnull)
 			taskq_note_due(DatumGetTimestampTz(nb));	/* the worker wakes for it */
+		taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
 	}
 }
 
@@ -358,6 +365,19 @@ static TaskqPlan extend_plan = {
 	4, {TEXTOID, UUIDOID, TEXTOID, INTERVALOID}
 };
 
+/* The action and key of the task extend_plan would extend, if its lease expired. */
+static TaskqPlan extend_expired_plan = {
+	"SELECT action, concurrency_key FROM taskq.tasks"
+	" WHERE id OPERATOR(pg_catalog.=) $1"
+	"   AND performance_token OPERATOR(pg_catalog.=) $2"
+	"   AND actor_id OPERATOR(pg_catalog.=) $3"
+	"   AND NOT cancelled"
+	"   AND (status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
+	"        OR (status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"            AND action_deadline OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()))",
+	3, {TEXTOID, UUIDOID, TEXTOID}
+};
+
 /*
  * Extend the lease of task id by lease from now, if it is unfinished and
  * still held with token by actor; that includes a lease that expired while
@@ -372,6 +392,20 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 	values[1] = token;
 	values[2] = CStringGetTextDatum(actor);
 	values[3] = IntervalPGetDatum(lease);
+	if (taskq_flow_maybe_limited())
+	{
+		/* an expired lease takes a slot again: only under the limits (flow_limits.c) */
+		taskq_execute(&extend_expired_plan, values, NULL, true, 0);
+		if (SPI_processed == 1)
+		{
+			bool		nokey;
+			char	   *action = taskq_get_text(0, 1, NULL);
+			char	   *key = taskq_get_text(0, 2, &nokey);
+
+			if (!taskq_flow_extend_ok(action, nokey ? NULL : key))
+				return false;
+		}
+	}
 	taskq_execute(&extend_plan, values, NULL, false, 0);
 	if (SPI_processed != 1)
 		return false;

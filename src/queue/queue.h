@@ -48,6 +48,7 @@ typedef struct TaskqTaskSpec
 	bool		spontaneous;
 	Jsonb	   *retry;			/* retry policy or NULL */
 	char	   *workflow;		/* workflow key or NULL */
+	char	   *concurrency_key;	/* concurrency key or NULL */
 	TaskqTrigger trigger;		/* when it runs after its predecessors */
 	int32		num_signals;	/* computed: incoming edges */
 	const char *argname;		/* the argument errors name (NULL: "tasks") */
@@ -160,6 +161,14 @@ extern void taskq_abort_task(const char *id, const char *status);
 #define TASKQ_FOLD_BATCH 1000
 
 extern int	taskq_sweep_expired(void);
+
+/*
+ * Rate limits (flow_limits.c), for the background worker: the actions whose
+ * window reopened by now (the claims that left it deleted), and when the
+ * next one reopens.
+ */
+extern List *taskq_flow_reopened(TimestampTz now);
+extern bool taskq_flow_next_reopen(TimestampTz *next);
 extern int	taskq_fold_deferred_signals(void);
 extern void taskq_drop_empty_deferred(void);
 extern void taskq_redrive_task(const char *id, List *successors);

@@ -27,8 +27,9 @@ struct TaskqRel;
  * taskq_claim); -1 if this path does not apply and the caller must run
  * the SQL claim.
  */
-extern int	taskq_claim_direct(const TaskqClaimRequest *req, Tuplestorestate *out,
-							   TupleDesc outdesc);
+struct TaskqFlow;
+extern int	taskq_claim_direct(const TaskqClaimRequest *req, struct TaskqFlow *flow,
+							   Tuplestorestate *out, TupleDesc outdesc);
 
 /* task_view.c: a task's token checked as a plan just read it */
 extern void taskq_check_read_token(const char *id, int tokcol, pg_uuid_t *token,
@@ -65,6 +66,17 @@ extern void taskq_complete_sql(TaskqCompletion *tasks, int n);
 
 /* insert_rows.c: a checked batch's rows written */
 extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absent);
+
+/* flow_limits.c: concurrency limits, the limiter of a claim */
+typedef struct TaskqFlow TaskqFlow;
+extern TaskqFlow *taskq_flow_begin(List *actions, bool all_actions);
+extern bool taskq_flow_action_full(TaskqFlow *f, const char *action);
+extern bool taskq_flow_take(TaskqFlow *f, const char *action, const char *key);
+extern void taskq_flow_untake(TaskqFlow *f, const char *action, const char *key);
+extern void taskq_flow_end(TaskqFlow *f);
+extern bool taskq_flow_maybe_limited(void);
+extern void taskq_flow_freed(const char *action);
+extern bool taskq_flow_extend_ok(const char *action, const char *key);
 
 /* action_policy.c: the actions' policies, kept per session */
 extern List *taskq_policy_max_tries(List *specs, List **tries);

@@ -53,7 +53,8 @@ typedef struct TaskqTaskColumns
 				workflow,
 				result,
 				claimed_at,
-				created_at;
+				created_at,
+				concurrency_key;
 } TaskqTaskColumns;
 
 #define TASKQ_SHAPE_UPDATES 4

@@ -176,6 +176,8 @@ taskq_task_columns(TupleDesc desc, TaskqTaskColumns *c)
 	c->claimed_at = taskq_typed_column(desc, "claimed_at", TIMESTAMPTZOID);
 	/* the queue wait of a claim (ipc/metrics.c) runs from it: none, none measured */
 	c->created_at = taskq_typed_column(desc, "created_at", TIMESTAMPTZOID);
+	/* none before 0.6: no task has a key */
+	c->concurrency_key = taskq_typed_column(desc, "concurrency_key", TEXTOID);
 	return c->post_result && c->workflow && c->id && c->body && c->status &&
 		c->num_tries && c->to_signal_after && c->actor_id &&
 		c->action_deadline && c->performance_token && c->not_before &&

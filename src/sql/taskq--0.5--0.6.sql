@@ -13,7 +13,12 @@
  * history of their attempts: action_policies.keep_attempts, the table
  * taskq.attempts, set_action_policy's fourth argument and task_attempts.
  * Metrics: the index tasks_blocked_idx, the table taskq.metric_gauges,
- * taskq.metrics() and taskq.metrics_text().
+ * taskq.metrics() and taskq.metrics_text().  Concurrency limits are new:
+ * taskq.tasks gains concurrency_key and the index tasks_running_idx,
+ * enqueue and enqueue_many a last argument concurrency_key (dropped and
+ * created again), and there are the tables taskq.flow_limits and
+ * taskq.flow_claims, set_concurrency_limit, set_rate_limit, clear_limits
+ * and the view taskq.limits.
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -585,3 +590,242 @@ COMMENT ON FUNCTION taskq.metrics_text() IS
     'taskq.metrics() in the Prometheus text exposition format';
 REVOKE ALL ON FUNCTION taskq.metrics_text() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.metrics_text() TO taskq_monitor, taskq_admin;
+
+-- Tasks claimed before the update have no key.
+ALTER TABLE taskq.tasks ADD COLUMN concurrency_key text COLLATE "C";
+COMMENT ON COLUMN taskq.tasks.concurrency_key IS 'tasks of an action that share it share its max_running_per_key (NULL: none)';
+
+-- Tasks in progress per action and concurrency key: a claim of an action
+-- with a concurrency limit counts those still holding a slot through it
+-- (taskq.set_concurrency_limit), as does the view taskq.limits.
+CREATE INDEX tasks_running_idx ON taskq.tasks (action, concurrency_key)
+    WHERE status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status;
+
+-- enqueue and enqueue_many gain concurrency_key: dropped and created again.
+DROP FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text);
+DROP FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text);
+
+CREATE FUNCTION taskq.enqueue(action text, body jsonb DEFAULT NULL, id text DEFAULT NULL,
+    priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
+    max_tries integer DEFAULT NULL, workflow text DEFAULT NULL,
+    concurrency_key text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_enqueue'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text, text) IS
+    'add one task of an action and return its id (made by taskq if not given)';
+REVOKE ALL ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.enqueue(text, jsonb, text, integer, timestamptz, integer, text, text) TO taskq_producer, taskq_admin;
+
+CREATE FUNCTION taskq.enqueue_many(action text, bodies jsonb[], ids text[] DEFAULT NULL,
+    priority integer DEFAULT 0, not_before timestamptz DEFAULT NULL,
+    max_tries integer DEFAULT NULL, workflow text DEFAULT NULL,
+    concurrency_key text DEFAULT NULL)
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'taskq_enqueue_many'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text, text) IS
+    'atomically add one task of an action per body and return their ids (made by taskq where not given)';
+REVOKE ALL ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.enqueue_many(text, jsonb[], text[], integer, timestamptz, integer, text, text) TO taskq_producer, taskq_admin;
+
+/*
+ * Limits per action.  Concurrency: at most max_running of its tasks hold a
+ * lease at once, and at most max_running_per_key of those that share a
+ * concurrency_key.  Rate: in any window of length rate_per, at most
+ * rate_max claims (rate_by_key: per concurrency_key).  A claim of a
+ * limited action takes the action's limiter lock, counts its tasks in
+ * progress through tasks_running_idx and its claims in the window in
+ * taskq.flow_claims; each session keeps which actions are limited until
+ * these triggers say the table was written.
+ */
+CREATE TABLE taskq.flow_limits (
+    action              text COLLATE "C" NOT NULL,
+    max_running         integer,
+    max_running_per_key integer,
+    rate_max            integer,
+    rate_per            interval,
+    rate_by_key         boolean NOT NULL DEFAULT false,
+    CONSTRAINT flow_limits_pkey PRIMARY KEY (action),
+    CONSTRAINT flow_limits_max_running_check CHECK (max_running OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT flow_limits_max_running_per_key_check CHECK (max_running_per_key OPERATOR(pg_catalog.>=) 0),
+    CONSTRAINT flow_limits_rate_check CHECK (rate_max IS NULL AND rate_per IS NULL
+        OR rate_max IS NOT NULL AND rate_per IS NOT NULL
+           AND rate_max OPERATOR(pg_catalog.>=) 1 AND rate_per OPERATOR(pg_catalog.>) '0 s'::pg_catalog.interval)
+);
+COMMENT ON TABLE taskq.flow_limits IS
+    'per action: how many of its tasks may hold a lease at once, in all and per concurrency key, and how many claims a window may hold (set with taskq.set_concurrency_limit and taskq.set_rate_limit)';
+SELECT pg_catalog.pg_extension_config_dump('taskq.flow_limits', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.flow_limits TO taskq_admin;
+
+-- The claims of rate-limited actions still in their window: one row per
+-- claim (key: the task's concurrency_key, NULL when none), at the clock
+-- time the claim was made under the action's limiter lock.  Claims delete
+-- the rows that left the window of their action; the background worker
+-- deletes them too, when it wakes for the moment a window reopens.
+CREATE TABLE taskq.flow_claims (
+    action      text COLLATE "C" NOT NULL,
+    key         text COLLATE "C",
+    claimed_at  timestamptz NOT NULL
+);
+COMMENT ON TABLE taskq.flow_claims IS
+    'the claims of rate-limited actions still in their window (taskq.set_rate_limit)';
+CREATE INDEX flow_claims_action_idx ON taskq.flow_claims (action, claimed_at);
+CREATE INDEX flow_claims_claimed_at_idx ON taskq.flow_claims (claimed_at);
+SELECT pg_catalog.pg_extension_config_dump('taskq.flow_claims', '');
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.flow_claims TO taskq_admin;
+
+CREATE FUNCTION taskq.flow_limits_written()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'taskq_flow_limits_written'
+LANGUAGE C;
+COMMENT ON FUNCTION taskq.flow_limits_written() IS
+    'trigger: every session drops the limits it kept when taskq.flow_limits is written';
+REVOKE ALL ON FUNCTION taskq.flow_limits_written() FROM PUBLIC;
+-- rows, not statements: logical replication's apply worker fires row triggers only
+CREATE TRIGGER flow_limits_written
+    AFTER INSERT OR UPDATE OR DELETE ON taskq.flow_limits
+    FOR EACH ROW EXECUTE FUNCTION taskq.flow_limits_written();
+CREATE TRIGGER flow_limits_truncated
+    AFTER TRUNCATE ON taskq.flow_limits
+    FOR EACH STATEMENT EXECUTE FUNCTION taskq.flow_limits_written();
+-- also in sessions with session_replication_role = replica (pg_restore, replication tools)
+ALTER TABLE taskq.flow_limits ENABLE ALWAYS TRIGGER flow_limits_written;
+ALTER TABLE taskq.flow_limits ENABLE ALWAYS TRIGGER flow_limits_truncated;
+
+CREATE FUNCTION taskq.set_concurrency_limit(action text, max_running integer DEFAULT NULL,
+                                            max_running_per_key integer DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
+    IF max_running OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'argument "max_running" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass 0 to let nothing start, null for no limit.';
+    END IF;
+    IF max_running_per_key OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'argument "max_running_per_key" must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass 0 to let nothing with a key start, null for no limit.';
+    END IF;
+    INSERT INTO taskq.flow_limits AS f (action, max_running, max_running_per_key)
+         VALUES (set_concurrency_limit.action, set_concurrency_limit.max_running,
+                 set_concurrency_limit.max_running_per_key)
+    ON CONFLICT ON CONSTRAINT flow_limits_pkey
+       DO UPDATE SET max_running = EXCLUDED.max_running,
+                     max_running_per_key = EXCLUDED.max_running_per_key;
+    DELETE FROM taskq.flow_limits AS f
+     WHERE f.action OPERATOR(pg_catalog.=) set_concurrency_limit.action
+       AND f.max_running IS NULL AND f.max_running_per_key IS NULL AND f.rate_max IS NULL;
+END
+$$;
+COMMENT ON FUNCTION taskq.set_concurrency_limit(text, integer, integer) IS
+    'set how many tasks of an action may hold a lease at once, in all and per concurrency key (null: no limit, 0: none start)';
+REVOKE ALL ON FUNCTION taskq.set_concurrency_limit(text, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_concurrency_limit(text, integer, integer) TO taskq_admin;
+
+CREATE FUNCTION taskq.set_rate_limit(action text, max integer, per interval,
+                                     by_key boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL OR action OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'argument "action" must not be null or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF pg_catalog.octet_length(action) OPERATOR(pg_catalog.>) 255 THEN
+        RAISE EXCEPTION 'argument "action" is too long'
+            USING ERRCODE = 'string_data_right_truncation',
+                  DETAIL = 'An action is at most 255 bytes.';
+    END IF;
+    IF max IS NULL OR max OPERATOR(pg_catalog.<) 1 THEN
+        RAISE EXCEPTION 'argument "max" must be at least 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'taskq.clear_limits removes the limits of an action.';
+    END IF;
+    IF per IS NULL OR per OPERATOR(pg_catalog.<=) '0 s'::interval THEN
+        RAISE EXCEPTION 'argument "per" must be a positive interval'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- a window that reaches past the range of timestamps: 22008 now, not at each claim
+    PERFORM pg_catalog.now() OPERATOR(pg_catalog.-) per OPERATOR(pg_catalog.-) per;
+    IF by_key IS NULL THEN
+        RAISE EXCEPTION 'argument "by_key" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    INSERT INTO taskq.flow_limits AS f (action, rate_max, rate_per, rate_by_key)
+         VALUES (set_rate_limit.action, set_rate_limit.max, set_rate_limit.per, set_rate_limit.by_key)
+    ON CONFLICT ON CONSTRAINT flow_limits_pkey
+       DO UPDATE SET rate_max = EXCLUDED.rate_max, rate_per = EXCLUDED.rate_per,
+                     rate_by_key = EXCLUDED.rate_by_key;
+END
+$$;
+COMMENT ON FUNCTION taskq.set_rate_limit(text, integer, interval, boolean) IS
+    'set how many claims of an action any window of length per may hold (by_key: per concurrency key)';
+REVOKE ALL ON FUNCTION taskq.set_rate_limit(text, integer, interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.set_rate_limit(text, integer, interval, boolean) TO taskq_admin;
+
+CREATE FUNCTION taskq.clear_limits(action text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF action IS NULL THEN
+        RAISE EXCEPTION 'argument "action" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    DELETE FROM taskq.flow_limits AS f WHERE f.action OPERATOR(pg_catalog.=) clear_limits.action;
+    DELETE FROM taskq.flow_claims AS c WHERE c.action OPERATOR(pg_catalog.=) clear_limits.action;
+END
+$$;
+COMMENT ON FUNCTION taskq.clear_limits(text) IS
+    'remove the concurrency and rate limits of an action';
+REVOKE ALL ON FUNCTION taskq.clear_limits(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.clear_limits(text) TO taskq_admin;
+
+-- running: the action's tasks holding a slot now (in progress, lease not
+-- passed), through tasks_running_idx; window_claims: its claims in the
+-- last rate_per (in all, also with by_key).  by_key and window_claims are
+-- NULL without a rate limit.
+CREATE VIEW taskq.limits AS
+SELECT f.action, f.max_running, f.max_running_per_key,
+       f.rate_max, f.rate_per,
+       CASE WHEN f.rate_max IS NOT NULL THEN f.rate_by_key END AS by_key,
+       (SELECT pg_catalog.count(*) FROM taskq.tasks AS t
+         WHERE t.action OPERATOR(pg_catalog.=) f.action
+           AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status
+           AND (t.action_deadline IS NULL
+                OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()))::pg_catalog.int4
+           AS running,
+       CASE WHEN f.rate_max IS NOT NULL THEN
+       (SELECT pg_catalog.count(*) FROM taskq.flow_claims AS c
+         WHERE c.action OPERATOR(pg_catalog.=) f.action
+           AND c.claimed_at OPERATOR(pg_catalog.+) f.rate_per
+               OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())::pg_catalog.int4
+       END AS window_claims
+  FROM taskq.flow_limits AS f
+ ORDER BY f.action;
+COMMENT ON VIEW taskq.limits IS
+    'the actions with limits: concurrency and rate, how many of their tasks hold a slot now, and their claims in the current window';
+GRANT SELECT ON taskq.limits TO taskq_monitor, taskq_admin;

@@ -264,6 +264,14 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			taskq_wake_ready(action);	/* the rows are committed: wake now */
 		}
 		*last_due_check = now;
+		/* rate windows that reopened: their claims may start again */
+		foreach(lc, taskq_flow_reopened(now))
+		{
+			char	   *action = lfirst(lc);
+
+			taskq_notify_mark(action);
+			taskq_wake_ready(action);
+		}
 	}
 	taskq_notify_collect(first);
 	*notify_due = taskq_notify_send_due(true);
@@ -285,6 +293,8 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 			next = earliest(next, Max(lease,
 									  TimestampTzPlusMilliseconds(now, LOCKED_RETRY_MS)));
 		if (has_delay)
+			next = earliest(next, delay);
+		if (taskq_flow_next_reopen(&delay))
 			next = earliest(next, delay);
 	}
 

@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(125);
+SELECT plan(133);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -261,6 +261,34 @@ SELECT ok(has_function_privilege('taskq_monitor', 'taskq.metrics()', 'EXECUTE')
           AND NOT has_function_privilege('taskq_worker', 'taskq.metrics()', 'EXECUTE')
           AND NOT has_function_privilege('taskq_producer', 'taskq.metrics_text()', 'EXECUTE'),
     'monitors (and admins) read the metrics; producers and workers do not');
+-- ------------------------------------------------------------ concurrency limits
+SELECT has_column('taskq', 'tasks', 'concurrency_key', 'tasks.concurrency_key exists');
+SELECT is((SELECT max(attnum) FROM pg_catalog.pg_attribute
+            WHERE attrelid = 'taskq.tasks'::regclass AND NOT attisdropped),
+          (SELECT attnum FROM pg_catalog.pg_attribute
+            WHERE attrelid = 'taskq.tasks'::regclass AND attname = 'concurrency_key'),
+    'concurrency_key is the last column of taskq.tasks');
+SELECT function_returns('taskq', 'set_concurrency_limit', ARRAY['text', 'integer', 'integer'], 'void',
+    'set_concurrency_limit(text, integer, integer) returns void');
+SELECT function_returns('taskq', 'clear_limits', ARRAY['text'], 'void',
+    'clear_limits(text) returns void');
+SELECT function_returns('taskq', 'set_rate_limit', ARRAY['text', 'integer', 'interval', 'boolean'], 'void',
+    'set_rate_limit(text, integer, interval, boolean) returns void');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.set_rate_limit(text, integer, interval, boolean)'::regprocedure),
+    'action text, max integer, per interval, by_key boolean DEFAULT false',
+    'set_rate_limit argument names, by_key defaults to false');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod),
+                                        ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = 'taskq.limits'::regclass AND a.attnum > 0),
+    'action text, max_running integer, max_running_per_key integer, rate_max integer, '
+    'rate_per interval, by_key boolean, running integer, window_claims integer',
+    'taskq.limits has its columns, in order, with their types');
+SELECT ok(has_function_privilege('taskq_admin', 'taskq.set_concurrency_limit(text, integer, integer)', 'EXECUTE')
+          AND NOT has_function_privilege('taskq_worker', 'taskq.clear_limits(text)', 'EXECUTE')
+          AND has_table_privilege('taskq_monitor', 'taskq.limits', 'SELECT')
+          AND NOT has_table_privilege('taskq_monitor', 'taskq.flow_limits', 'SELECT'),
+    'admins set limits; monitors read taskq.limits, not its table');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql

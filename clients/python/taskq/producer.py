@@ -21,8 +21,9 @@ from psycopg.types.json import Jsonb
 
 from .errors import translated
 
-__all__ = ["insert", "insert_if_absent", "chain", "group", "chord", "wait_for_task",
-           "task_attempts", "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",
+__all__ = ["insert", "insert_if_absent", "enqueue", "enqueue_many", "chain", "group", "chord",
+           "wait_for_task", "task_attempts", "cancel_tasks", "cancel_workflow", "start_machine",
+           "start_saga", "send_event",
            "cancel_run", "wait_for_run"]
 
 
@@ -61,6 +62,26 @@ def insert_if_absent(conn_or_dsn, tasks):
         rows = conn.execute("SELECT id, inserted FROM taskq.insert_tasks_if_absent(%s)",
                             (_tasks(tasks),)).fetchall()
     return dict(rows)
+
+
+def enqueue(conn_or_dsn, action, body=None, id=None, priority=0, not_before=None,
+            max_tries=None, workflow=None, concurrency_key=None):
+    """enqueue: one task of an action; returns its id (made by taskq if None).
+    concurrency_key: tasks that share it share the action's max_running_per_key."""
+    return _scalar(conn_or_dsn,
+                   "SELECT taskq.enqueue(%s, %s, %s, %s, %s, %s, %s, %s)",
+                   (action, None if body is None else Jsonb(body), id, priority, not_before,
+                    max_tries, workflow, concurrency_key))
+
+
+def enqueue_many(conn_or_dsn, action, bodies, ids=None, priority=0, not_before=None,
+                 max_tries=None, workflow=None, concurrency_key=None):
+    """enqueue_many: one task per body (None: no body), all or none; returns the ids."""
+    return _scalar(conn_or_dsn,
+                   "SELECT taskq.enqueue_many(%s, %s::jsonb[], %s, %s, %s, %s, %s, %s)",
+                   (action, [None if b is None else Jsonb(b) for b in bodies],
+                    None if ids is None else list(ids), priority, not_before, max_tries,
+                    workflow, concurrency_key))
 
 
 def chain(conn_or_dsn, tasks, after_ids=None):

@@ -20,6 +20,27 @@ def test_insert_counts_and_runs_in_the_callers_transaction(dsn, db, name):
         {f"{name}-a": False, f"{name}-d": True}
 
 
+def test_enqueue_with_a_concurrency_key(dsn, db, name):
+    tid = taskq.enqueue(dsn, f"{name}-lim", {"n": 1}, concurrency_key="customer-1")
+    given = taskq.enqueue(dsn, f"{name}-lim", id=f"{name}-e", priority=2)
+    ids = taskq.enqueue_many(dsn, f"{name}-lim", [{"n": 2}, None], concurrency_key="customer-2")
+    keys = dict(db.execute("SELECT id, concurrency_key FROM taskq.tasks WHERE action = %s",
+                           (f"{name}-lim",)).fetchall())
+    assert given == f"{name}-e" and len(ids) == 2
+    assert keys == {tid: "customer-1", given: None, ids[0]: "customer-2", ids[1]: "customer-2"}
+    # one per key at once: the claim skips the second task of customer-2
+    db.execute("SELECT taskq.set_concurrency_limit(%s, NULL, 1)", (f"{name}-lim",))
+    try:
+        claimed = {r[0] for r in db.execute("SELECT id FROM taskq.own_tasks('me', 10, %s)",
+                                            ([f"{name}-lim"],)).fetchall()}
+    finally:
+        db.execute("SELECT taskq.clear_limits(%s)", (f"{name}-lim",))
+    assert claimed == {tid, given, ids[0]}
+    with pytest.raises(taskq.InvalidArgumentError) as e:
+        taskq.enqueue(dsn, f"{name}-lim", concurrency_key="")
+    assert e.value.sqlstate == "22023"
+
+
 def test_shapes(dsn, db, name):
     t = [{"id": f"{name}-{i}", "action": "x"} for i in range(3)]
     assert taskq.chain(dsn, t) == 3

@@ -1,0 +1,839 @@
+/*-------------------------------------------------------------------------
+ *
+ * flow_limits.c
+ *	  Concurrency and rate limits per action (taskq.set_concurrency_limit,
+ *	  taskq.set_rate_limit): which actions have them, kept per session; the
+ *	  limiter a claim of such an action goes through; the wake when one of
+ *	  their tasks lets go of its slot or a rate window reopens; the rule for
+ *	  extending an expired lease.
+ *
+ * What counts as running is read from the task rows, never kept in a
+ * counter that could drift: a task of the action holds a slot while it is
+ * in progress and its lease deadline (if any) is after the clock.  A claim
+ * of a limited action takes the action's limiter lock (an advisory lock of
+ * the transaction, ("lmt", hash of the action)), exclusive, and then counts
+ * those tasks, in all and per concurrency_key, through the partial index
+ * tasks_running_idx with a snapshot taken after the lock: every claim of
+ * the action committed before is seen, and no other claim of it can commit
+ * until this transaction ends.  The walk (claim_walk.c) or the SQL claim
+ * (claim.c) then asks before each row whether its action and key are under
+ * their limits, and counts what it takes.  So at no moment do more tasks
+ * hold a lease than the limits allow: a return, release or expiry only
+ * lowers the count, and the only other way into a lease, extending one
+ * that expired, takes the same lock (taskq_flow_extend_ok).  A claim that
+ * took nothing of an action lets go of its lock at once (a claim that
+ * waits, claim_wait.c, must not hold it while it sleeps).
+ *
+ * Rates are an exact sliding log: a row per claim in taskq.flow_claims,
+ * written in the claim's transaction with the claim's clock time, read
+ * under the limiter lock after it is taken (GetCurrentTimestamp: the next
+ * holder of the lock reads a later clock, so the log is in claim order).  A
+ * claim takes a task only if fewer than rate_max claims of its window (the
+ * action, or with rate_by_key its key) lie in the rate_per before that
+ * time: no window of that length ever holds more.  Rows that left their
+ * window are deleted by a claim that took a task of the action (it holds
+ * the lock to its end; a claim that took nothing only read) and by the
+ * background worker, which a claim tells (taskq_note_due) to wake when the
+ * window reopens, to announce the action; both skip rows the other holds.
+ *
+ * Lock order: limiter locks in action name order, before any task row the
+ * claim takes; task rows are then only tried without waiting, so a claim
+ * never waits for a row while it holds a limiter lock.  Returns take no
+ * limiter lock.
+ *
+ * Which actions have limits is kept per session and dropped on a relcache
+ * invalidation of taskq.flow_limits, which its triggers send for every
+ * write (api/cache_triggers.c), as queue/action_policy.c does for
+ * policies.  With no limits at all, a claim, return or expiry pays one
+ * look at a flag.  If the triggers are missing, nothing is kept and each
+ * claim reads the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "parser/parse_func.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "common/args.h"
+#include "common/limits.h"
+#include "common/plan.h"
+#include "ipc/wakeup.h"
+#include "queue/queue_internal.h"
+
+/* The advisory lock of an action's limiter: key1 "lmt\0", key2 its hash. */
+#define FLOW_LOCK_CLASS 0x6C6D7400
+
+typedef struct FlowLimit
+{
+	char		action[TASKQ_MAX_ACTION_LEN + 1];	/* key */
+	bool		has_max;
+	int32		max_running;
+	bool		has_per_key;
+	int32		max_per_key;
+	bool		has_rate;
+	int32		rate_max;
+	Interval	rate_per;
+	bool		rate_by_key;
+} FlowLimit;
+
+/* the limits kept, valid while kept_generation == generation */
+static HTAB *kept = NULL;
+static bool kept_valid = false;
+static uint64 generation = 0;
+static uint64 kept_generation = 0;
+static Oid	limits_relid = InvalidOid;
+
+/*
+ * Until the table is known (an extension not updated to 0.6 has none),
+ * any relcache invalidation may be the update that made it.
+ */
+static void
+limits_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == limits_relid || !OidIsValid(limits_relid))
+		generation++;
+}
+
+static TaskqPlan limits_plan = {
+	"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+	"  FROM taskq.flow_limits"
+	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL OR rate_max IS NOT NULL",
+	0, {0}
+};
+
+/* Are taskq.flow_limits' triggers there, enabled ALWAYS, for every kind of write? */
+static bool
+triggers_tell(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TriggerDesc *td = rel->trigdesc;
+	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	int16		kinds = 0;
+	Oid			fn = LookupFuncName(list_make2(makeString("taskq"),
+											   makeString("flow_limits_written")),
+									0, NULL, true);
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
+			t->tgnattr != 0)
+			continue;
+		if (TRIGGER_FOR_ROW(t->tgtype))
+			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+		else
+			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
+	}
+	table_close(rel, AccessShareLock);
+	return kinds == all;
+}
+
+/*
+ * The limits of every limited action, as a hash table (NULL: none), kept
+ * if the triggers tell of every change.  Runs in the caller's SPI
+ * connection.
+ */
+static HTAB *
+current_limits(void)
+{
+	static bool registered = false;
+	Oid			nsp;
+	Oid			relid;
+	uint64		seen;
+	bool		keep;
+	HTAB	   *h = NULL;
+	HASHCTL		ctl;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(limits_invalidate, (Datum) 0);
+		registered = true;
+	}
+	AcceptInvalidationMessages();
+	if (kept_valid && kept_generation == generation)
+		return kept;
+	if (kept != NULL)
+		hash_destroy(kept);
+	kept = NULL;
+	kept_valid = false;
+
+	seen = generation;
+	nsp = get_namespace_oid("taskq", true);
+	relid = OidIsValid(nsp) ? get_relname_relid("flow_limits", nsp) : InvalidOid;
+	limits_relid = relid;
+	if (!OidIsValid(relid))
+	{
+		/* an extension not updated to 0.6: no limits, until an invalidation */
+		kept_valid = seen == generation;
+		kept_generation = seen;
+		return NULL;
+	}
+	keep = triggers_tell(relid);
+
+	taskq_execute(&limits_plan, NULL, NULL, true, 0);
+	if (SPI_processed > 0)
+	{
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = TASKQ_MAX_ACTION_LEN + 1;
+		ctl.entrysize = sizeof(FlowLimit);
+		ctl.hcxt = keep ? TopMemoryContext : CurrentMemoryContext;
+		h = hash_create("taskq flow limits", Max(SPI_processed, 16), &ctl,
+						HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			char	   *action = taskq_get_text(r, 1, NULL);
+			FlowLimit  *l;
+			bool		isnull;
+
+			if (strlen(action) > TASKQ_MAX_ACTION_LEN)
+				continue;		/* no task can have it */
+			l = hash_search(h, action, HASH_ENTER, NULL);
+			l->max_running = taskq_get_int32(r, 2, &isnull);
+			l->has_max = !isnull;
+			l->max_per_key = taskq_get_int32(r, 3, &isnull);
+			l->has_per_key = !isnull;
+			l->rate_max = taskq_get_int32(r, 4, &isnull);
+			l->has_rate = !isnull;
+			if (l->has_rate)
+			{
+				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
+				l->rate_by_key = taskq_get_bool(r, 6, NULL);
+			}
+		}
+	}
+	if (keep && seen == generation)
+	{
+		kept = h;
+		kept_valid = true;
+		kept_generation = generation;
+	}
+	return h;
+}
+
+/* The limits of action, or NULL if it has none. */
+static FlowLimit *
+limit_of(HTAB *limits, const char *action)
+{
+	if (limits == NULL || strlen(action) > TASKQ_MAX_ACTION_LEN)
+		return NULL;
+	return hash_search(limits, action, HASH_FIND, NULL);
+}
+
+/* ----------
+ * The limiter of a claim
+ * ----------
+ */
+
+/* the running tasks and the claims in the window of one key */
+typedef struct KeyCount
+{
+	char		key[TASKQ_MAX_CONCURRENCY_KEY_LEN + 1];
+	int32		running;
+	int32		window;
+} KeyCount;
+
+typedef struct FlowAction
+{
+	FlowLimit	limit;
+	LOCKTAG		tag;
+	int32		running;		/* in all */
+	int32		window;			/* claims in the rate window, in all */
+	int32		window_nokey;	/* ... of tasks without a key */
+	HTAB	   *keys;			/* KeyCount per key */
+	int			taken;			/* claimed by this claim */
+	List	   *taken_keys;		/* rate-limited: the key of each (NULL: none) */
+} FlowAction;
+
+struct TaskqFlow
+{
+	int			n;
+	FlowAction *actions;		/* in name order */
+	bool		claims;			/* a claim (else an extension: no rate counted) */
+	TimestampTz at;				/* the claim's clock time, under the locks */
+};
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(((const FlowAction *) a)->limit.action,
+				  ((const FlowAction *) b)->limit.action);
+}
+
+/*
+ * The tasks of these actions holding a slot now: in progress, the lease
+ * not passed at this clock time.  Run with a snapshot taken after the
+ * limiter locks, whatever the isolation level.
+ */
+static const char *const running_sql =
+"SELECT t.action, t.concurrency_key, pg_catalog.count(*)::pg_catalog.int4"
+"  FROM taskq.tasks AS t"
+" WHERE t.action OPERATOR(pg_catalog.=) ANY ($1)"
+"   AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+"   AND (t.action_deadline IS NULL"
+"        OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+" GROUP BY t.action, t.concurrency_key";
+
+static FlowAction *
+flow_find(TaskqFlow *f, const char *action)
+{
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->actions[i].limit.action, action) == 0)
+			return &f->actions[i];
+	return NULL;
+}
+
+/* The counts of key (NULL: none) of a, made if need be. */
+static KeyCount *
+key_count(FlowAction *a, const char *key)
+{
+	KeyCount   *k;
+	bool		found;
+
+	if (key == NULL || strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+		return NULL;
+	k = hash_search(a->keys, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		k->running = 0;
+		k->window = 0;
+	}
+	return k;
+}
+
+/* A statement prepared once, run with a snapshot of this moment. */
+static void
+run_latest(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes, Datum *args,
+		   int expect)
+{
+	int			rc;
+
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		*plan = p;
+	}
+	CommandCounterIncrement();	/* this transaction's own claims too */
+	rc = SPI_execute_snapshot(*plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  false, false, 0);
+	if (rc != expect)
+		elog(ERROR, "taskq: a statement of the limiter failed: %s", SPI_result_code_string(rc));
+}
+
+/* Where the window of a rate-limited action that ends at f->at begins. */
+static Datum
+window_start(TaskqFlow *f, FlowAction *a)
+{
+	return DirectFunctionCall2(timestamptz_mi_interval, TimestampTzGetDatum(f->at),
+							   IntervalPGetDatum(&a->limit.rate_per));
+}
+
+/*
+ * The claims of a rate-limited action in its window, which ends at f->at
+ * (under its lock), in all and per key.  Only read: a claim that takes
+ * nothing lets go of the lock and must hold no row of the log.
+ */
+static void
+count_window(TaskqFlow *f, FlowAction *a)
+{
+	static SPIPlanPtr window_plan = NULL;
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(a->limit.action);
+	args[1] = window_start(f, a);
+	run_latest(&window_plan,
+			   "SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
+			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
+			   " GROUP BY key",
+			   2, argtypes, args, SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		nokey;
+		char	   *key = taskq_get_text(r, 1, &nokey);
+		int32		n = taskq_get_int32(r, 2, NULL);
+		KeyCount   *k = nokey ? NULL : key_count(a, key);
+
+		a->window += n;
+		if (k != NULL)
+			k->window = n;
+		else if (nokey)
+			a->window_nokey = n;
+	}
+}
+
+/*
+ * The limits of f's actions read again, under their locks, with a snapshot
+ * of this moment: what a session keeps only says which actions may be
+ * limited.  A claim woken by the commit of a raised or removed limit runs
+ * before that commit's invalidation reaches it (the commit's callbacks wake
+ * it first), and must see the new limits.  An action without a row is
+ * limited no more.
+ */
+static void
+refresh_limits(TaskqFlow *f)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtype = TEXTARRAYOID;
+	List	   *names = NIL;
+	Datum		arg;
+
+	for (int i = 0; i < f->n; i++)
+		names = lappend(names, f->actions[i].limit.action);
+	arg = taskq_text_array_datum(names);
+	run_latest(&plan,
+			   "SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+			   "  FROM taskq.flow_limits WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
+			   1, &argtype, &arg, SPI_OK_SELECT);
+	for (int i = 0; i < f->n; i++)
+	{
+		FlowLimit  *l = &f->actions[i].limit;
+
+		l->has_max = l->has_per_key = l->has_rate = false;
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+
+			if (strcmp(taskq_get_text(r, 1, NULL), l->action) != 0)
+				continue;
+			l->max_running = taskq_get_int32(r, 2, &isnull);
+			l->has_max = !isnull;
+			l->max_per_key = taskq_get_int32(r, 3, &isnull);
+			l->has_per_key = !isnull;
+			l->rate_max = taskq_get_int32(r, 4, &isnull);
+			l->has_rate = !isnull;
+			if (l->has_rate)
+			{
+				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
+				l->rate_by_key = taskq_get_bool(r, 6, NULL);
+			}
+		}
+	}
+}
+
+/* Count what runs of f's actions (under their locks). */
+static void
+count_running(TaskqFlow *f)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			argtype = TEXTARRAYOID;
+	List	   *names = NIL;
+	Datum		arg;
+	int			rc;
+
+	if (plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(running_sql, 1, &argtype);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plan = p;
+	}
+	for (int i = 0; i < f->n; i++)
+		names = lappend(names, f->actions[i].limit.action);
+	arg = taskq_text_array_datum(names);
+	CommandCounterIncrement();	/* this transaction's own claims too */
+	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "taskq: counting the running tasks failed: %s", SPI_result_code_string(rc));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		FlowAction *a = flow_find(f, taskq_get_text(r, 1, NULL));
+		bool		nokey;
+		char	   *key = taskq_get_text(r, 2, &nokey);
+		int32		n = taskq_get_int32(r, 3, NULL);
+
+		if (a == NULL)
+			continue;
+		a->running += n;
+		if (!nokey && strlen(key) <= TASKQ_MAX_CONCURRENCY_KEY_LEN)
+			key_count(a, key)->running = n;
+	}
+}
+
+/*
+ * The limiter of a claim of these actions (all_actions: of any): NULL if
+ * none of them is limited, the common case, at the cost of a flag.  Else
+ * the limited ones' locks are taken, in name order, and their running
+ * tasks counted.  Called before the claim reads the ready rows.
+ */
+TaskqFlow *
+taskq_flow_begin(List *actions, bool all_actions)
+{
+	HTAB	   *limits = current_limits();
+	TaskqFlow  *f;
+	ListCell   *lc;
+	int			max;
+
+	if (limits == NULL)
+		return NULL;
+	f = palloc0(sizeof(TaskqFlow));
+	f->claims = true;
+	max = all_actions ? (int) hash_get_num_entries(limits) : list_length(actions);
+	f->actions = palloc0(sizeof(FlowAction) * Max(max, 1));
+	if (all_actions)
+	{
+		HASH_SEQ_STATUS seq;
+		FlowLimit  *l;
+
+		hash_seq_init(&seq, limits);
+		while ((l = hash_seq_search(&seq)) != NULL)
+			f->actions[f->n++].limit = *l;
+	}
+	else
+		foreach(lc, actions)
+		{
+			FlowLimit  *l = limit_of(limits, lfirst(lc));
+
+			if (l != NULL && flow_find(f, l->action) == NULL)
+				f->actions[f->n++].limit = *l;
+		}
+	if (f->n == 0)
+		return NULL;
+	qsort(f->actions, f->n, sizeof(FlowAction), compare_names);
+	for (int i = 0; i < f->n; i++)
+	{
+		FlowAction *a = &f->actions[i];
+		HASHCTL		ctl;
+
+		SET_LOCKTAG_ADVISORY(a->tag, MyDatabaseId, FLOW_LOCK_CLASS,
+							 hash_bytes((const unsigned char *) a->limit.action,
+										strlen(a->limit.action)), 2);
+		(void) LockAcquire(&a->tag, ExclusiveLock, false, false);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = TASKQ_MAX_CONCURRENCY_KEY_LEN + 1;
+		ctl.entrysize = sizeof(KeyCount);
+		ctl.hcxt = CurrentMemoryContext;
+		a->keys = hash_create("taskq running per key", 16, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	refresh_limits(f);
+	count_running(f);
+	f->at = GetCurrentTimestamp();	/* the claims' clock time, under the locks */
+	for (int i = 0; i < f->n; i++)
+		if (f->actions[i].limit.has_rate)
+			count_window(f, &f->actions[i]);
+	return f;
+}
+
+/* Is the action at a limit in all (no task of it may be taken)? */
+bool
+taskq_flow_action_full(TaskqFlow *f, const char *action)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+
+	if (a == NULL)
+		return false;
+	if (a->limit.has_max && a->running >= a->limit.max_running)
+		return true;
+	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
+		a->window >= a->limit.rate_max;
+}
+
+/*
+ * May a task of action with key (NULL: none) be taken now?  If so, it is
+ * counted as taken: the caller takes it, or calls taskq_flow_untake.
+ */
+bool
+taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+	KeyCount   *k;
+	bool		rate;
+
+	if (a == NULL)
+		return true;			/* not limited */
+	if (key != NULL && strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+		return false;			/* not a key taskq wrote */
+	k = key_count(a, key);
+	if (a->limit.has_max && a->running >= a->limit.max_running)
+		return false;
+	if (k != NULL && a->limit.has_per_key && k->running >= a->limit.max_per_key)
+		return false;
+	rate = f->claims && a->limit.has_rate;
+	if (rate)
+	{
+		int32		in_window = !a->limit.rate_by_key ? a->window :
+			k != NULL ? k->window : a->window_nokey;
+
+		if (in_window >= a->limit.rate_max)
+			return false;
+	}
+	a->running++;
+	if (k != NULL)
+		k->running++;
+	if (rate)
+	{
+		a->window++;
+		if (k != NULL)
+			k->window++;
+		else
+			a->window_nokey++;
+		a->taken_keys = lappend(a->taken_keys, key ? pstrdup(key) : NULL);
+	}
+	a->taken++;
+	return true;
+}
+
+/* The task taskq_flow_take let through last was not taken after all. */
+void
+taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
+{
+	FlowAction *a = f ? flow_find(f, action) : NULL;
+	KeyCount   *k;
+
+	if (a == NULL)
+		return;
+	k = key_count(a, key);
+	a->running--;
+	a->taken--;
+	if (k != NULL)
+		k->running--;
+	if (f->claims && a->limit.has_rate)
+	{
+		a->window--;
+		if (k != NULL)
+			k->window--;
+		else
+			a->window_nokey--;
+		a->taken_keys = list_truncate(a->taken_keys, list_length(a->taken_keys) - 1);
+	}
+}
+
+/* The claims of rate-limited actions logged, at the claim's clock time. */
+static const char *const log_sql =
+"INSERT INTO taskq.flow_claims (action, key, claimed_at)"
+" SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k";
+
+/*
+ * Log the claims a took (its lock held to the end of the transaction),
+ * delete those that left the window (rows the worker is deleting are
+ * skipped, never waited for), and have the worker wake when the window
+ * reopens.
+ */
+static void
+log_claims(TaskqFlow *f, FlowAction *a)
+{
+	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr prune_plan = NULL;
+	Oid			prune_types[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		prune_args[2];
+	Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	int			n = list_length(a->taken_keys);
+	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	ListCell   *lc;
+	int			rc;
+
+	if (plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(log_sql, 3, argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(p);
+		plan = p;
+	}
+	foreach(lc, a->taken_keys)
+	{
+		int			i = foreach_current_index(lc);
+
+		nulls[i] = lfirst(lc) == NULL;
+		keys[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(lfirst(lc));
+	}
+	args[0] = CStringGetTextDatum(a->limit.action);
+	args[1] = PointerGetDatum(construct_md_array(keys, nulls, 1, dims, lbs, TEXTOID, -1,
+												 false, TYPALIGN_INT));
+	args[2] = TimestampTzGetDatum(f->at);
+	rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "taskq: logging the claims failed: %s", SPI_result_code_string(rc));
+	prune_args[0] = args[0];
+	prune_args[1] = window_start(f, a);
+	run_latest(&prune_plan,
+			   "DELETE FROM taskq.flow_claims WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+			   "  SELECT ctid FROM taskq.flow_claims"
+			   "   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
+			   "   FOR UPDATE SKIP LOCKED))",
+			   2, prune_types, prune_args, SPI_OK_DELETE);
+	taskq_note_due(DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+														   TimestampTzGetDatum(f->at),
+														   IntervalPGetDatum(&a->limit.rate_per))));
+}
+
+/*
+ * The claim is done: the claims of rate-limited actions are logged; the
+ * locks of actions it took nothing of are let go (nothing of this
+ * transaction depends on them); the others are held to its end, so that
+ * the next claim counts what this one took.  Runs SQL: the caller has read
+ * its own statement's rows.
+ */
+void
+taskq_flow_end(TaskqFlow *f)
+{
+	if (f == NULL)
+		return;
+	for (int i = 0; i < f->n; i++)
+	{
+		FlowAction *a = &f->actions[i];
+
+		if (a->taken == 0)
+			LockRelease(&a->tag, ExclusiveLock, false);
+		else if (f->claims && a->limit.has_rate)
+			log_claims(f, a);
+	}
+}
+
+/* ----------
+ * Slots let go, and leases extended
+ * ----------
+ */
+
+/*
+ * Has any action limits?  Read as a claim reads it (in the caller's SPI
+ * connection, kept until an invalidation): with none, the paths that let
+ * go of slots skip collecting their actions.
+ */
+bool
+taskq_flow_maybe_limited(void)
+{
+	if (kept_valid && kept_generation == generation)
+		return kept != NULL;
+	return current_limits() != NULL;
+}
+
+/*
+ * A task of action left its lease (returned, released, expired, ended):
+ * if the action is limited, waiting claims of it are woken when this
+ * transaction commits, as for a task made ready.
+ */
+void
+taskq_flow_freed(const char *action)
+{
+	FlowLimit  *l;
+
+	if (!taskq_flow_maybe_limited())
+		return;					/* known: no limits at all */
+	l = limit_of(current_limits(), action);
+	if (l != NULL)
+		taskq_note_ready(action);
+}
+
+/*
+ * May an expired lease of a task of action with key be extended?  Only if
+ * the action and key are under their limits (the task itself no longer
+ * counts).  The limiter lock is then held to the end of the transaction,
+ * as a claim's.
+ */
+bool
+taskq_flow_extend_ok(const char *action, const char *key)
+{
+	TaskqFlow  *f;
+	bool		ok;
+
+	f = taskq_flow_begin(list_make1(pstrdup(action)), false);
+	if (f == NULL)
+		return true;
+	f->claims = false;			/* an extension is no claim: the rate does not count it */
+	ok = taskq_flow_take(f, action, key);
+	taskq_flow_end(f);
+	return ok;
+}
+
+/* ----------
+ * Rate windows that reopen, for the background worker
+ * ----------
+ */
+/* rows a claim is deleting are skipped: the worker never waits for a claim */
+static TaskqPlan reopened_plan = {
+	"DELETE FROM taskq.flow_claims AS d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT c.ctid FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
+	"      ON f.action OPERATOR(pg_catalog.=) c.action"
+	"   WHERE c.claimed_at OPERATOR(pg_catalog.<=) ($1 OPERATOR(pg_catalog.-) f.rate_per)"
+	"   FOR UPDATE OF c SKIP LOCKED))"
+	" RETURNING d.action",
+	1, {TIMESTAMPTZOID}
+};
+
+static TaskqPlan next_reopen_plan = {
+	"SELECT pg_catalog.min(c.claimed_at OPERATOR(pg_catalog.+) f.rate_per)"
+	"  FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
+	"    ON f.action OPERATOR(pg_catalog.=) c.action",
+	0, {0}
+};
+
+/* Has this database the rate limits' log (0.6)? */
+static bool
+claims_installed(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("flow_claims", nsp));
+}
+
+/*
+ * The actions whose rate window reopened by now: their claims that left
+ * the window are deleted, and each action named once (for the worker to
+ * announce and wake its waiting claims).
+ */
+List *
+taskq_flow_reopened(TimestampTz now)
+{
+	List	   *actions = NIL;
+	Datum		arg = TimestampTzGetDatum(now);
+
+	if (!claims_installed())
+		return NIL;
+	taskq_execute(&reopened_plan, &arg, NULL, false, 0);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		char	   *action = taskq_get_text(r, 1, NULL);
+
+		if (!taskq_string_member(actions, action))
+			actions = lappend(actions, action);
+	}
+	return actions;
+}
+
+/* When the next rate window reopens (false: no claim is in a window). */
+bool
+taskq_flow_next_reopen(TimestampTz *next)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (!claims_installed())
+		return false;
+	taskq_execute(&next_reopen_plan, NULL, NULL, true, 0);
+	d = taskq_get_datum(0, 1, &isnull);
+	if (isnull)
+		return false;
+	*next = DatumGetTimestampTz(d);
+	return true;
+}
