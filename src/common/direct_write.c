@@ -27,8 +27,11 @@
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_enum.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -171,4 +174,40 @@ taskq_index_state(Relation rel, Bitmapset *updated, ResultRelInfo **rri)
 
 	ExecOpenIndices(*rri, false);
 	return estate;
+}
+
+/*
+ * Are the triggers of rel that call taskq.<function>() there and enabled
+ * ALWAYS, unconditional, for each row inserted, updated or deleted and for
+ * TRUNCATE?  Only then do the invalidations they send tell of every write
+ * of a settings table whose rows a session keeps (action_policy.c,
+ * flow_limits.c), in replicas' sessions and logical replication's apply
+ * worker too.
+ */
+bool
+taskq_triggers_tell(Relation rel, const char *function)
+{
+	TriggerDesc *td = rel->trigdesc;
+	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
+		TRIGGER_TYPE_TRUNCATE;
+	int16		kinds = 0;
+	Oid			fn;
+
+	if (td == NULL)
+		return false;
+	fn = LookupFuncName(list_make2(makeString("taskq"), makeString(pstrdup(function))),
+						0, NULL, true);
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
+			t->tgnattr != 0)
+			continue;
+		if (TRIGGER_FOR_ROW(t->tgtype))
+			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
+		else
+			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
+	}
+	return kinds == all;
 }

@@ -27,6 +27,7 @@ extern AttrNumber taskq_column(TupleDesc desc, const char *name);
 extern AttrNumber taskq_typed_column(TupleDesc desc, const char *name, Oid type);
 extern Oid	taskq_enum_label(Oid enumtype, const char *label);
 extern bool taskq_table_plain(Relation rel, const char *const *checks);
+extern bool taskq_triggers_tell(Relation rel, const char *function);
 extern bool taskq_unique_btree_on(Oid indexid, Oid relid, int n, const AttrNumber *cols);
 extern bool taskq_fetch_by_key(Relation rel, Relation idx, Snapshot snap, int n,
 							   ScanKeyData *keys, TupleTableSlot *slot);

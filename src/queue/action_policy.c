@@ -46,11 +46,8 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_opfamily.h"
-#include "catalog/pg_trigger.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
-#include "parser/parse_func.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -110,39 +107,6 @@ static TaskqPlan legacy_policy_tries_plan = {
 };
 
 /*
- * Are taskq.action_policies' triggers there and enabled ALWAYS, for each
- * row inserted, updated or deleted and for TRUNCATE?  Only then do their
- * invalidations tell of each change.
- */
-static bool
-triggers_tell(Relation rel)
-{
-	TriggerDesc *td = rel->trigdesc;
-	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
-		TRIGGER_TYPE_TRUNCATE;
-	int16		kinds = 0;
-	Oid			fn;
-
-	if (td == NULL)
-		return false;
-	fn = LookupFuncName(list_make2(makeString("taskq"), makeString("action_policies_written")),
-						0, NULL, true);
-	for (int i = 0; i < td->numtriggers; i++)
-	{
-		Trigger    *t = &td->triggers[i];
-
-		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
-			t->tgnattr != 0)
-			continue;
-		if (TRIGGER_FOR_ROW(t->tgtype))
-			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
-		else
-			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
-	}
-	return kinds == all;
-}
-
-/*
  * Look actions up in taskq.action_policies through its primary key, with a
  * snapshot of this moment, as a statement of its own would; their answers
  * in out (one per action, in order).  *keep: the answers may be kept.
@@ -185,7 +149,7 @@ lookup_direct(List *actions, PolicyAnswer *out, bool *keep)
 	}
 	/* the relcache callback now knows which invalidations are this table's */
 	policies_relid = relid;
-	*keep = triggers_tell(rel);
+	*keep = taskq_triggers_tell(rel, "action_policies_written");
 
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	slot = table_slot_create(rel, NULL);
@@ -429,7 +393,7 @@ taskq_policy_attempts_possible(void)
 
 		policies_relid = relid;
 		if (keeps_att == InvalidAttrNumber || rel->rd_rel->relrowsecurity ||
-			rel->rd_rel->relam != HEAP_TABLE_AM_OID || !triggers_tell(rel))
+			rel->rd_rel->relam != HEAP_TABLE_AM_OID || !taskq_triggers_tell(rel, "action_policies_written"))
 			any = true;			/* not as installed: ask each action */
 		else
 		{

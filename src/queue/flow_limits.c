@@ -55,12 +55,9 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "parser/parse_func.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -71,6 +68,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/args.h"
+#include "common/direct_write.h"
 #include "common/limits.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
@@ -122,28 +120,29 @@ static bool
 triggers_tell(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	TriggerDesc *td = rel->trigdesc;
-	const int16 all = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE |
-		TRIGGER_TYPE_TRUNCATE;
-	int16		kinds = 0;
-	Oid			fn = LookupFuncName(list_make2(makeString("taskq"),
-											   makeString("flow_limits_written")),
-									0, NULL, true);
+	bool		tell = taskq_triggers_tell(rel, "flow_limits_written");
 
-	for (int i = 0; td != NULL && i < td->numtriggers; i++)
-	{
-		Trigger    *t = &td->triggers[i];
-
-		if (t->tgfoid != fn || t->tgenabled != TRIGGER_FIRES_ALWAYS || t->tgqual != NULL ||
-			t->tgnattr != 0)
-			continue;
-		if (TRIGGER_FOR_ROW(t->tgtype))
-			kinds |= t->tgtype & (TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE);
-		else
-			kinds |= t->tgtype & TRIGGER_TYPE_TRUNCATE;
-	}
 	table_close(rel, AccessShareLock);
-	return kinds == all;
+	return tell;
+}
+
+/* Row r of limits_plan into *l (its action aside). */
+static void
+read_limit_row(uint64 r, FlowLimit *l)
+{
+	bool		isnull;
+
+	l->max_running = taskq_get_int32(r, 2, &isnull);
+	l->has_max = !isnull;
+	l->max_per_key = taskq_get_int32(r, 3, &isnull);
+	l->has_per_key = !isnull;
+	l->rate_max = taskq_get_int32(r, 4, &isnull);
+	l->has_rate = !isnull;
+	if (l->has_rate)
+	{
+		l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
+		l->rate_by_key = taskq_get_bool(r, 6, NULL);
+	}
 }
 
 /*
@@ -200,23 +199,10 @@ current_limits(void)
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
 			char	   *action = taskq_get_text(r, 1, NULL);
-			FlowLimit  *l;
-			bool		isnull;
 
 			if (strlen(action) > TASKQ_MAX_ACTION_LEN)
 				continue;		/* no task can have it */
-			l = hash_search(h, action, HASH_ENTER, NULL);
-			l->max_running = taskq_get_int32(r, 2, &isnull);
-			l->has_max = !isnull;
-			l->max_per_key = taskq_get_int32(r, 3, &isnull);
-			l->has_per_key = !isnull;
-			l->rate_max = taskq_get_int32(r, 4, &isnull);
-			l->has_rate = !isnull;
-			if (l->has_rate)
-			{
-				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
-				l->rate_by_key = taskq_get_bool(r, 6, NULL);
-			}
+			read_limit_row(r, hash_search(h, action, HASH_ENTER, NULL));
 		}
 	}
 	if (keep && seen == generation)
@@ -412,23 +398,8 @@ refresh_limits(TaskqFlow *f)
 
 		l->has_max = l->has_per_key = l->has_rate = false;
 		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			bool		isnull;
-
-			if (strcmp(taskq_get_text(r, 1, NULL), l->action) != 0)
-				continue;
-			l->max_running = taskq_get_int32(r, 2, &isnull);
-			l->has_max = !isnull;
-			l->max_per_key = taskq_get_int32(r, 3, &isnull);
-			l->has_per_key = !isnull;
-			l->rate_max = taskq_get_int32(r, 4, &isnull);
-			l->has_rate = !isnull;
-			if (l->has_rate)
-			{
-				l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
-				l->rate_by_key = taskq_get_bool(r, 6, NULL);
-			}
-		}
+			if (strcmp(taskq_get_text(r, 1, NULL), l->action) == 0)
+				read_limit_row(r, l);
 	}
 }
 

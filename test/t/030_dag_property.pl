@@ -176,28 +176,9 @@ END $$;
 });
 
 my $t0 = time;
-my $dir = PostgreSQL::Test::Utils::tempdir();
-my @h;
-for my $w (1 .. $nworkers)
-{
-	local %ENV = $node->_get_env();
-	my $wseed = sprintf('%.6f', (($seed * 7919 + $w * 104729) % 1_000_000) / 1_000_000);
-	push @h, IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-		  '-c', "CALL dag_worker($w, $wseed)" ],
-		'<', \undef, '>', "$dir/w$w.out", '2>', "$dir/w$w.err",
-		IPC::Run::timeout(300));
-}
-my $failed = 0;
-for my $w (1 .. $nworkers)
-{
-	$h[ $w - 1 ]->finish;
-	if ($h[ $w - 1 ]->result != 0)
-	{
-		$failed++;
-		diag("worker $w failed: " . slurp_file("$dir/w$w.err"));
-	}
-}
+my $failed = run_psql_workers($node, 300,
+	map { sprintf('CALL dag_worker(%d, %.6f)', $_, (($seed * 7919 + $_ * 104729) % 1_000_000) / 1_000_000) }
+	  1 .. $nworkers);
 is($failed, 0, sprintf('8 workers ran every DAG (%d s)', time - $t0));
 note 'returns retried after a deadlock: '
   . $node->safe_psql('postgres', 'SELECT count(*) FROM dag_deadlocks');

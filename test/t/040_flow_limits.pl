@@ -98,28 +98,11 @@ sub run_round
 	}
 	$node->safe_psql('postgres', json_insert_sql(@tasks));
 	my $t0 = time;
-	my $dir = PostgreSQL::Test::Utils::tempdir();
-	my @h;
-	for my $w (1 .. $nworkers)
-	{
-		local %ENV = $node->_get_env();
-		my $wseed = sprintf('%.6f', (($seed * 7919 + $w * 104729 + $round) % 1_000_000) / 1_000_000);
-		push @h, IPC::Run::start(
-			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-			  '-c', "CALL flow_worker($round, $w, $wseed)" ],
-			'<', \undef, '>', "$dir/w$w.out", '2>', "$dir/w$w.err",
-			IPC::Run::timeout(300));
-	}
-	my $failed = 0;
-	for my $w (1 .. $nworkers)
-	{
-		$h[ $w - 1 ]->finish;
-		if ($h[ $w - 1 ]->result != 0)
-		{
-			$failed++;
-			diag("worker $w failed: " . slurp_file("$dir/w$w.err"));
-		}
-	}
+	my $failed = run_psql_workers($node, 300,
+		map {
+			sprintf('CALL flow_worker(%d, %d, %.6f)', $round, $_,
+				(($seed * 7919 + $_ * 104729 + $round) % 1_000_000) / 1_000_000)
+		} 1 .. $nworkers);
 	is($failed, 0, sprintf('%s: %d workers ran (%d s)', $label, $nworkers, time - $t0));
 
 	# ---------------------------------------------------------------- the oracle
@@ -225,27 +208,7 @@ SELECT taskq.set_rate_limit('rl', $rate_max, '$rate_ms ms');
 $node->safe_psql('postgres',
 	json_insert_sql(map { { id => "rl.$_", action => 'rl' } } 1 .. $nrate));
 {
-	my $dir = PostgreSQL::Test::Utils::tempdir();
-	my @h;
-	for my $w (1 .. $nworkers)
-	{
-		local %ENV = $node->_get_env();
-		push @h, IPC::Run::start(
-			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-			  '-c', "CALL rate_worker($w)" ],
-			'<', \undef, '>', "$dir/w$w.out", '2>', "$dir/w$w.err",
-			IPC::Run::timeout(200));
-	}
-	my $failed = 0;
-	for my $w (1 .. $nworkers)
-	{
-		$h[ $w - 1 ]->finish;
-		if ($h[ $w - 1 ]->result != 0)
-		{
-			$failed++;
-			diag("rate worker $w failed: " . slurp_file("$dir/w$w.err"));
-		}
-	}
+	my $failed = run_psql_workers($node, 200, map { "CALL rate_worker($_)" } 1 .. $nworkers);
 	is($failed, 0, 'rate: 8 workers ran');
 }
 my @claims = map { [ map { interval_us($_) } split /\|/ ] } split /\n/, $node->safe_psql('postgres', q{

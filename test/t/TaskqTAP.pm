@@ -22,7 +22,7 @@ our @EXPORT = qw(
   listen_session drain_notifications payloads_in wait_for_notification count_payload
   kill9_and_wait start_load stop_load check_acks check_invariants
   json_tasks json_insert_sql create_held taskq_worker_bin slurp
-  spawn_logged wait_exit stop_process
+  spawn_logged wait_exit stop_process run_psql_workers
 );
 
 # Waits here are for moments, not minutes: a failing poll should not eat
@@ -86,6 +86,35 @@ sub wait_exit
 		usleep(20_000);
 	}
 	return (undef, time - $t0);
+}
+
+# Run each SQL command of @sql in a psql of its own against $node's
+# database postgres, all at once (racing workers of a property test), and
+# wait up to $timeout s for them: how many failed, each failure's standard
+# error shown with diag.
+sub run_psql_workers
+{
+	my ($node, $timeout, @sql) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	my @h;
+	for my $w (1 .. @sql)
+	{
+		local %ENV = $node->_get_env();
+		push @h, IPC::Run::start(
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+			  '-c', $sql[ $w - 1 ] ],
+			'<', \undef, '>', "$dir/w$w.out", '2>', "$dir/w$w.err",
+			IPC::Run::timeout($timeout));
+	}
+	my $failed = 0;
+	for my $w (1 .. @sql)
+	{
+		$h[ $w - 1 ]->finish;
+		next if $h[ $w - 1 ]->result == 0;
+		$failed++;
+		diag("worker $w ($sql[$w - 1]) failed: " . slurp_file("$dir/w$w.err"));
+	}
+	return $failed;
 }
 
 # SIGTERM to $pid, then wait_exit up to $timeout s (10); past it, SIGKILL.
