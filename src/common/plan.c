@@ -33,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "jit/jit.h"
@@ -42,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 
 #include "common/plan.h"
 
@@ -90,15 +92,10 @@ taskq_plan_init(void)
 	planner_hook = taskq_plan_hook;
 }
 
-/*
- * Run a cached statement; prepare it first if this backend has not yet.
- */
-int
-taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
-			  bool read_only, long tcount)
+/* The statement's plan, prepared the first time this backend runs it. */
+static SPIPlanPtr
+prepared(TaskqPlan *plan)
 {
-	int			rc;
-
 	if (plan->plan == NULL)
 	{
 		/*
@@ -120,11 +117,31 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 			elog(ERROR, "taskq: could not keep prepared statement");
 		plan->plan = p;
 	}
+	return plan->plan;
+}
+
+/*
+ * Run a cached statement, with the snapshot of this moment (latest) or
+ * else the transaction's (SPI_execute_plan's rules).
+ */
+static int
+execute(TaskqPlan *plan, Datum *values, const char *nulls, bool read_only, long tcount,
+		bool latest)
+{
+	SPIPlanPtr	p = prepared(plan);
+	int			rc;
 
 	executing++;
 	PG_TRY();
 	{
-		rc = SPI_execute_plan(plan->plan, values, nulls, read_only, tcount);
+		if (latest)
+		{
+			CommandCounterIncrement();	/* this transaction's own writes too */
+			rc = SPI_execute_snapshot(p, values, nulls, GetLatestSnapshot(),
+									  InvalidSnapshot, read_only, false, tcount);
+		}
+		else
+			rc = SPI_execute_plan(p, values, nulls, read_only, tcount);
 	}
 	PG_FINALLY();
 	{
@@ -134,6 +151,28 @@ taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 	if (rc < 0)
 		elog(ERROR, "taskq: statement failed: %s", SPI_result_code_string(rc));
 	return rc;
+}
+
+/*
+ * Run a cached statement; prepare it first if this backend has not yet.
+ */
+int
+taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
+			  bool read_only, long tcount)
+{
+	return execute(plan, values, nulls, read_only, tcount, false);
+}
+
+/*
+ * The same with a snapshot of this moment, which sees every commit so far
+ * and this transaction's own writes: for what a lock just taken protects
+ * (a READ COMMITTED statement's snapshot was taken before the lock, a
+ * REPEATABLE READ transaction's before it began).
+ */
+int
+taskq_execute_latest(TaskqPlan *plan, Datum *values, const char *nulls, bool read_only)
+{
+	return execute(plan, values, nulls, read_only, 0, true);
 }
 
 /* A column's datum; isnull may be NULL for a column that cannot be null. */

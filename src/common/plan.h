@@ -29,6 +29,8 @@ typedef struct TaskqPlan
 extern void taskq_plan_init(void);
 extern int	taskq_execute(TaskqPlan *plan, Datum *values, const char *nulls,
 						  bool read_only, long tcount);
+extern int	taskq_execute_latest(TaskqPlan *plan, Datum *values, const char *nulls,
+								 bool read_only);
 extern char *taskq_get_text(int row, int col, bool *isnull);
 extern int32 taskq_get_int32(int row, int col, bool *isnull);
 extern bool taskq_get_bool(int row, int col, bool *isnull);

@@ -65,7 +65,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "common/args.h"
 #include "common/direct_write.h"
@@ -268,14 +267,16 @@ compare_names(const void *a, const void *b)
  * not passed at this clock time.  Run with a snapshot taken after the
  * limiter locks, whatever the isolation level.
  */
-static const char *const running_sql =
-"SELECT t.action, t.concurrency_key, pg_catalog.count(*)::pg_catalog.int4"
-"  FROM taskq.tasks AS t"
-" WHERE t.action OPERATOR(pg_catalog.=) ANY ($1)"
-"   AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
-"   AND (t.action_deadline IS NULL"
-"        OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
-" GROUP BY t.action, t.concurrency_key";
+static TaskqPlan running_plan = {
+	"SELECT t.action, t.concurrency_key, pg_catalog.count(*)::pg_catalog.int4"
+	"  FROM taskq.tasks AS t"
+	" WHERE t.action OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"   AND (t.action_deadline IS NULL"
+	"        OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+	" GROUP BY t.action, t.concurrency_key",
+	1, {TEXTARRAYOID}
+};
 
 static FlowAction *
 flow_find(TaskqFlow *f, const char *action)
@@ -304,29 +305,6 @@ key_count(FlowAction *a, const char *key)
 	return k;
 }
 
-/* A statement prepared once, run with a snapshot of this moment. */
-static void
-run_latest(SPIPlanPtr *plan, const char *sql, int nargs, Oid *argtypes, Datum *args,
-		   int expect)
-{
-	int			rc;
-
-	if (*plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(sql, nargs, argtypes);
-
-		if (p == NULL)
-			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		*plan = p;
-	}
-	CommandCounterIncrement();	/* this transaction's own claims too */
-	rc = SPI_execute_snapshot(*plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							  false, false, 0);
-	if (rc != expect)
-		elog(ERROR, "taskq: a statement of the limiter failed: %s", SPI_result_code_string(rc));
-}
-
 /* Where the window of a rate-limited action that ends at f->at begins. */
 static Datum
 window_start(TaskqFlow *f, FlowAction *a)
@@ -343,17 +321,17 @@ window_start(TaskqFlow *f, FlowAction *a)
 static void
 count_window(TaskqFlow *f, FlowAction *a)
 {
-	static SPIPlanPtr window_plan = NULL;
-	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	static TaskqPlan window_plan = {
+		"SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
+		" WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
+		" GROUP BY key",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	};
 	Datum		args[2];
 
 	args[0] = CStringGetTextDatum(a->limit.action);
 	args[1] = window_start(f, a);
-	run_latest(&window_plan,
-			   "SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
-			   " WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
-			   " GROUP BY key",
-			   2, argtypes, args, SPI_OK_SELECT);
+	taskq_execute_latest(&window_plan, args, NULL, true);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		nokey;
@@ -380,18 +358,18 @@ count_window(TaskqFlow *f, FlowAction *a)
 static void
 refresh_limits(TaskqFlow *f)
 {
-	static SPIPlanPtr plan = NULL;
-	Oid			argtype = TEXTARRAYOID;
+	static TaskqPlan plan = {
+		"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+		"  FROM taskq.flow_limits WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
+		1, {TEXTARRAYOID}
+	};
 	List	   *names = NIL;
 	Datum		arg;
 
 	for (int i = 0; i < f->n; i++)
 		names = lappend(names, f->actions[i].limit.action);
 	arg = taskq_text_array_datum(names);
-	run_latest(&plan,
-			   "SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
-			   "  FROM taskq.flow_limits WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
-			   1, &argtype, &arg, SPI_OK_SELECT);
+	taskq_execute_latest(&plan, &arg, NULL, true);
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowLimit  *l = &f->actions[i].limit;
@@ -407,29 +385,13 @@ refresh_limits(TaskqFlow *f)
 static void
 count_running(TaskqFlow *f)
 {
-	static SPIPlanPtr plan = NULL;
-	Oid			argtype = TEXTARRAYOID;
 	List	   *names = NIL;
 	Datum		arg;
-	int			rc;
 
-	if (plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(running_sql, 1, &argtype);
-
-		if (p == NULL)
-			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		plan = p;
-	}
 	for (int i = 0; i < f->n; i++)
 		names = lappend(names, f->actions[i].limit.action);
 	arg = taskq_text_array_datum(names);
-	CommandCounterIncrement();	/* this transaction's own claims too */
-	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							  true, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "taskq: counting the running tasks failed: %s", SPI_result_code_string(rc));
+	taskq_execute_latest(&running_plan, &arg, NULL, true);	/* this transaction's claims too */
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		FlowAction *a = flow_find(f, taskq_get_text(r, 1, NULL));
@@ -595,9 +557,20 @@ taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
 }
 
 /* The claims of rate-limited actions logged, at the claim's clock time. */
-static const char *const log_sql =
-"INSERT INTO taskq.flow_claims (action, key, claimed_at)"
-" SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k";
+static TaskqPlan log_plan = {
+	"INSERT INTO taskq.flow_claims (action, key, claimed_at)"
+	" SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k",
+	3, {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID}, NULL, true
+};
+
+/* Claims that left the window; rows the worker is deleting are skipped. */
+static TaskqPlan prune_plan = {
+	"DELETE FROM taskq.flow_claims WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"  SELECT ctid FROM taskq.flow_claims"
+	"   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
+	"   FOR UPDATE SKIP LOCKED))",
+	2, {TEXTOID, TIMESTAMPTZOID}
+};
 
 /*
  * Log the claims a took (its lock held to the end of the transaction),
@@ -608,11 +581,7 @@ static const char *const log_sql =
 static void
 log_claims(TaskqFlow *f, FlowAction *a)
 {
-	static SPIPlanPtr plan = NULL;
-	static SPIPlanPtr prune_plan = NULL;
-	Oid			prune_types[2] = {TEXTOID, TIMESTAMPTZOID};
 	Datum		prune_args[2];
-	Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
 	Datum		args[3];
 	int			n = list_length(a->taken_keys);
 	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
@@ -620,17 +589,7 @@ log_claims(TaskqFlow *f, FlowAction *a)
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	ListCell   *lc;
-	int			rc;
 
-	if (plan == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare(log_sql, 3, argtypes);
-
-		if (p == NULL)
-			elog(ERROR, "taskq: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(p);
-		plan = p;
-	}
 	foreach(lc, a->taken_keys)
 	{
 		int			i = foreach_current_index(lc);
@@ -642,17 +601,10 @@ log_claims(TaskqFlow *f, FlowAction *a)
 	args[1] = PointerGetDatum(construct_md_array(keys, nulls, 1, dims, lbs, TEXTOID, -1,
 												 false, TYPALIGN_INT));
 	args[2] = TimestampTzGetDatum(f->at);
-	rc = SPI_execute_plan(plan, args, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "taskq: logging the claims failed: %s", SPI_result_code_string(rc));
+	taskq_execute(&log_plan, args, NULL, false, 0);
 	prune_args[0] = args[0];
 	prune_args[1] = window_start(f, a);
-	run_latest(&prune_plan,
-			   "DELETE FROM taskq.flow_claims WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-			   "  SELECT ctid FROM taskq.flow_claims"
-			   "   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
-			   "   FOR UPDATE SKIP LOCKED))",
-			   2, prune_types, prune_args, SPI_OK_DELETE);
+	taskq_execute_latest(&prune_plan, prune_args, NULL, false);
 	taskq_note_due(DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 														   TimestampTzGetDatum(f->at),
 														   IntervalPGetDatum(&a->limit.rate_per))));
