@@ -216,8 +216,9 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	int			ndone = 0;
 	BlockNumber nblocks = InvalidBlockNumber;
 	bool		limits = taskq_flow_maybe_limited();
-	List	   *actions = NIL;
-	ListCell   *lc;
+
+	/* the action's name is copied only for those who read it */
+	bool		named = limits || taskq_policy_attempts_possible();
 
 	if (!taskq_rel_open(&d, caller, complete_changes, lengthof(complete_changes)))
 		return -1;
@@ -287,11 +288,10 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 
 				item->done = true;
 				tasks[i].succs = isnull ? NIL : taskq_text_array_list(s);
-				tasks[i].action = TextDatumGetCString(taskq_rel_old(&d, d.ready->action,
-																	&status_null));
+				if (named)
+					tasks[i].action = TextDatumGetCString(taskq_rel_old(&d, d.ready->action,
+																		&status_null));
 				note_completed_metrics(&d, now);
-				if (limits)
-					actions = lappend(actions, tasks[i].action);
 				ndone++;
 				break;
 			}
@@ -309,8 +309,10 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 		}
 	}
 	taskq_rel_close(&d);
-	foreach(lc, actions)
-		taskq_flow_freed(lfirst(lc));	/* slots let go (flow_limits.c) */
+	if (limits)
+		for (int i = 0; i < n; i++)
+			if (tasks[i].item->done)
+				taskq_flow_freed(tasks[i].action);	/* slots let go (flow_limits.c) */
 	return ndone;
 }
 /*

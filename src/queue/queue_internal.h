@@ -56,7 +56,7 @@ typedef struct TaskqCompletion
 {
 	TaskqReturnItem *item;
 	List	   *succs;			/* when done: to_signal_after, as C strings */
-	char	   *action;			/* when done: the task's action */
+	char	   *action;			/* when done, and limits or attempts may need it: its action */
 	bool		deleted;		/* when done: deleted (taskq.retention = 0) */
 } TaskqCompletion;
 
