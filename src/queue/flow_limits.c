@@ -12,17 +12,24 @@
  * in progress and its lease deadline (if any) is after the clock.  A claim
  * of a limited action takes the action's limiter lock (an advisory lock of
  * the transaction, ("lmt", hash of the action)), exclusive, and then counts
- * those tasks, in all and per concurrency_key, through the partial index
- * tasks_running_idx with a snapshot taken after the lock: every claim of
- * the action committed before is seen, and no other claim of it can commit
- * until this transaction ends.  The walk (claim_walk.c) or the SQL claim
- * (claim.c) then asks before each row whether its action and key are under
- * their limits, and counts what it takes.  So at no moment do more tasks
- * hold a lease than the limits allow: a return, release or expiry only
- * lowers the count, and the only other way into a lease, extending one
- * that expired, takes the same lock (taskq_flow_extend_ok).  A claim that
- * took nothing of an action lets go of its lock at once (a claim that
- * waits, claim_wait.c, must not hold it while it sleeps).
+ * those tasks, in all and per concurrency_key, from the entries of the
+ * partial index tasks_running_idx, each row read under a dirty snapshot:
+ * committed, or written by a transaction still in progress.  The walk
+ * (claim_walk.c) or the SQL claim (claim.c) then asks before each row
+ * whether its action and key are under their limits, and counts what it
+ * takes.  The claim lets go of the lock when its rows are written, not at
+ * its commit: the next claim counts them as running already (they are in
+ * the index, in progress), and if the claim rolls back they are dead and
+ * count for nothing.  So at no moment do more tasks hold a lease than the
+ * limits allow: a return, release or expiry only lowers the count (a
+ * return counts until it commits), and the only other way into a lease,
+ * extending one that expired, takes the same lock and holds it to its
+ * commit (taskq_flow_extend_ok), as does a claim of a rate-limited action
+ * (the rate's log below is read with committed rows only).  Holding the
+ * lock to the commit made every claim of the action queue behind the
+ * previous one's commit; a statement that re-read the limits cost a claim
+ * a tenth of its CPU, so they are fetched by key (refresh_limits).  A
+ * claim that waits (claim_wait.c) never holds the lock while it sleeps.
  *
  * Rates are an exact sliding log: a row per claim in taskq.flow_claims,
  * written in the claim's transaction with the claim's clock time, read
@@ -52,23 +59,29 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "common/args.h"
 #include "common/direct_write.h"
 #include "common/limits.h"
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
@@ -262,22 +275,6 @@ compare_names(const void *a, const void *b)
 				  ((const FlowAction *) b)->limit.action);
 }
 
-/*
- * The tasks of these actions holding a slot now: in progress, the lease
- * not passed at this clock time.  Run with a snapshot taken after the
- * limiter locks, whatever the isolation level.
- */
-static TaskqPlan running_plan = {
-	"SELECT t.action, t.concurrency_key, pg_catalog.count(*)::pg_catalog.int4"
-	"  FROM taskq.tasks AS t"
-	" WHERE t.action OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND t.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
-	"   AND (t.action_deadline IS NULL"
-	"        OR t.action_deadline OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
-	" GROUP BY t.action, t.concurrency_key",
-	1, {TEXTARRAYOID}
-};
-
 static FlowAction *
 flow_find(TaskqFlow *f, const char *action)
 {
@@ -325,7 +322,7 @@ count_window(TaskqFlow *f, FlowAction *a)
 		"SELECT key, pg_catalog.count(*)::pg_catalog.int4 FROM taskq.flow_claims"
 		" WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.>) $2"
 		" GROUP BY key",
-		2, {TEXTOID, TIMESTAMPTZOID}
+		2, {TEXTOID, TIMESTAMPTZOID}, NULL, true
 	};
 	Datum		args[2];
 
@@ -347,64 +344,130 @@ count_window(TaskqFlow *f, FlowAction *a)
 	}
 }
 
+/* A limit's column of the row in slot into *l (its action aside). */
+static void
+read_limit_slot(TupleTableSlot *slot, const AttrNumber *cols, FlowLimit *l)
+{
+	bool		isnull;
+	Datum		d;
+
+	d = slot_getattr(slot, cols[0], &isnull);
+	l->has_max = !isnull;
+	l->max_running = isnull ? 0 : DatumGetInt32(d);
+	d = slot_getattr(slot, cols[1], &isnull);
+	l->has_per_key = !isnull;
+	l->max_per_key = isnull ? 0 : DatumGetInt32(d);
+	d = slot_getattr(slot, cols[2], &isnull);
+	l->has_rate = !isnull;
+	l->rate_max = isnull ? 0 : DatumGetInt32(d);
+	if (l->has_rate)
+	{
+		l->rate_per = *DatumGetIntervalP(slot_getattr(slot, cols[3], &isnull));
+		l->rate_by_key = DatumGetBool(slot_getattr(slot, cols[4], &isnull));
+	}
+}
+
 /*
  * The limits of f's actions read again, under their locks, with a snapshot
  * of this moment: what a session keeps only says which actions may be
  * limited.  A claim woken by the commit of a raised or removed limit runs
  * before that commit's invalidation reaches it (the commit's callbacks wake
  * it first), and must see the new limits.  An action without a row is
- * limited no more.
+ * limited no more.  Each row is fetched through the table's primary key:
+ * a statement cost a limited claim a tenth of its CPU (its executor's start
+ * and end, for a row or two).
  */
 static void
 refresh_limits(TaskqFlow *f)
 {
-	static TaskqPlan plan = {
-		"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
-		"  FROM taskq.flow_limits WHERE action OPERATOR(pg_catalog.=) ANY ($1)",
-		1, {TEXTARRAYOID}
-	};
-	List	   *names = NIL;
-	Datum		arg;
+	Oid			nsp = get_namespace_oid("taskq", false);
+	Relation	rel = table_open(get_relname_relid("flow_limits", nsp), AccessShareLock);
+	Relation	idx = index_open(get_relname_relid("flow_limits_pkey", nsp), AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	cols[5];
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
 
-	for (int i = 0; i < f->n; i++)
-		names = lappend(names, f->actions[i].limit.action);
-	arg = taskq_text_array_datum(names);
-	taskq_execute_latest(&plan, &arg, NULL, true);
+	cols[0] = taskq_column(desc, "max_running");
+	cols[1] = taskq_column(desc, "max_running_per_key");
+	cols[2] = taskq_column(desc, "rate_max");
+	cols[3] = taskq_column(desc, "rate_per");
+	cols[4] = taskq_column(desc, "rate_by_key");
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowLimit  *l = &f->actions[i].limit;
+		ScanKeyData key;
 
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+					CStringGetTextDatum(l->action));
+		key.sk_collation = C_COLLATION_OID;
 		l->has_max = l->has_per_key = l->has_rate = false;
-		for (uint64 r = 0; r < SPI_processed; r++)
-			if (strcmp(taskq_get_text(r, 1, NULL), l->action) == 0)
-				read_limit_row(r, l);
+		if (taskq_fetch_by_key(rel, idx, snap, 1, &key, slot))
+			read_limit_slot(slot, cols, l);
 	}
+	UnregisterSnapshot(snap);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
 }
 
-/* Count what runs of f's actions (under their locks). */
+/*
+ * Count what runs of f's actions, under their locks: the entries of
+ * tasks_running_idx (in progress) of each action whose row is alive under
+ * a dirty snapshot -- committed, or written by a transaction still in
+ * progress -- and whose lease has not passed at this clock time.  So the
+ * claims of a transaction that let go of the lock before its commit are
+ * counted, and so is a task whose return has not committed yet; a claim
+ * that aborts later was counted for nothing (its slot stays free), which
+ * errs on the safe side.
+ */
 static void
 count_running(TaskqFlow *f)
 {
-	List	   *names = NIL;
-	Datum		arg;
+	Oid			nsp = get_namespace_oid("taskq", false);
+	Relation	rel = table_open(get_relname_relid("tasks", nsp), AccessShareLock);
+	Relation	idx = index_open(get_relname_relid("tasks_running_idx", nsp), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	deadline_col = taskq_column(desc, "action_deadline");
+	AttrNumber	key_col = taskq_column(desc, "concurrency_key");
+	TimestampTz now = GetCurrentTimestamp();
+	SnapshotData dirty;
 
+	InitDirtySnapshot(dirty);
 	for (int i = 0; i < f->n; i++)
-		names = lappend(names, f->actions[i].limit.action);
-	arg = taskq_text_array_datum(names);
-	taskq_execute_latest(&running_plan, &arg, NULL, true);	/* this transaction's claims too */
-	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		FlowAction *a = flow_find(f, taskq_get_text(r, 1, NULL));
-		bool		nokey;
-		char	   *key = taskq_get_text(r, 2, &nokey);
-		int32		n = taskq_get_int32(r, 3, NULL);
+		FlowAction *a = &f->actions[i];
+		IndexScanDesc scan;
+		ScanKeyData skey;
 
-		if (a == NULL)
-			continue;
-		a->running += n;
-		if (!nokey && strlen(key) <= TASKQ_MAX_CONCURRENCY_KEY_LEN)
-			key_count(a, key)->running = n;
+		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ,
+					CStringGetTextDatum(a->limit.action));
+		skey.sk_collation = C_COLLATION_OID;
+		scan = taskq_index_beginscan(rel, idx, &dirty, 1, 0);
+		index_rescan(scan, &skey, 1, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		d = slot_getattr(slot, deadline_col, &isnull);
+
+			if (!isnull && DatumGetTimestampTz(d) <= now)
+				continue;		/* its lease passed: its slot is free */
+			a->running++;
+			d = slot_getattr(slot, key_col, &isnull);
+			if (!isnull)
+			{
+				KeyCount   *k = key_count(a, TextDatumGetCString(d));
+
+				if (k != NULL)
+					k->running++;
+			}
+		}
+		index_endscan(scan);
 	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -569,7 +632,7 @@ static TaskqPlan prune_plan = {
 	"  SELECT ctid FROM taskq.flow_claims"
 	"   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
 	"   FOR UPDATE SKIP LOCKED))",
-	2, {TEXTOID, TIMESTAMPTZOID}
+	2, {TEXTOID, TIMESTAMPTZOID}, NULL, true
 };
 
 /*
@@ -611,11 +674,13 @@ log_claims(TaskqFlow *f, FlowAction *a)
 }
 
 /*
- * The claim is done: the claims of rate-limited actions are logged; the
- * locks of actions it took nothing of are let go (nothing of this
- * transaction depends on them); the others are held to its end, so that
- * the next claim counts what this one took.  Runs SQL: the caller has read
- * its own statement's rows.
+ * The claim is done, its rows written: the claims of rate-limited actions
+ * are logged, and those locks held to the end of the transaction, so that
+ * the next claim reads the log with them.  The other locks are let go: the
+ * next claim counts the rows this one wrote as running before they commit
+ * (count_running's dirty snapshot).  An extension keeps its lock to its
+ * end: the row it extends counts only once it commits.  Runs SQL: the
+ * caller has read its own statement's rows.
  */
 void
 taskq_flow_end(TaskqFlow *f)
@@ -626,10 +691,10 @@ taskq_flow_end(TaskqFlow *f)
 	{
 		FlowAction *a = &f->actions[i];
 
-		if (a->taken == 0)
-			LockRelease(&a->tag, ExclusiveLock, false);
-		else if (f->claims && a->limit.has_rate)
+		if (a->taken > 0 && f->claims && a->limit.has_rate)
 			log_claims(f, a);
+		else if (a->taken == 0 || f->claims)
+			LockRelease(&a->tag, ExclusiveLock, false);
 	}
 }
 
