@@ -132,7 +132,7 @@ my ($s0, $e0, $s1, $e1) = map { slurp("$dir/$_") + 0 } qw(start-0 end-0 start-1 
 ok($s1 < $e0 && $s0 < $e1, 'chunk 1 started while chunk 0 ran: the fork was committed first')
   or diag("chunk 0: $s0-$e0, chunk 1: $s1-$e1\n" . slurp("$dir/c1.log") . slurp("$dir/c2.log"));
 isnt(slurp("$dir/who-0"), slurp("$dir/who-1"), 'on two workers');
-like(slurp("$dir/c1.log") . slurp("$dir/c2.log"), qr/task ch: cursor "1" forked run /,
+like(slurp("$dir/c1.log") . slurp("$dir/c2.log"), qr{task ch/1: cursor "1" forked run ch/},
 	'the fork is logged');
 
 # --- a child killed after its fork ----------------------------------------------
@@ -150,7 +150,7 @@ is(q1(q{SELECT count(*) FROM taskq.runs WHERE id LIKE 'cr%'}), '3',
 	'three runs: the retry of the killed step forked nothing new');
 is(join(',', sort split /\n/, slurp("$dir/crash-done")), '0 1,0 2,1 1,2 1',
 	'chunk 0 ran twice (killed, then retried), the others once');
-like(slurp("$dir/cr.log"), qr/task id=cr action=crash try=1 outcome=pending exit=signal 9/,
+like(slurp("$dir/cr.log"), qr{task id=cr/1 action=crash try=1 outcome=pending exit=137 },
 	'the killed try was returned pending');
 
 check_invariants($node, 'after the handoffs');

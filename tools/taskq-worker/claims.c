@@ -132,8 +132,8 @@ fill_claimed(Claimed *c, PGresult *res, int i)
 
 /*
  * The rows of a claim into *out (res is cleared); their count, or -1 with
- * the error in err (logged if err is NULL).  A lost main connection is
- * dropped (db.c).
+ * the error in err (else logged as what's failure, unless what is NULL).
+ * The main connection's failures are db.c's (which drops it when lost).
  */
 int
 claims_rows(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
@@ -144,12 +144,15 @@ claims_rows(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
 	*out = NULL;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		const char *msg = PQresultErrorMessage(res);
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+		char		buf[1024];
 
+		snprintf(buf, sizeof(buf), "%s: %s", state ? state : "-", msg ? msg : "no message");
 		if (err != NULL)
-			snprintf(err, errlen, "%s", msg);
-		else
-			log_msg("%s failed: %s", what, msg);
+			snprintf(err, errlen, "%s", buf);
+		else if (what != NULL)
+			log_msg("%s failed: %s", what, buf);
 		PQclear(res);
 		return -1;
 	}
@@ -334,9 +337,12 @@ claim_wait_send(int max, int64_t now)
 	return true;
 }
 
-/* The whole answer of the claim in flight (blocking), as claims_rows(). */
+/*
+ * The whole answer of the claim in flight (blocking), as claims_rows();
+ * cancelled: an error is the cancel's, not logged.
+ */
 static int
-take_answer(Claimed **out)
+take_answer(Claimed **out, bool cancelled)
 {
 	PGresult   *res;
 	PGresult   *r;
@@ -351,7 +357,7 @@ take_answer(Claimed **out)
 		wait_failed("no answer");
 		return -1;
 	}
-	n = claims_rows(res, "waiting claim", w_sent_ms, out, NULL, 0);
+	n = claims_rows(res, cancelled ? NULL : "waiting claim", w_sent_ms, out, NULL, 0);
 	if (n < 0 || PQstatus(wconn) != CONNECTION_OK)
 	{
 		claim_wait_close();
@@ -378,7 +384,7 @@ claim_wait_result(Claimed **out)
 	}
 	if (PQisBusy(wconn))
 		return -2;
-	return take_answer(out);
+	return take_answer(out, false);
 }
 
 /*
@@ -402,7 +408,7 @@ claim_wait_cancel(Claimed **out)
 			(void) PQcancel(cancel, errbuf, sizeof(errbuf));
 			PQfreeCancel(cancel);
 		}
-		n = take_answer(out);
+		n = take_answer(out, true);
 	}
 	claim_wait_close();
 	return n;
