@@ -76,7 +76,8 @@ taskq_claim_args(FunctionCallInfo fcinfo, int first, TaskqClaimRequest *req)
 /*
  * own_tasks(actor text, max_tasks int, actions text[],
  *			 max_duration interval DEFAULT NULL, wait interval DEFAULT NULL)
- *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline)
+ *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline,
+ *					concurrency_key)
  *
  * Rows come back in claim order: priority descending, then insertion order.
  * With a positive wait and no ready work, the claim sleeps until work of

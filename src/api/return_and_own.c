@@ -35,7 +35,8 @@ PG_FUNCTION_INFO_V1(taskq_return_and_own);
  *				  status_codes taskq.status[], actor text, max_tasks int,
  *				  actions text[], max_duration interval DEFAULT NULL,
  *				  results jsonb[] DEFAULT NULL)
- *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline)
+ *	 RETURNS TABLE (id, token, action, body, num_tries, action_deadline,
+ *					concurrency_key)
  *
  * The first four arguments and the last are return_tasks', the rest own_tasks'; each
  * part reports bad arguments by the names it shares with this function.

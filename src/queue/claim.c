@@ -73,7 +73,8 @@ static const char *const claim_filter[] = {
 
 /*
  * stamped: the table has claimed_at (0.6), set to the claim's moment, from
- * which the lease runs too; an extension not updated yet has no such column.
+ * which the lease runs too, and concurrency_key (0.6 too), returned tenth;
+ * an extension not updated yet has no such columns.
  */
 static TaskqPlan *
 claim_plan(ClaimKind kind, int limit, bool stamped)
@@ -103,8 +104,9 @@ claim_plan(ClaimKind kind, int limit, bool stamped)
 		"    LIMIT %d FOR UPDATE SKIP LOCKED))"
 		" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
 		"           t.action_deadline, t.priority, t.seq,"
-		"           GREATEST(t.not_before, t.created_at)",
-		stamped ? ", claimed_at = $3" : "", claim_filter[kind], limit));
+		"           GREATEST(t.not_before, t.created_at)%s",
+		stamped ? ", claimed_at = $3" : "", claim_filter[kind], limit,
+		stamped ? ", t.concurrency_key" : ""));
 
 	if (n_claim_plans < CLAIM_PLAN_SLOTS)
 	{
@@ -196,7 +198,7 @@ static TaskqPlan limited_update_plan = {
 	" WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($4)"
 	" RETURNING t.id, t.performance_token, t.action, t.body, t.num_tries,"
 	"           t.action_deadline, t.priority, t.seq,"
-	"           GREATEST(t.not_before, t.created_at)",
+	"           GREATEST(t.not_before, t.created_at), t.concurrency_key",
 	4, {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIDARRAYOID}
 };
 
@@ -267,8 +269,8 @@ typedef struct ClaimedRow
 {
 	int32		priority;
 	int64		seq;
-	Datum		values[6];
-	bool		nulls[6];
+	Datum		values[7];		/* own_tasks' columns (0.5: the first six) */
+	bool		nulls[7];
 } ClaimedRow;
 
 static int
@@ -366,6 +368,10 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	{
 		for (int c = 0; c < 6; c++)
 			rows[i].values[c] = taskq_get_datum(i, c + 1, &rows[i].nulls[c]);
+		/* concurrency_key, where the plan returns it and the caller wants it */
+		rows[i].nulls[6] = true;
+		if (outdesc->natts > 6 && SPI_tuptable->tupdesc->natts >= 10)
+			rows[i].values[6] = taskq_get_datum(i, 10, &rows[i].nulls[6]);
 		rows[i].priority = taskq_get_int32(i, 7, NULL);
 		rows[i].seq = DatumGetInt64(taskq_get_datum(i, 8, &isnull));
 		note_claim_metrics(i, req->now);

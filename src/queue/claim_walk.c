@@ -286,8 +286,8 @@ claim_row(ClaimWalk *w)
 	bool		isnull;
 	TM_FailureData tmfd;
 	TM_Result	result;
-	Datum		row[6];
-	bool		rownulls[6];
+	Datum		row[7];
+	bool		rownulls[7];
 	char	   *action = NULL;
 	char	   *key = NULL;
 
@@ -350,6 +350,10 @@ claim_row(ClaimWalk *w)
 	rownulls[4] = false;
 	row[5] = w->deadline;
 	rownulls[5] = !w->has_deadline;
+	/* concurrency_key: a result of 0.6's own_tasks (0.5's has six columns) */
+	rownulls[6] = true;
+	if (w->outdesc->natts > 6 && d->col->concurrency_key != InvalidAttrNumber)
+		row[6] = taskq_rel_old(d, d->col->concurrency_key, &rownulls[6]);
 	tuplestore_putvalues(w->out, w->outdesc, row, rownulls);
 	taskq_attempts_note_claim(row[0], row[2], tries);	/* attempts.c: if any are kept */
 	w->claimed++;

@@ -18,7 +18,9 @@
  * enqueue and enqueue_many a last argument concurrency_key (dropped and
  * created again), and there are the tables taskq.flow_limits and
  * taskq.flow_claims, set_concurrency_limit, set_rate_limit, clear_limits
- * and the view taskq.limits.
+ * and the view taskq.limits.  own_tasks and return_and_own return the
+ * claimed task's concurrency_key as a last column (dropped and created
+ * again).
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -829,3 +831,41 @@ SELECT f.action, f.max_running, f.max_running_per_key,
 COMMENT ON VIEW taskq.limits IS
     'the actions with limits: concurrency and rate, how many of their tasks hold a slot now, and their claims in the current window';
 GRANT SELECT ON taskq.limits TO taskq_monitor, taskq_admin;
+
+-- own_tasks and return_and_own return each task's concurrency_key as a
+-- last column, so that a worker's handler can see it: dropped and created
+-- again (a function's result type cannot be replaced).
+DROP FUNCTION taskq.own_tasks(text, integer, text[], interval, interval);
+DROP FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[],
+                                   interval, jsonb[]);
+
+CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
+                                max_duration interval DEFAULT NULL,
+                                wait interval DEFAULT NULL)
+RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
+               action_deadline timestamptz, concurrency_key text)
+AS 'MODULE_PATHNAME', 'taskq_own_tasks'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) IS
+    'claim up to max_tasks ready tasks of the given actions (NULL: any) for actor; with wait, sleep until there are some or the wait passes';
+REVOKE ALL ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) TO taskq_worker, taskq_admin;
+
+CREATE FUNCTION taskq.return_and_own(ids text[], tokens uuid[], statuses text[],
+                                     status_codes taskq.status[], actor text,
+                                     max_tasks integer, actions text[],
+                                     max_duration interval DEFAULT NULL,
+                                     results jsonb[] DEFAULT NULL)
+RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
+               action_deadline timestamptz, concurrency_key text)
+AS 'MODULE_PATHNAME', 'taskq_return_and_own'
+LANGUAGE C VOLATILE ROWS 10
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[]) IS
+    'return_tasks, then own_tasks, in one call: a worker''s whole cycle in one round trip and one transaction';
+REVOKE ALL ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])
+    TO taskq_worker, taskq_admin;

@@ -844,7 +844,7 @@ CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
                                 max_duration interval DEFAULT NULL,
                                 wait interval DEFAULT NULL)
 RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
-               action_deadline timestamptz)
+               action_deadline timestamptz, concurrency_key text)
 AS 'MODULE_PATHNAME', 'taskq_own_tasks'
 LANGUAGE C VOLATILE ROWS 10
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
@@ -902,7 +902,7 @@ CREATE FUNCTION taskq.return_and_own(ids text[], tokens uuid[], statuses text[],
                                      max_duration interval DEFAULT NULL,
                                      results jsonb[] DEFAULT NULL)
 RETURNS TABLE (id text, token uuid, action text, body jsonb, num_tries integer,
-               action_deadline timestamptz)
+               action_deadline timestamptz, concurrency_key text)
 AS 'MODULE_PATHNAME', 'taskq_return_and_own'
 LANGUAGE C VOLATILE ROWS 10
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

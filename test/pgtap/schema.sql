@@ -95,7 +95,7 @@ SELECT is(pg_catalog.pg_get_function_arguments('taskq.own_tasks(text, integer, t
     'actor text, max_tasks integer, actions text[], max_duration interval DEFAULT NULL::interval, wait interval DEFAULT NULL::interval',
     'own_tasks argument names, max_duration and wait default to NULL');
 SELECT is(pg_catalog.pg_get_function_result('taskq.own_tasks(text, integer, text[], interval, interval)'::regprocedure),
-    'TABLE(id text, token uuid, action text, body jsonb, num_tries integer, action_deadline timestamp with time zone)',
+    'TABLE(id text, token uuid, action text, body jsonb, num_tries integer, action_deadline timestamp with time zone, concurrency_key text)',
     'own_tasks result columns');
 
 SELECT has_function('taskq', 'extend_ownership', ARRAY['text', 'text[]', 'uuid[]', 'interval'],

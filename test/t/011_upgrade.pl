@@ -125,6 +125,9 @@ for my $v (@older)
 		FROM taskq.tasks WHERE id IN ('c1', 'c2', 'd1', 'd2')}),
 		'c1:completed/0 c2:pending/0 d1:aborted/0 d2:aborted/0',
 		"$v, not updated yet: the new library signals and cascades on the old table");
+	# the old own_tasks returns six columns (no concurrency_key): the new library fills those
+	is($node->safe_psql($db, q{SELECT o.id || '/' || o.num_tries FROM taskq.own_tasks('w', 1, '{c2}') AS o}),
+		'c2/1', "$v, not updated yet: own_tasks answers with its own columns");
 	$node->safe_psql($db, 'ALTER EXTENSION taskq UPDATE');
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'taskq'"),
 		$default, "$v updates to $default");
@@ -142,6 +145,10 @@ for my $v (@older)
 		SELECT claimed_at = now() FROM taskq.tasks WHERE id = 'kept';
 		COMMIT;}),
 		"1\nt", "$v updated: a claim sets claimed_at");
+	# and returns the task's concurrency_key (0.6)
+	is($node->safe_psql($db, q{SELECT taskq.insert_tasks('[{"id": "key1", "action": "key", "concurrency_key": "K"}]');
+		SELECT concurrency_key FROM taskq.own_tasks('w', 1, '{key}');}),
+		"1\nK", "$v updated: own_tasks returns the concurrency_key");
 }
 pass(@older ? 'updated from ' . join(', ', @older)
 	  : "no released version before $default yet: nothing to update from");

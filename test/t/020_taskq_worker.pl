@@ -5,7 +5,7 @@
 # pending; a task several leases long kept by heartbeats and done once; a
 # lost lease (back-dated and claimed by another session) stops the child
 # and returns nothing; --timeout stops a child and the task is retried;
-# LISTEN wakes it; a killed connection is re-made; SIGTERM gives running
+# a claim waiting in the server wakes it; a killed connection is re-made; SIGTERM gives running
 # children --grace, then stops them and gives their tasks back (none lost,
 # none done twice), and a second signal stops at once; --help lists every
 # option; a task claimed ahead while a long child runs is given back
@@ -180,12 +180,12 @@ is(row('slow-1'), 'aborted|2', '--timeout: the task was retried and aborted afte
 is(scalar(() = slurp("$dir/terms") =~ /^term slow-1 /mg), 2, 'each try\'s child got SIGTERM');
 is(scalar(grep { /outcome=timeout/ } task_lines($log1, 'slow-1')), 2, 'logged as timeouts');
 
-# LISTEN: with --poll 30s, only a notification explains a quick start
+# with --poll 30s, only the waiting claim (or, before 0.5, a notification) explains a quick start
 $t0 = time;
 $node->safe_psql('postgres', json_insert_sql({ id => 'late-1', action => 'rec' }));
 ok($node->poll_query_until('postgres', "SELECT status_code = 'completed' FROM taskq.tasks WHERE id = 'late-1'"),
 	'a task inserted while the worker is idle is done');
-cmp_ok(time - $t0, '<', 5, sprintf('woken by NOTIFY, not the 30 s poll (%.1f s)', time - $t0));
+cmp_ok(time - $t0, '<', 5, sprintf('woken at once, not by the 30 s poll (%.1f s)', time - $t0));
 
 # a killed connection is re-made (claims on connect)
 $node->safe_psql('postgres',

@@ -4,8 +4,10 @@
  *	  The children: one process per claimed task, started with
  *	  /bin/sh -c COMMAND, the task's body on standard input and the task in
  *	  the environment (TASKQ_ID, TASKQ_ACTION, TASKQ_TRY, TASKQ_TOKEN,
- *	  TASKQ_DEADLINE; for a workflow step also TASKQ_RUN and TASKQ_STATE,
- *	  TASKQ_CURSOR or TASKQ_STEP, TASKQ_DIRECTION: removed otherwise).
+ *	  TASKQ_DEADLINE, TASKQ_CONCURRENCY_KEY when it has one; for a workflow
+ *	  step also TASKQ_RUN and TASKQ_STATE, TASKQ_CURSOR or TASKQ_STEP,
+ *	  TASKQ_DIRECTION; TASKQ_CONTINUE_FD and TASKQ_PREDECESSORS_FILE with
+ *	  the fds 3 and 4 of handoff.c: each removed otherwise).
  *
  * Children are started with posix_spawn (a vfork-like clone in glibc: the
  * worker's memory is not copied for each child), their environment built
@@ -59,6 +61,7 @@ children_init(void)
 	{
 		children[i].err_fd = -1;
 		children[i].out_fd = -1;
+		children[i].ctl_fd = -1;
 	}
 }
 
@@ -78,8 +81,8 @@ children_running(void)
  * memfd_create (Linux) costs no file system work; elsewhere, or if it
  * fails, an unlinked temporary file in $TMPDIR (else /tmp).
  */
-static int
-body_file(const char *body)
+int
+anon_file(const char *body)
 {
 	const char *dir = getenv("TMPDIR");
 	char		path[4096];
@@ -122,7 +125,8 @@ body_file(const char *body)
 
 static const char *const taskq_vars[] = {
 	"TASKQ_ID", "TASKQ_ACTION", "TASKQ_TRY", "TASKQ_TOKEN", "TASKQ_DEADLINE",
-	"TASKQ_RUN", "TASKQ_STATE", "TASKQ_CURSOR", "TASKQ_STEP", "TASKQ_DIRECTION", NULL
+	"TASKQ_RUN", "TASKQ_STATE", "TASKQ_CURSOR", "TASKQ_STEP", "TASKQ_DIRECTION",
+	"TASKQ_CONCURRENCY_KEY", "TASKQ_CONTINUE_FD", "TASKQ_PREDECESSORS_FILE", NULL
 };
 
 /*
@@ -132,11 +136,11 @@ static const char *const taskq_vars[] = {
  * with it).
  */
 static char **
-child_environment(const Claimed *t, const char *trybuf)
+child_environment(const Claimed *t, const char *trybuf, bool ctl, bool preds)
 {
 	const StepInfo *step = &t->step;
-	const char *names[10];
-	const char *values[10];
+	const char *names[16];
+	const char *values[16];
 	int			nvars = 0;
 	int			nenv = 0;
 	size_t		strings = 0;
@@ -150,6 +154,12 @@ child_environment(const Claimed *t, const char *trybuf)
 	ADD_VAR("TASKQ_TRY", trybuf);
 	ADD_VAR("TASKQ_TOKEN", t->token);
 	ADD_VAR("TASKQ_DEADLINE", t->deadline);
+	if (t->concurrency_key != NULL)
+		ADD_VAR("TASKQ_CONCURRENCY_KEY", t->concurrency_key);
+	if (ctl)
+		ADD_VAR("TASKQ_CONTINUE_FD", "3");
+	if (preds)
+		ADD_VAR("TASKQ_PREDECESSORS_FILE", "/dev/fd/4");
 	if (step->kind != STEP_PLAIN && step->run != NULL)
 		ADD_VAR("TASKQ_RUN", step->run);
 	if (step->kind == STEP_MACHINE && step->name != NULL)
@@ -207,6 +217,8 @@ child_start(const RunSpec *run, const Claimed *t)
 	int			in_fd;
 	int			err[2];
 	int			out[2] = {-1, -1};
+	int			ctl[2] = {-1, -1};
+	int			pred_fd;
 	char		trybuf[16];
 	pid_t		pid;
 	const StepInfo *step = &t->step;
@@ -225,24 +237,31 @@ child_start(const RunSpec *run, const Claimed *t)
 	if (c == NULL)
 		return NULL;
 
-	in_fd = body_file(t->body);
+	in_fd = anon_file(t->body);
 	if (in_fd < 0)
 	{
 		log_msg("task %s: cannot write its body to a temporary file: %s", t->id, strerror(errno));
 		return NULL;
 	}
 	if (pipe2(err, O_CLOEXEC) != 0 ||
-		((step->kind != STEP_PLAIN || run->result) && pipe2(out, O_CLOEXEC) != 0))
+		((step->kind != STEP_PLAIN || run->result) && pipe2(out, O_CLOEXEC) != 0) ||
+		(step->kind == STEP_MACHINE && step->continuation && pipe2(ctl, O_CLOEXEC) != 0))
 	{
 		log_msg("task %s: pipe: %s", t->id, strerror(errno));
 		close(in_fd);
 		close(err[0]);
 		close(err[1]);
+		if (out[0] >= 0)
+		{
+			close(out[0]);
+			close(out[1]);
+		}
 		return NULL;
 	}
 	snprintf(trybuf, sizeof(trybuf), "%d", t->try);
+	pred_fd = handoff_predecessors(t);	/* -1: none */
 
-	envp = child_environment(t, trybuf);
+	envp = child_environment(t, trybuf, ctl[1] >= 0, pred_fd >= 0);
 	rc = posix_spawn_file_actions_init(&fa);
 	if (rc == 0)
 	{
@@ -250,6 +269,10 @@ child_start(const RunSpec *run, const Claimed *t)
 		posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
 		if (out[1] >= 0)
 			posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+		if (ctl[1] >= 0)
+			posix_spawn_file_actions_adddup2(&fa, ctl[1], 3);
+		if (pred_fd >= 0)
+			posix_spawn_file_actions_adddup2(&fa, pred_fd, 4);
 		rc = posix_spawnattr_init(&attr);
 		if (rc == 0)
 		{
@@ -274,6 +297,8 @@ child_start(const RunSpec *run, const Claimed *t)
 		posix_spawn_file_actions_destroy(&fa);
 	}
 	free(envp);
+	if (pred_fd >= 0)
+		close(pred_fd);
 	if (rc != 0)
 	{
 		log_msg("task %s: cannot start /bin/sh: %s", t->id, strerror(rc));
@@ -285,10 +310,20 @@ child_start(const RunSpec *run, const Claimed *t)
 			close(out[0]);
 			close(out[1]);
 		}
+		if (ctl[0] >= 0)
+		{
+			close(ctl[0]);
+			close(ctl[1]);
+		}
 		return NULL;
 	}
 	setpgid(pid, pid);			/* done by the child already; harmless */
 	close(in_fd);
+	if (ctl[1] >= 0)
+	{
+		close(ctl[1]);
+		fcntl(ctl[0], F_SETFL, fcntl(ctl[0], F_GETFL) | O_NONBLOCK);
+	}
 	close(err[1]);
 	fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
 	if (out[1] >= 0)
@@ -311,6 +346,7 @@ child_start(const RunSpec *run, const Claimed *t)
 	c->timeout_at_ms = run->timeout_ms > 0 ? c->started_ms + run->timeout_ms : 0;
 	c->err_fd = err[0];
 	c->out_fd = out[0];
+	c->ctl_fd = ctl[0];
 	c->want_result = run->result && step->kind == STEP_PLAIN;
 	step_info_copy(&c->step, step);
 	return c;
@@ -521,6 +557,8 @@ child_free(Child *c)
 		close(c->err_fd);
 	if (c->out_fd >= 0)
 		close(c->out_fd);
+	if (c->ctl_fd >= 0)
+		close(c->ctl_fd);
 	free(c->id);
 	free(c->token);
 	free(c->action);
@@ -529,4 +567,5 @@ child_free(Child *c)
 	memset(c, 0, sizeof(*c));
 	c->err_fd = -1;
 	c->out_fd = -1;
+	c->ctl_fd = -1;
 }

@@ -42,6 +42,11 @@
  * claimed ahead are given back at once; when the connection is lost they
  * come back by lease expiry, like the running children's.
  *
+ * The waiting claim.  Where the server has it (claims.c), a claim without
+ * returns to send is the waiting claim on its own connection instead of
+ * own_tasks on this one; its tasks are placed as any claim's, and the
+ * claims sent with returns ask for the room it leaves.
+ *
  * Single-threaded: called from main.c's loop only.
  *
  *-------------------------------------------------------------------------
@@ -276,6 +281,7 @@ claim_room(void)
 	room -= nahead;
 	if (db_return_and_own_busy())
 		room -= inflight_want;
+	room -= claim_wait_want();	/* the waiting claim in flight (claims.c) */
 	return room > 0 ? room : 0;
 }
 
@@ -434,6 +440,12 @@ cycle_flush(bool claim, bool *more)
 	}
 	if (nqueue > 0)
 		return_one_by_one();
+	if (want > 0 && db_connected() && claim_wait_on())
+	{
+		/* the waiting claim, on its own connection: cycle_wait_poll() places its tasks */
+		(void) claim_wait_send(want, now_ms());
+		return true;
+	}
 	if (want > 0 && db_connected())
 		n = db_claim(want, &got);
 	if (n > 0)
@@ -490,6 +502,44 @@ cycle_poll(bool *more)
 	free_returns(inflight, ninflight);
 	ninflight = 0;
 	inflight_want = 0;
+}
+
+/*
+ * The answer of the waiting claim in flight (claims.c), if it came: its
+ * tasks are placed; *more: it got all it asked for.
+ */
+void
+cycle_wait_poll(bool *more)
+{
+	Claimed    *got;
+	int			want = claim_wait_want();
+	int			n;
+
+	*more = false;
+	if (!claim_wait_busy())
+		return;
+	n = claim_wait_result(&got);
+	if (n > 0)
+		place(got, n);
+	else
+		free(got);
+	*more = n > 0 && n == want;
+}
+
+/*
+ * Shutdown: the waiting claim is cancelled; what it claimed all the same
+ * waits with the tasks claimed ahead, which are given back next.
+ */
+void
+cycle_wait_stop(void)
+{
+	Claimed    *got;
+	int			n = claim_wait_cancel(&got);
+
+	if (n > 0)
+		place(got, n);
+	else
+		free(got);
 }
 
 /*

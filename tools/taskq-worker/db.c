@@ -20,8 +20,10 @@
  * own_tasks when it fails.  Results (--result) go as return_task's result
  * and return_and_own's results, which taskq has since 0.5; against an
  * older extension the worker says so once and returns without them.  A claim's rows also say whether each task is a
- * workflow step, read from its body by the query (CLAIM_COLUMNS), so that
- * the worker needs no JSON parser for bodies.
+ * workflow step, read from its body by the query (claims.c), so that
+ * the worker needs no JSON parser for bodies.  Where own_tasks has the
+ * argument wait (0.5), claims without returns wait in the server on a
+ * second connection (claims.c) and this one does not LISTEN.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,28 +69,6 @@ async_drain(void)
 	}
 	async_reading = false;
 }
-
-/*
- * The columns of a claim (own_tasks and friends, as t): the task, and
- * whether it is a workflow step (its body: a string "run" prefixing the id
- * as "<run>/", and "machine" + "state" or "saga" + "step"), with the step's
- * run, state or step, direction, cursor, whether it is a continuation
- * state (the body has "cursor") and a fan-in batch.  Read in fill_claimed().
- */
-#define CLAIM_COLUMNS \
-	"t.id, t.token, t.action, coalesce(t.body::text, ''), t.num_tries, " \
-	"coalesce(to_char(t.action_deadline AT TIME ZONE 'UTC', " \
-	"'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), ''), " \
-	"CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'run') = 'string' " \
-	" AND pg_catalog.starts_with(t.id, (t.body ->> 'run') || '/') THEN " \
-	" CASE WHEN pg_catalog.jsonb_typeof(t.body -> 'machine') = 'string' " \
-	"  AND pg_catalog.jsonb_typeof(t.body -> 'state') = 'string' THEN 'machine' " \
-	" WHEN pg_catalog.jsonb_typeof(t.body -> 'saga') = 'string' " \
-	"  AND pg_catalog.jsonb_typeof(t.body -> 'step') = 'string' THEN 'saga' END END, " \
-	"t.body ->> 'run', coalesce(t.body ->> 'state', t.body ->> 'step'), " \
-	"t.body ->> 'direction', t.body ->> 'cursor', " \
-	"coalesce(t.body ? 'cursor', false), " \
-	"coalesce(t.body -> 'fan_in' = 'true'::jsonb, false)"
 
 bool
 db_connected(void)
@@ -197,8 +177,15 @@ db_connect(void)
 		return false;
 	}
 
-	res = PQexec(conn, "LISTEN taskq");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	/* own_tasks' wait (0.5): the waiting claim; its concurrency_key (0.6) */
+	res = PQexec(conn, "SELECT coalesce(bool_or(p.pronargs = 5), false),"
+				 " coalesce(bool_or('concurrency_key' = ANY (p.proargnames)), false)"
+				 " FROM pg_catalog.pg_proc AS p WHERE p.oid = pg_catalog.to_regproc('taskq.own_tasks')");
+	claims_server(PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 0), "t") == 0,
+				  PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 1), "t") == 0);
+	PQclear(res);
+	res = claim_wait_on() ? NULL : PQexec(conn, "LISTEN taskq");
+	if (res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK)
 	{
 		failed(res, "LISTEN taskq", NULL, 0);
 		PQclear(res);
@@ -238,8 +225,7 @@ db_connect(void)
 	}
 
 	if (!prepare("own",
-				 "SELECT " CLAIM_COLUMNS
-				 " FROM taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t") ||
+				 claims_sql("taskq.own_tasks($1, $2::integer, $3::text[], $4::interval) AS t")) ||
 		!prepare("extend",
 				 "SELECT id, owned FROM taskq.extend_ownership($1, $2::text[], $3::uuid[], $4::interval)") ||
 		(have_results &&
@@ -252,20 +238,19 @@ db_connect(void)
 		 !prepare("release", "SELECT taskq.release_task($1, $2::uuid)")) ||
 		(have_return_and_own && have_results &&
 		 !prepare("return_and_own",
-				  "SELECT " CLAIM_COLUMNS
-				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
-				  " $5, $6::integer, $7::text[], $8::interval, $9::jsonb[]) AS t")) ||
+				  claims_sql("taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
+							 " $5, $6::integer, $7::text[], $8::interval, $9::jsonb[]) AS t"))) ||
 		(have_return_and_own && !have_results &&
 		 !prepare("return_and_own",
-				  "SELECT " CLAIM_COLUMNS
-				  " FROM taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
-				  " $5, $6::integer, $7::text[], $8::interval) AS t")))
+				  claims_sql("taskq.return_and_own($1::text[], $2::uuid[], $3::text[], $4::taskq.status[],"
+							 " $5, $6::integer, $7::text[], $8::interval) AS t"))))
 	{
 		db_disconnect();
 		return false;
 	}
-	log_msg("connected as actor %s; release_task %s", opts.actor,
-			have_release_task ? "available" : "missing (tasks are given back with return_task 'pending')");
+	log_msg("connected as actor %s; release_task %s; %s", opts.actor,
+			have_release_task ? "available" : "missing (tasks are given back with return_task 'pending')",
+			claim_wait_on() ? "claims wait in the server" : "LISTEN taskq and poll");
 	return true;
 }
 
@@ -393,66 +378,18 @@ value_or_null(PGresult *res, int row, int col)
 	return PQgetisnull(res, row, col) ? NULL : xstrdup(PQgetvalue(res, row, col));
 }
 
-/* One row of CLAIM_COLUMNS. */
-static void
-fill_claimed(Claimed *c, PGresult *res, int i)
-{
-	const char *kind = PQgetvalue(res, i, 6);
-
-	c->id = xstrdup(PQgetvalue(res, i, 0));
-	c->token = xstrdup(PQgetvalue(res, i, 1));
-	c->action = xstrdup(PQgetvalue(res, i, 2));
-	c->body = xstrdup(PQgetvalue(res, i, 3));
-	c->try = atoi(PQgetvalue(res, i, 4));
-	c->deadline = xstrdup(PQgetvalue(res, i, 5));
-	memset(&c->step, 0, sizeof(c->step));
-	c->step.kind = strcmp(kind, "machine") == 0 ? STEP_MACHINE :
-		strcmp(kind, "saga") == 0 ? STEP_SAGA : STEP_PLAIN;
-	if (c->step.kind == STEP_PLAIN)
-		return;
-	c->step.run = value_or_null(res, i, 7);
-	c->step.name = value_or_null(res, i, 8);
-	c->step.direction = value_or_null(res, i, 9);
-	c->step.cursor = value_or_null(res, i, 10);
-	c->step.continuation = strcmp(PQgetvalue(res, i, 11), "t") == 0;
-	c->step.fan_in = strcmp(PQgetvalue(res, i, 12), "t") == 0;
-}
-
-/*
- * Claim up to max tasks of our actions with our lease.  Returns how many
- * (in *out), or -1 on error (the connection may be lost).
- */
-/* The rows of a claim (CLAIM_COLUMNS) into *out; their count, or -1. */
+/* The rows of a claim (claims.c); a failure on a lost connection drops it. */
 static int
-claimed_rows(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
-			 char *err, size_t errlen)
+claimed(PGresult *res, const char *what, int64_t sent_ms, Claimed **out,
+		char *err, size_t errlen)
 {
-	int			n;
-
-	*out = NULL;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		failed(res, what, err, errlen);
 		PQclear(res);
 		return -1;
 	}
-	n = PQntuples(res);
-	if (n > 0)
-	{
-		*out = calloc(n, sizeof(Claimed));
-		if (*out == NULL)
-		{
-			log_msg("out of memory");
-			exit(1);
-		}
-	}
-	for (int i = 0; i < n; i++)
-	{
-		fill_claimed(&(*out)[i], res, i);
-		(*out)[i].claimed_ms = sent_ms;
-	}
-	PQclear(res);
-	return n;
+	return claims_rows(res, what, sent_ms, out, err, errlen);
 }
 
 /*
@@ -478,7 +415,7 @@ db_claim(int max, Claimed **out)
 	async_drain();
 	res = PQexecPrepared(conn, "own", 4, params, NULL, NULL, 0);
 	free(arr);
-	return claimed_rows(res, "own_tasks", sent, out, NULL, 0);
+	return claimed(res, "own_tasks", sent, out, NULL, 0);
 }
 
 bool
@@ -586,28 +523,7 @@ db_return_and_own_result(Claimed **out, char *err, size_t errlen)
 			db_disconnect();
 		return -1;
 	}
-	return claimed_rows(res, "return_and_own", async_sent_ms, out, err, errlen);
-}
-
-/* The strings of one claimed task (not the task itself). */
-void
-claimed_free_one(Claimed *c)
-{
-	free(c->id);
-	free(c->token);
-	free(c->action);
-	free(c->body);
-	free(c->deadline);
-	step_info_free(&c->step);
-	memset(c, 0, sizeof(*c));
-}
-
-void
-claimed_free(Claimed *c, int n)
-{
-	for (int i = 0; i < n; i++)
-		claimed_free_one(&c[i]);
-	free(c);
+	return claimed(res, "return_and_own", async_sent_ms, out, err, errlen);
 }
 
 /*
@@ -724,8 +640,8 @@ db_release(const char *id, const char *token, char *err, size_t errlen)
  * any, in *value (malloc'd; NULL for SQL NULL); also the second in
  * *value2.  False with the error in err.
  */
-static bool
-exec_params(const char *sql, int nparams, const char *const *params,
+bool
+db_exec_params(const char *sql, int nparams, const char *const *params,
 			char **value, char **value2, char *err, size_t errlen)
 {
 	PGresult   *res;
@@ -766,7 +682,7 @@ db_fan_in_body(const char *id, const char *token, const char *body,
 {
 	const char *params[3] = {id, token, body};
 
-	if (!exec_params("SELECT ($3::jsonb || pg_catalog.jsonb_build_object('fan_in_contexts', "
+	if (!db_exec_params("SELECT ($3::jsonb || pg_catalog.jsonb_build_object('fan_in_contexts', "
 					 "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
 					 "'run', f.run, 'context', f.context) ORDER BY f.n) "
 					 "FROM taskq.fan_in_contexts($1, $2::uuid) WITH ORDINALITY AS f(run, context, n)), "
@@ -795,9 +711,9 @@ db_transition(const char *id, const char *token, const char *event,
 	const char *params[5] = {id, token, event, context, cursor};
 
 	if (!fork)
-		return exec_params("SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb)",
+		return db_exec_params("SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb)",
 						   4, params, next_state, NULL, err, errlen);
-	return exec_params("WITH c AS MATERIALIZED "
+	return db_exec_params("WITH c AS MATERIALIZED "
 					   "(SELECT taskq.continue_machine($1, $2::uuid, $5) AS fork) "
 					   "SELECT taskq.transition($1, $2::uuid, $3, $4::jsonb), c.fork FROM c",
 					   5, params, next_state, fork_run, err, errlen);
@@ -810,7 +726,7 @@ db_return_step(const char *id, const char *token, const char *result,
 {
 	const char *params[5] = {id, token, result, working, error};
 
-	return exec_params("SELECT taskq.return_step($1, $2::uuid, $3, $4::jsonb, $5)",
+	return db_exec_params("SELECT taskq.return_step($1, $2::uuid, $3, $4::jsonb, $5)",
 					   5, params, NULL, NULL, err, errlen);
 }
 
@@ -881,5 +797,5 @@ db_worker_stopped(const char *worker_id, char *err, size_t errlen)
 {
 	const char *params[1] = {worker_id};
 
-	return exec_params("SELECT taskq.worker_stopped($1)", 1, params, NULL, NULL, err, errlen);
+	return db_exec_params("SELECT taskq.worker_stopped($1)", 1, params, NULL, NULL, err, errlen);
 }

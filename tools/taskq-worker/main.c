@@ -12,10 +12,14 @@
  * event: a signal (self-pipe), a notification, a child's stderr, or the
  * earliest deadline among all of the above.
  *
- * Claims.  The worker claims when a slot is free and (a) a notification
- * named one of its actions, (b) the last claim filled every free slot (more
- * may be ready), or (c) --poll passed since the last claim.  One own_tasks
- * call claims for all free slots at once.  When children end, the next
+ * Claims.  Where the server's own_tasks has the argument wait (taskq 0.5),
+ * the worker keeps one waiting claim in flight for its free slots on a
+ * second connection (claims.c): it sleeps in the server until work is
+ * ready, at most --poll, and is sent again when it answers; no LISTEN.
+ * Against an older server the worker claims when a slot is free and (a) a
+ * notification named one of its actions, (b) the last claim filled every
+ * free slot (more may be ready), or (c) --poll passed since the last claim.
+ * One own_tasks call claims for all free slots at once.  When children end, the next
  * ones start from tasks claimed ahead first, then the ended children's
  * returns go with the next claim in one return_and_own (cycle.c).
  *
@@ -391,8 +395,8 @@ main(int argc, char **argv)
 		int64_t		now = now_ms();
 		int64_t		wake = 0;
 		int			free_slots;
-		struct pollfd pfd[2002];
-		Child	   *pchild[2002];
+		struct pollfd pfd[3003];
+		Child	   *pchild[3003];
 		int			npfd = 0;
 		int			timeout;
 
@@ -403,8 +407,9 @@ main(int argc, char **argv)
 			stop_deadline = now + opts.grace_ms;
 			log_msg("stopping: no more claims; %d running task(s) get %.1fs to finish",
 					children_running(), opts.grace_ms / 1000.0);
-			/* tasks claimed ahead go back at once */
+			/* tasks claimed ahead go back at once, with the waiting claim's */
 			cycle_stop();
+			cycle_wait_stop();
 			if (db_connected())
 				cycle_expire_ahead(now, true, &wake);
 		}
@@ -449,6 +454,7 @@ main(int argc, char **argv)
 				if (children[i].used && children[i].pid > 0)
 					child_stop(&children[i], STOP_CONNECTION_LOST);
 			cycle_drop_ahead();
+			claim_wait_close();
 			next_connect = now + backoff;
 		}
 
@@ -468,6 +474,7 @@ main(int argc, char **argv)
 				}
 				child_read_stderr(c, true);
 				child_read_stdout(c);
+				handoff_read_ctl(c, true);	/* forks it asked for come first */
 				cycle_child_ran(now - c->started_ms, c->stop != STOP_NONE);
 				finish_child(c);
 				child_free(c);
@@ -483,6 +490,8 @@ main(int argc, char **argv)
 			/* the answer of a return_and_own in flight: tasks for free slots */
 			cycle_poll(&more);
 			want_claim = want_claim || (more && !stopping);
+			/* and of the waiting claim */
+			cycle_wait_poll(&more);
 			if (cycle_queued() > 0 && cycle_flush(!stopping, &more))
 			{
 				want_claim = more;
@@ -555,7 +564,16 @@ main(int argc, char **argv)
 
 		/* claim */
 		free_slots = opts.concurrency - children_running();
-		if (db_connected() && !stopping && free_slots > 0)
+		if (db_connected() && !stopping && free_slots > 0 && claim_wait_on())
+		{
+			/* one waiting claim in flight for the room there is */
+			if (!cycle_busy() && !claim_wait_busy() && now >= claim_wait_retry_at() &&
+				cycle_flush(true, &want_claim))
+				continue;
+			if (claim_wait_retry_at() > now)
+				wake = earliest(wake, claim_wait_retry_at());
+		}
+		else if (db_connected() && !stopping && free_slots > 0)
 		{
 			if (!cycle_busy() && (want_claim || now >= next_poll))
 			{
@@ -602,6 +620,12 @@ main(int argc, char **argv)
 				pfd[npfd].events = POLLIN;
 				pchild[npfd++] = c;
 			}
+			if (c->ctl_fd >= 0)
+			{
+				pfd[npfd].fd = c->ctl_fd;
+				pfd[npfd].events = POLLIN;
+				pchild[npfd++] = c;
+			}
 		}
 		if (stopping && !grace_over)
 			wake = earliest(wake, stop_deadline);
@@ -611,6 +635,12 @@ main(int argc, char **argv)
 		if (db_connected())
 		{
 			pfd[npfd].fd = db_socket();
+			pfd[npfd].events = POLLIN;
+			pchild[npfd++] = NULL;
+		}
+		if (claim_wait_socket() >= 0)
+		{
+			pfd[npfd].fd = claim_wait_socket();
 			pfd[npfd].events = POLLIN;
 			pchild[npfd++] = NULL;
 		}
@@ -633,6 +663,8 @@ main(int argc, char **argv)
 				continue;
 			if (pchild[i] != NULL && pfd[i].fd == pchild[i]->out_fd)
 				child_read_stdout(pchild[i]);
+			else if (pchild[i] != NULL && pfd[i].fd == pchild[i]->ctl_fd)
+				handoff_read_ctl(pchild[i], false);
 			else if (pchild[i] != NULL)
 				child_read_stderr(pchild[i], false);
 			else if (pfd[i].fd == sig_pipe[0])
@@ -642,6 +674,8 @@ main(int argc, char **argv)
 				while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
 					;
 			}
+			else if (pfd[i].fd == claim_wait_socket())
+				;				/* read at the top of the loop (cycle_wait_poll) */
 			else
 			{
 				bool		wakeup = false;

@@ -51,11 +51,16 @@ usage(FILE *f)
 			"  -R, --result=ACTION        read the standard output of ACTION's children: one\n"
 			"                             JSON value printed by a child that exits 0 is its\n"
 			"                             task's result; repeat for each action\n"
+			"  -P, --predecessors=ACTION  hand ACTION's children their predecessors' results:\n"
+			"                             a JSON array in the file TASKQ_PREDECESSORS_FILE;\n"
+			"                             repeat for each action\n"
 			"  -t, --timeout=ACTION=DURATION\n"
 			"                             stop a child of ACTION after DURATION and give its\n"
 			"                             task back as pending (default: no limit)\n"
-			"  -p, --poll=DURATION        look for work at least this often without a\n"
-			"                             notification (default 5s)\n"
+			"  -p, --poll=DURATION        longest wait of a claim in the server (own_tasks'\n"
+			"                             wait), or, on a server without it, look for work\n"
+			"                             at least this often without a notification\n"
+			"                             (default 5s)\n"
 			"  -g, --grace=DURATION       on SIGTERM/SIGINT, time the running children get to\n"
 			"                             finish (default 30s)\n"
 			"  -k, --kill-after=DURATION  time between SIGTERM and SIGKILL when the worker\n"
@@ -68,6 +73,8 @@ usage(FILE *f)
 			"Exit status of COMMAND: 0 completed, 75 pending (try again later),\n"
 			"100 aborted (give up), anything else or a signal: pending (retried until max_tries).\n"
 			"With --result, exit 0 and output that is not one JSON value: pending.\n"
+			"A continuation step's child may write a cursor line to fd 3\n"
+			"(TASKQ_CONTINUE_FD): its next chunk is forked at once.\n"
 			"Durations: a number with unit ms, s (default), m or h.\n");
 }
 
@@ -152,6 +159,7 @@ parse_options(int argc, char **argv)
 		{"concurrency", required_argument, NULL, 'c'},
 		{"lease", required_argument, NULL, 'l'},
 		{"result", required_argument, NULL, 'R'},
+		{"predecessors", required_argument, NULL, 'P'},
 		{"timeout", required_argument, NULL, 't'},
 		{"poll", required_argument, NULL, 'p'},
 		{"grace", required_argument, NULL, 'g'},
@@ -170,15 +178,18 @@ parse_options(int argc, char **argv)
 	int			ntimeouts = 0;
 	const char **results;
 	int			nresults = 0;
+	const char **preds;
+	int			npreds = 0;
 	int			c;
 
 	opts.runs = calloc(argc, sizeof(RunSpec));
 	timeouts = calloc(argc, sizeof(*timeouts));
 	results = calloc(argc, sizeof(*results));
-	if (opts.runs == NULL || timeouts == NULL || results == NULL)
+	preds = calloc(argc, sizeof(*preds));
+	if (opts.runs == NULL || timeouts == NULL || results == NULL || preds == NULL)
 		usage_error("%s", "out of memory");
 
-	while ((c = getopt_long(argc, argv, "d:a:r:R:c:l:t:p:g:k:b:f:Vh", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:a:r:R:P:c:l:t:p:g:k:b:f:Vh", longopts, NULL)) != -1)
 	{
 		const char *value;
 		char	   *name;
@@ -209,6 +220,11 @@ parse_options(int argc, char **argv)
 				if (*optarg == '\0')
 					usage_error("%s", "--result wants ACTION, not an empty string");
 				results[nresults++] = optarg;
+				break;
+			case 'P':
+				if (*optarg == '\0')
+					usage_error("%s", "--predecessors wants ACTION, not an empty string");
+				preds[npreds++] = optarg;
 				break;
 			case 'c':
 				n = strtol(optarg, &end, 10);
@@ -283,6 +299,15 @@ parse_options(int argc, char **argv)
 		r->result = true;
 	}
 	free(results);
+	for (int i = 0; i < npreds; i++)
+	{
+		RunSpec    *r = (RunSpec *) find_run(preds[i]);
+
+		if (r == NULL)
+			usage_error("--predecessors names action \"%s\", which has no --run", preds[i]);
+		r->predecessors = true;
+	}
+	free(preds);
 	if (opts.actor == NULL)
 	{
 		static char host[256];

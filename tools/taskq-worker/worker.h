@@ -6,8 +6,8 @@
  *	  child's exit status.
  *
  * The program is single-threaded: one poll() loop (main.c) watches the
- * database connection (notifications), a self-pipe the signal handlers
- * write to, and the children's standard error.  Every database call is a
+ * database connection (notifications), the waiting claim's connection, a
+ * self-pipe the signal handlers write to, and the children's pipes.  Every database call is a
  * short blocking libpq call on the one connection.
  *
  *	  options.c   command line, durations, --help
@@ -18,6 +18,10 @@
  *	              return_step
  *	  json.c      reading that JSON (the child's standard output; a --result
  *	              action's child prints its task's result)
+ *	  claims.c    a claim's columns and rows; the waiting claim (own_tasks
+ *	              with wait) on a connection of its own
+ *	  handoff.c   what a child gets besides its body: its predecessors'
+ *	              results (--predecessors), the early continuation fork
  *	  db.c        connection, LISTEN, claims, heartbeats, returns
  *	  main.c      signals and the loop that ties them together
  *
@@ -59,6 +63,7 @@ typedef struct RunSpec
 	char	   *command;		/* run with /bin/sh -c */
 	int64_t		timeout_ms;		/* 0: none */
 	bool		result;			/* --result: stdout is the task's result */
+	bool		predecessors;	/* --predecessors: TASKQ_PREDECESSORS_FILE */
 } RunSpec;
 
 typedef struct Options
@@ -179,6 +184,11 @@ typedef struct Child
 	size_t		out_cap;
 	bool		out_over;		/* it printed more: the try fails */
 	bool		want_result;	/* a plain task of a --result action */
+	int			ctl_fd;			/* a continuation step's fd 3 (read end): cursors
+								 * to fork at once; -1: none or EOF */
+	char		ctl_buf[4096];	/* the current partial line */
+	size_t		ctl_len;
+	bool		ctl_over;		/* the current line is too long: dropped */
 } Child;
 
 extern Child *children;			/* opts.concurrency slots */
@@ -194,6 +204,7 @@ extern void child_read_stdout(Child *c);
 extern bool children_reap(void);
 extern bool child_group_alive(const Child *c);
 extern void child_free(Child *c);
+extern int	anon_file(const char *text);
 
 /* ------------------------------------------------------------ db */
 
@@ -206,6 +217,7 @@ struct Claimed
 	int			try;
 	char	   *deadline;
 	int64_t		claimed_ms;		/* now_ms() when the claim was sent */
+	char	   *concurrency_key;	/* NULL: none (or taskq before 0.6) */
 	StepInfo	step;
 };
 
@@ -245,6 +257,30 @@ extern bool db_transition(const char *id, const char *token, const char *event,
 						  char **next_state, char **fork_run, char *err, size_t errlen);
 extern bool db_return_step(const char *id, const char *token, const char *result,
 						   const char *working, const char *error, char *err, size_t errlen);
+extern bool db_exec_params(const char *sql, int nparams, const char *const *params,
+						   char **value, char **value2, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ claims */
+
+struct pg_result;
+extern void claims_server(bool have_wait, bool have_key);
+extern const char *claims_sql(const char *from);
+extern int	claims_rows(struct pg_result *res, const char *what, int64_t sent_ms,
+						Claimed **out, char *err, size_t errlen);
+extern bool claim_wait_on(void);
+extern bool claim_wait_busy(void);
+extern int	claim_wait_want(void);
+extern int	claim_wait_socket(void);
+extern bool claim_wait_send(int max, int64_t now);
+extern int	claim_wait_result(Claimed **out);
+extern int	claim_wait_cancel(Claimed **out);
+extern void claim_wait_close(void);
+extern int64_t claim_wait_retry_at(void);
+
+/* ------------------------------------------------------------ handoff */
+
+extern int	handoff_predecessors(const Claimed *t);
+extern void handoff_read_ctl(Child *c, bool at_exit);
 
 /* ------------------------------------------------------------ cycle */
 
@@ -262,6 +298,8 @@ extern void cycle_stop(void);
 extern void cycle_poll(bool *more);
 extern void cycle_expire_ahead(int64_t now, bool all, int64_t *wake);
 extern void cycle_drop_ahead(void);
+extern void cycle_wait_poll(bool *more);
+extern void cycle_wait_stop(void);
 
 /* ------------------------------------------------------------ steps (2) */
 

@@ -19,12 +19,12 @@ from .errors import (DuplicateTaskError, Error, InvalidArgumentError, MissingDep
 from .producer import (cancel_run, cancel_tasks, cancel_workflow, chain, chord, enqueue,
                        enqueue_many, group, insert, insert_if_absent, send_event, start_machine,
                        start_saga, task_attempts, wait_for_run, wait_for_task)
-from .worker import Abort, Result, Retry, Step, Task, Transition, Worker
+from .worker import Abort, PredecessorResult, Result, Retry, Step, Task, Transition, Worker
 
 __version__ = "0.6.0"
 
 __all__ = [
-    "Worker", "Task", "Result", "Retry", "Abort", "Transition", "Step",
+    "Worker", "Task", "Result", "PredecessorResult", "Retry", "Abort", "Transition", "Step",
     "insert", "insert_if_absent", "enqueue", "enqueue_many", "chain", "group", "chord",
     "wait_for_task", "task_attempts",
     "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",

@@ -12,12 +12,15 @@ beyond that, run more processes.
 
 Threads of a running Worker:
 
-- the caller of ``run()``: the claim loop.  It LISTENs on channel ``taskq``
-  (its payload is the action whose tasks became ready) and claims with
-  ``own_tasks`` up to as many tasks as it has free slots, when a notification
-  names one of its actions, when a slot frees up, and at least every
-  ``poll_interval`` seconds (the fallback: a notification may be missed, and a
-  server without the background worker sends none).
+- the caller of ``run()``: the claim loop.  It claims with ``own_tasks`` up
+  to as many tasks as it has free slots, with ``wait``: the call sleeps in
+  the server until work of the worker's actions is ready (at most
+  ``poll_interval`` seconds, then it is made again), and with no free slot
+  the loop waits for one.  ``stop()`` cancels the claim in flight.  Against
+  an extension whose ``own_tasks`` has no ``wait`` (before 0.5) it LISTENs on
+  channel ``taskq`` instead (its payload is the action whose tasks became
+  ready) and claims when a notification names one of its actions, when a
+  slot frees up, and at least every ``poll_interval`` seconds.
 - ``concurrency`` slot threads, each with its own connection: run a task's
   handler, then return the task in the handler's transaction; unless the
   worker is stopping (or the return asks for a delay), with
@@ -47,8 +50,12 @@ it pending with the exception as status, to be retried until ``max_tries``
 sagas are tasks too: returning ``Transition(event, context)`` finishes a
 machine's step with ``taskq.transition`` (a plain string is the event, with
 the context unchanged), returning ``Step(result, working, error)`` finishes a
-saga's step with ``taskq.return_step``; ``task.continue_machine(cursor)`` and
-``task.fan_in_contexts()`` run on the task's connection.  A handler (or the commit of its
+saga's step with ``taskq.return_step``.  ``task.continue_machine(cursor)``
+forks the next chunk of a continuation and commits the fork at once, on a
+second connection of the slot, so that another worker takes the next chunk
+while this handler works on its own; ``task.fan_in_contexts()`` and
+``task.predecessor_results()`` (what the task's predecessors returned) run
+on the task's connection.  ``task.concurrency_key`` is the task's key.  A handler (or the commit of its
 return) that fails with a deadlock or a serialization failure (40P01, 40001)
 is run again in a new transaction, up to ``conflict_retries`` times, as
 PostgreSQL advises, before the try counts as failed.  A return refused with
@@ -63,6 +70,7 @@ that did not are given back, without counting a try, with
 which counts the try).  Then ``run()`` returns.
 """
 
+import collections
 import logging
 import os
 import queue
@@ -84,7 +92,8 @@ log = logging.getLogger("taskq")
 
 _HEARTBEAT_SQL = "SELECT taskq.worker_heartbeat(%s, %s)"
 
-__all__ = ["Worker", "Task", "Result", "Retry", "Abort", "Transition", "Step"]
+__all__ = ["Worker", "Task", "Result", "PredecessorResult", "Retry", "Abort", "Transition",
+           "Step"]
 
 
 class Retry(Exception):
@@ -124,6 +133,12 @@ class Result:
         self.status = status
 
 
+PredecessorResult = collections.namedtuple(
+    "PredecessorResult", ["id", "status_code", "status", "result"])
+PredecessorResult.__doc__ = """One direct predecessor of a task and what it returned
+(``Task.predecessor_results``)."""
+
+
 class Transition:
     """A handler's result for a state machine's step: the event (None in a
     final state ends the run) and the new context (None keeps it)."""
@@ -148,7 +163,9 @@ class Task:
 
     id, action, body (the JSON body as Python objects), tries (this try's
     number, 1 for the first), token (the performance token), deadline (the
-    lease's end as taskq set it at the claim), conn (this slot's connection:
+    lease's end as taskq set it at the claim), concurrency_key (the task's
+    key of its action's concurrency limits, None when it has none or the
+    extension is older than 0.6), conn (this slot's connection:
     statements on it run in the transaction that returns the task, committed
     with the return, rolled back if the lease is lost), lease_lost (bool:
     another worker may own the task now; stop and do not write), stopping
@@ -156,9 +173,12 @@ class Task:
     (how many times the lease was extended).
     """
 
-    def __init__(self, row, lease):
-        self.id, self.token, self.action, self.body, self.tries, self.deadline = row
+    def __init__(self, row, lease, worker=None):
+        self.id, self.token, self.action, self.body, self.tries, self.deadline = row[:6]
+        # own_tasks' seventh column (0.6); an older extension returns six
+        self.concurrency_key = row[6] if len(row) > 6 else None
         self.conn = None
+        self._worker = worker
         self.heartbeats = 0
         self.lease_lost_event = threading.Event()
         self.stopping_event = threading.Event()
@@ -178,11 +198,34 @@ class Task:
     def __repr__(self):
         return f"<Task {self.id!r} action={self.action!r} try={self.tries}>"
 
-    def continue_machine(self, cursor):
+    def continue_machine(self, cursor, in_transaction=False):
         """Fork this machine step's run for the next cursor (continuation);
-        the fork's run id, or None for a None cursor."""
-        return self.conn.execute("SELECT taskq.continue_machine(%s, %s, %s)",
-                                 (self.id, self.token, cursor)).fetchone()[0]
+        the fork's run id, or None for a None cursor.
+
+        The fork is committed at once, on a second connection of the slot
+        (not ``task.conn``, whose transaction is the handler's): another
+        worker can claim the next chunk while this handler works on its own,
+        so call it first.  A handler that fails or crashes afterwards loses
+        nothing: its step is tried again, and the same visit forks only once
+        (the call returns the fork already made).  ``in_transaction=True``
+        forks on ``task.conn`` instead, committed with the task's return
+        (the next chunk then starts only after this one ends)."""
+        if in_transaction or self._worker is None:
+            conn = self.conn
+        else:
+            conn = self._worker._aux_connection()
+        return conn.execute("SELECT taskq.continue_machine(%s, %s, %s)",
+                            (self.id, self.token, cursor)).fetchone()[0]
+
+    def predecessor_results(self):
+        """What this task's direct predecessors returned, in id order: a list
+        of ``PredecessorResult(id, status_code, status, result)`` (``result``
+        as Python objects; None for a predecessor without one, or not
+        finished yet).  Read on ``task.conn``."""
+        rows = self.conn.execute(
+            "SELECT id, status_code::text, status, result"
+            "  FROM taskq.predecessor_results(%s, %s)", (self.id, self.token)).fetchall()
+        return [PredecessorResult(*r) for r in rows]
 
     def fan_in_contexts(self):
         """The instances of this fan-in batch: [(run id, context), ...]."""
@@ -260,6 +303,10 @@ class Worker:
         os.set_blocking(self._wake_w, False)
         self._release_sql = None
         self._notified = False
+        self._local = threading.local()     # a slot's second connection (continue_machine)
+        self._claim_wait = False    # own_tasks has "wait" (0.5): the waiting claim
+        self._claim_conn = None     # the claim loop's connection while a waiting claim runs
+        self._claim_cancelled = False
         self.stats = {"completed": 0, "retried": 0, "failed": 0, "aborted": 0,
                       "leases_lost": 0, "released": 0, "heartbeats": 0}
 
@@ -287,6 +334,15 @@ class Worker:
         """Begin a graceful shutdown (what SIGTERM and SIGINT do); thread-safe."""
         self._stopping.set()
         self._wake()
+        # A waiting claim in flight is cancelled (no lock: stop() may run in a
+        # signal handler of the claim loop's own thread).
+        claiming = self._claim_conn
+        if claiming is not None:
+            self._claim_cancelled = True
+            try:
+                claiming.cancel()
+            except psycopg.Error:
+                pass
 
     def run(self):
         """Claim and run tasks until stop() (or SIGTERM / SIGINT, when called
@@ -314,7 +370,7 @@ class Worker:
                 threads.append(t)
             log.info("worker %s: %d slots for %s, lease %gs", self.actor, self.concurrency,
                      ", ".join(self.actions), self.lease)
-            self._claim_loop(conn)
+            conn = self._claim_loop(conn)
             self._shutdown(conn)
             self._registry_stopped(conn)
         finally:
@@ -377,6 +433,16 @@ class Worker:
             except psycopg.Error as e:
                 log.warning("worker_stopped failed: %s", from_psycopg(e))
 
+    def _aux_connection(self):
+        """The calling slot's second connection (autocommit), for what a
+        handler commits at once, apart from its task's transaction: the
+        forks of continue_machine.  Opened at the first use, closed with the
+        slot."""
+        aux = getattr(self._local, "aux", None)
+        if aux is None or aux.closed:
+            aux = self._local.aux = self._connect(autocommit=True)
+        return aux
+
     def _wake(self):
         try:
             os.write(self._wake_w, b"x")
@@ -390,6 +456,10 @@ class Worker:
             return self.concurrency - len(self._tasks)
 
     def _claim_loop(self, conn):
+        """Claim for the free slots until stop(); the connection the shutdown
+        is to use."""
+        if self._claim_wait:
+            return self._waiting_claim_loop(conn)
         claim_now = True
         next_poll = 0.0
         actions = set(self._runners)
@@ -431,9 +501,47 @@ class Worker:
             if self._notified:
                 self._notified = False
                 claim_now = True
+        return conn
+
+    def _waiting_claim_loop(self, conn):
+        """The claim loop on an extension whose own_tasks has ``wait`` (0.5):
+        the claim for the free slots sleeps in the server until work of the
+        worker's actions is ready, at most poll_interval, and is made again at
+        once; with no free slot, the loop waits for one.  No LISTEN, no poll.
+        stop() cancels the claim in flight; the shutdown then uses a new
+        connection (a cancel request may come late)."""
+        while not self._stopping.is_set():
+            free = self._free_slots()
+            if free <= 0:
+                if self._wake_r in select.select([self._wake_r], [], [], self.poll_interval)[0]:
+                    self._drain_wake()
+                continue
+            try:
+                self._claim(conn, free, wait=self.poll_interval)
+            except psycopg.errors.QueryCanceled:
+                if not self._stopping.is_set():
+                    log.error("claim cancelled; claiming again")
+            except psycopg.OperationalError as e:
+                log.error("claim failed (%s); reconnecting", e)
+                conn = self._reconnect(conn)
+            except psycopg.Error as e:
+                log.error("claim failed: %s", from_psycopg(e))
+                self._stopping.wait(self.poll_interval)
+        if self._claim_cancelled:
+            conn.close()
+            try:
+                conn = self._connect(autocommit=True)
+            except psycopg.OperationalError as e:
+                log.error("cannot connect for the shutdown: %s", e)
+        return conn
 
     def _listening_connection(self):
         conn = self._connect(autocommit=True)
+        self._claim_wait = conn.execute(
+            "SELECT to_regprocedure('taskq.own_tasks(text,integer,text[],interval,interval)')"
+            " IS NOT NULL").fetchone()[0]
+        if self._claim_wait:
+            return conn         # the waiting claim: no notifications needed
         # Notifications that arrive while a claim runs are consumed by it:
         # this handler sees them; the loop reads those that arrive between.
         conn.add_notify_handler(self._on_notify)
@@ -461,13 +569,27 @@ class Worker:
         except BlockingIOError:
             pass
 
-    def _claim(self, conn, free):
-        rows = conn.execute(
-            "SELECT id, token, action, body, num_tries, action_deadline"
-            "  FROM taskq.own_tasks(%s, %s, %s, %s)",
-            (self.actor, free, self.actions, _interval(self.lease))).fetchall()
+    def _claim(self, conn, free, wait=None):
+        """Claim up to free tasks and queue them for the slots; with wait
+        (seconds), the waiting claim.  (SELECT *: an extension before 0.6 has
+        no column concurrency_key.)"""
+        if wait is None:
+            rows = conn.execute("SELECT * FROM taskq.own_tasks(%s, %s, %s, %s)",
+                                (self.actor, free, self.actions,
+                                 _interval(self.lease))).fetchall()
+        else:
+            self._claim_conn = conn
+            try:
+                if self._stopping.is_set():
+                    return 0
+                rows = conn.execute(
+                    "SELECT * FROM taskq.own_tasks(%s, %s, %s, %s, wait => %s)",
+                    (self.actor, free, self.actions, _interval(self.lease),
+                     _interval(wait))).fetchall()
+            finally:
+                self._claim_conn = None
         for row in rows:
-            task = Task(row, self.lease)
+            task = Task(row, self.lease, self)
             with self._lock:
                 self._tasks[task.id] = task
             self._queue.put(task)
@@ -532,6 +654,9 @@ class Worker:
                 task = nxt
         if conn is not None:
             conn.close()
+        aux = getattr(self._local, "aux", None)
+        if aux is not None:
+            aux.close()
 
     def _run_task(self, conn, task):
         """Run the task's handler and return the task; the task the return
@@ -615,7 +740,7 @@ class Worker:
             log.debug("task %s (try %d) returned %s", task.id, task.tries, code)
         if claimed:
             log.debug("claimed %s with the return", claimed[0][0])
-            return Task(claimed[0], self.lease)
+            return Task(claimed[0], self.lease, self)
         return None
 
     def _return(self, conn, task, code, status, delay, claim=False):
@@ -642,7 +767,7 @@ class Worker:
                 if isinstance(status, Result):
                     status, result = status.status, _json(status.value)
                 rows = conn.execute(
-                    "SELECT id, token, action, body, num_tries, action_deadline"
+                    "SELECT *"
                     "  FROM taskq.return_and_own(ARRAY[%s], ARRAY[%s]::uuid[], ARRAY[%s]::text[],"
                     "                            ARRAY[%s]::taskq.status[], %s, 1, %s, %s,"
                     "                            ARRAY[%s]::jsonb[])",
