@@ -44,6 +44,7 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/child.h"
 #include "workflow/debug.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
@@ -641,6 +642,47 @@ saga_cancel(TaskqRun *run)
 	return taskq_run_status_label(run->status);
 }
 
+/* The run of a child step ended (run_child.c): the step is done, or fatal. */
+typedef struct ChildCall
+{
+	TaskqSagaRun *sr;
+	TaskqRun   *child;
+} ChildCall;
+
+static void
+child_work(void *arg)
+{
+	TaskqSagaRun *sr = ((ChildCall *) arg)->sr;
+	TaskqRun   *child = ((ChildCall *) arg)->child;
+	bool		undo;
+	int			i = find_task(sr, child->id, &undo);
+	bool		ok = child->status == TASKQ_RUN_SUCCEEDED;
+
+	if (i < 0 || undo || sr->st[i].do_state != DO_READY)
+		return;
+	sr->st[i].dirty = true;
+	sr->st[i].do_state = ok ? DO_SUCCEEDED : DO_FAILED;
+	if (ok)
+		merge_working(sr->run, child->context);
+	if (sr->run->status != TASKQ_RUN_RUNNING && sr->run->status != TASKQ_RUN_WAITING)
+		taskq_saga_schedule_undo(sr);
+	else if (ok)
+		make_ready(sr);
+	else
+		fail_run(sr, i, psprintf("child run \"%s\" %s%s%s", child->id,
+								 taskq_run_status_label(child->status),
+								 child->error ? ": " : "", child->error ? child->error : ""));
+	taskq_saga_finish(sr);
+}
+
+void
+taskq_saga_child_ended(TaskqRun *run, TaskqRun *child)
+{
+	ChildCall	c = {taskq_saga_load(run), child};
+
+	busy_call(run->id, child_work, &c);
+}
+
 static const TaskqWorkflowKind saga_kind = {
 	"saga", saga_step_returned, saga_step_finished, saga_cancel
 };
@@ -711,13 +753,16 @@ start_work(void *arg)
 	taskq_saga_finish(sr);
 }
 
+/* Start a run; a child run (of parent) has an id made by run_child.c. */
 char *
-taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
+taskq_start_saga(const char *saga, const char *id, const char *parent, Jsonb *inputs,
+				 Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
 	TaskqSagaRun *sr;
 
-	taskq_check_run_id(id, "id");
+	if (parent == NULL)
+		taskq_check_run_id(id, "id");
 	taskq_check_json_object(inputs, "inputs");
 	if (debug)
 		taskq_check_debug(debug, "saga");
@@ -728,6 +773,7 @@ taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
 	run->status = TASKQ_RUN_RUNNING;
 	run->context = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 	run->inputs = inputs;
+	run->parent = parent ? pstrdup(parent) : NULL;
 	run->debug = debug;
 	sr = taskq_saga_new(run);
 	if (debug)

@@ -68,4 +68,8 @@ extern void taskq_saga_switch_to_undo(TaskqSagaRun *sr);
 extern void taskq_saga_schedule_undo(TaskqSagaRun *sr);
 extern void taskq_saga_dismal(TaskqSagaRun *sr, int i, const char *error);
 
+/* saga_child.c: child steps */
+extern char *taskq_saga_child_start(TaskqSagaRun *sr, int i);
+extern void taskq_saga_stop_children(TaskqSagaRun *sr);
+
 #endif							/* TASKQ_SAGA_RUN_H */

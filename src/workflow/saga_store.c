@@ -29,6 +29,7 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/child.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
 #include "workflow/saga_run.h"
@@ -254,6 +255,7 @@ taskq_saga_finish(TaskqSagaRun *sr)
 	int			m = 0;
 	Datum		values[12];
 	char		nulls[12];
+	bool		ended;
 
 	if (sr->specs != NIL)
 	{
@@ -292,8 +294,11 @@ taskq_saga_finish(TaskqSagaRun *sr)
 	else
 		nulls[10] = 'n';
 	values[11] = BoolGetDatum(run->finish_now);
+	ended = run->finish_now;
 	taskq_execute(&save_plan, values, nulls, false, 0);
 	run->finish_now = false;
+	if (ended)
+		taskq_run_ended(run);	/* children, parent: run_child.c */
 }
 
 /* ----------
@@ -334,8 +339,11 @@ taskq_saga_add_step_task(TaskqSagaRun *sr, int i, bool undo)
 {
 	TaskqSagaDef *d = sr->d;
 	TaskqSagaStep *s = &d->steps[i];
-	TaskqTaskSpec *spec = palloc0(sizeof(TaskqTaskSpec));
+	TaskqTaskSpec *spec;
 
+	if (!undo && s->child_name)
+		return taskq_saga_child_start(sr, i);	/* a child step: its run's id */
+	spec = palloc0(sizeof(TaskqTaskSpec));
 	spec->index = list_length(sr->specs) + 1;
 	spec->id = taskq_run_next_task_id(sr->run);
 	spec->action = undo ? s->undo_action : s->do_action;
