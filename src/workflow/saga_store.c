@@ -54,7 +54,7 @@ static TaskqPlan fetch_plan = {
 	"       (SELECT d.xmin FROM taskq.definitions AS d"
 	"         WHERE d.name OPERATOR(pg_catalog.=) r.definition"
 	"           AND d.version OPERATOR(pg_catalog.=) r.version),"
-	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states"
+	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states, r.parent"
 	"  FROM taskq.runs AS r"
 	"  CROSS JOIN LATERAL"
 	"       (SELECT pg_catalog.array_agg(step) AS steps, pg_catalog.array_agg(do_task) AS do_tasks,"
@@ -188,6 +188,7 @@ taskq_saga_fetch(const char *id)
 	run->visits = taskq_get_int32(0, 9, NULL);
 	run->faults = get_jsonb(10);
 	run->def_xmin = DatumGetTransactionId(taskq_get_datum(0, 11, NULL));
+	run->parent = taskq_get_text(0, 17, NULL);
 	n = get_texts(12, &cols[0]);
 	for (int c = 1; c < 5; c++)
 		(void) get_texts(13 + c - 1, &cols[c]);
