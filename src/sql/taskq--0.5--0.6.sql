@@ -840,22 +840,8 @@ COMMENT ON COLUMN taskq.runs.parent IS 'the run this one was forked from by a co
 COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked (a continuation) or started (a child state)';
 COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations and of child runs';
 
--- "child: machine <name>" for a state or step with a child, else NULL.
-CREATE FUNCTION taskq._child_label(part jsonb)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT 'child: ' OPERATOR(pg_catalog.||) x.key OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.value
-      FROM pg_catalog.jsonb_each_text(part OPERATOR(pg_catalog.->) 'child') AS x
-     WHERE pg_catalog.jsonb_typeof(part OPERATOR(pg_catalog.->) 'child') OPERATOR(pg_catalog.=) 'object'
-     ORDER BY x.key LIMIT 1
-$$;
-COMMENT ON FUNCTION taskq._child_label(jsonb) IS
-    'internal: the definition a child state or step starts, as a graph label';
-REVOKE ALL ON FUNCTION taskq._child_label(jsonb) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
+DROP FUNCTION taskq._definition_parts(jsonb, text, text, integer);
+CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
 RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
                waiting boolean, ord bigint)
 LANGUAGE sql STABLE
@@ -865,11 +851,13 @@ AS $$
            (s.value OPERATOR(pg_catalog.->>) 'name')
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
                E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
-                                                       taskq._child_label(s.value), 'waits for an event')
+                                                       'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'), 'waits for an event')
                OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
                OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
              ELSE
-               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), taskq._child_label(s.value))
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), 'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'))
                OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
                OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
              END
@@ -909,7 +897,12 @@ AS $$
                      WHERE NOT s.value ? 'after' AND s.ordinality OPERATOR(pg_catalog.>) 1) AS a
      WHERE kind OPERATOR(pg_catalog.=) 'saga'
 $$;
-CREATE OR REPLACE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
+COMMENT ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) IS
+    'internal: the nodes and edges of a definition, for the graph functions';
+REVOKE ALL ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) FROM PUBLIC;
+
+DROP FUNCTION taskq.run_graph(text, text);
+CREATE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -1036,3 +1029,7 @@ BEGIN
                        OPERATOR(pg_catalog.||) ')', format, false, nodes, edges);
 END
 $$;
+COMMENT ON FUNCTION taskq.run_graph(text, text) IS
+    'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
+REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;

@@ -2266,21 +2266,6 @@ REVOKE ALL ON FUNCTION taskq._graph_format(text) FROM PUBLIC;
 
 -- The nodes and edges of a definition (version v), with live figures, as
 -- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
--- "child: machine <name>" for a state or step with a child, else NULL.
-CREATE FUNCTION taskq._child_label(part jsonb)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT 'child: ' OPERATOR(pg_catalog.||) x.key OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.value
-      FROM pg_catalog.jsonb_each_text(part OPERATOR(pg_catalog.->) 'child') AS x
-     WHERE pg_catalog.jsonb_typeof(part OPERATOR(pg_catalog.->) 'child') OPERATOR(pg_catalog.=) 'object'
-     ORDER BY x.key LIMIT 1
-$$;
-COMMENT ON FUNCTION taskq._child_label(jsonb) IS
-    'internal: the definition a child state or step starts, as a graph label';
-REVOKE ALL ON FUNCTION taskq._child_label(jsonb) FROM PUBLIC;
-
 CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
 RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
                waiting boolean, ord bigint)
@@ -2291,11 +2276,13 @@ AS $$
            (s.value OPERATOR(pg_catalog.->>) 'name')
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
                E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
-                                                       taskq._child_label(s.value), 'waits for an event')
+                                                       'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'), 'waits for an event')
                OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
                OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
              ELSE
-               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), taskq._child_label(s.value))
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), 'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'))
                OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
                OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
              END

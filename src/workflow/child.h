@@ -17,11 +17,8 @@
 #include "workflow/run.h"
 
 /* run_child.c */
-extern bool taskq_run_is_child_id(const char *id);
-extern void taskq_run_lock_parent(const char *id);
 extern char *taskq_child_start(TaskqRun *parent, const char *kind, const char *name,
 							   Jsonb *input);
-extern void taskq_run_ended(TaskqRun *run);
 extern void taskq_run_cancel_children(TaskqRun *run);
 extern bool taskq_run_cancel_child(const char *parent, const char *child);
 extern Jsonb *taskq_child_outcome(TaskqRun *child);

@@ -28,7 +28,6 @@
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
-#include "workflow/child.h"
 #include "workflow/run.h"
 
 /* ----------

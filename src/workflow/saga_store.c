@@ -29,7 +29,6 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
-#include "workflow/child.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
 #include "workflow/saga_run.h"
