@@ -82,10 +82,14 @@ SELECT count(*) FROM taskq.runs WHERE definition = 'crash_parent' AND status <> 
 # SIGKILL while the worker ends children
 my ($out, $err) = ('', '');
 my $h = IPC::Run::start(
-	[ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-c', 'CALL end_children(0.005)' ],
+	[ 'psql', '-X', '-q', '-d', $node->connstr('postgres'), '-c', 'CALL end_children(0.01)' ],
 	'>', \$out, '2>', \$err);
 my $until = time + 60;
-usleep(20_000) while time < $until && (() = $err =~ /ack /g) < 60;
+while (time < $until && (() = $err =~ /ack /g) < 60)
+{
+	$h->pump_nb;
+	usleep(10_000);
+}
 my $left = kill9_and_wait($node);
 is($left, 0, 'every server process left after the postmaster\'s SIGKILL');
 $h->finish;
