@@ -251,6 +251,15 @@ SELECT s.id AS step, pg_temp.tr(s.id, 'go') AS next FROM (SELECT pg_temp.take('p
 SELECT taskq.run_graph('crg1');
 SELECT taskq.run_graph('crs1', 'mermaid');
 
+-- a child definition that does not exist: 42704 from the call that enters
+-- the state, and nothing changes
+SELECT taskq.define_machine('cr_orphan', '{"states": [
+    {"name": "C", "action": null, "initial": true, "child": {"saga": "cr_nothing"},
+     "transitions": [{"event": "child_succeeded", "to": "Z"}]},
+    {"name": "Z", "action": "oz", "final": true}]}') AS orphan;
+SELECT public.expect_error($$SELECT taskq.start_machine('cr_orphan', 'cro1', '{}')$$) AS no_child_definition;
+SELECT count(*) AS runs FROM taskq.runs WHERE id LIKE 'cro1%';
+
 -- the parent's column names where a child came from
 SELECT count(*) AS children, count(*) FILTER (WHERE id ~ '^[^/]+/k[0-9]+$') AS child_ids
   FROM taskq.runs WHERE parent IS NOT NULL AND id LIKE 'cr%';
