@@ -31,6 +31,6 @@ extern void taskq_machine_check_sent_event(TaskqRun *run, const char *event);
 
 /* machine.c and saga.c: the kinds' side (their starts: workflow.h) */
 extern void taskq_machine_child_ended(TaskqRun *run, TaskqRun *child);
-extern void taskq_saga_child_ended(TaskqRun *run, TaskqRun *child);
+extern void taskq_saga_child_ended(TaskqRun *run, TaskqRun *child);	/* saga_child.c */
 
 #endif							/* TASKQ_CHILD_H */

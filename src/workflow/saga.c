@@ -547,6 +547,7 @@ typedef struct FinishedCall
 {
 	TaskqSagaRun *sr;
 	const TaskqFinished *task;
+	const char *error;			/* a child step's: why its run failed */
 } FinishedCall;
 
 static void
@@ -567,7 +568,9 @@ finished_work(void *arg)
 	s = &sr->st[i];
 	if (undo ? s->undo_state != UNDO_READY : s->do_state != DO_READY)
 		return;					/* recorded already */
-	if (taskq_task_peek(c->task->id, 0, &view))
+	if (c->error)
+		error = pstrdup(c->error);
+	else if (taskq_task_peek(c->task->id, 0, &view))
 		error = view.status;
 	if (error == NULL)
 		error = ok ? "completed" : "aborted";
@@ -613,6 +616,16 @@ saga_step_finished(TaskqRun *run, const TaskqFinished *task)
 		return;
 	c.sr = taskq_saga_load(run);
 	c.task = task;
+	c.error = NULL;
+	busy_call(run->id, finished_work, &c);
+}
+
+/* The run of a child step ended (saga_child.c): as a do that finished. */
+void
+taskq_saga_child_finished(TaskqRun *run, const TaskqFinished *task, const char *error)
+{
+	FinishedCall c = {taskq_saga_load(run), task, error};
+
 	busy_call(run->id, finished_work, &c);
 }
 
@@ -640,47 +653,6 @@ saga_cancel(TaskqRun *run)
 	sr = taskq_saga_load(run);
 	busy_call(run->id, cancel_work, sr);
 	return taskq_run_status_label(run->status);
-}
-
-/* The run of a child step ended (run_child.c): the step is done, or fatal. */
-typedef struct ChildCall
-{
-	TaskqSagaRun *sr;
-	TaskqRun   *child;
-} ChildCall;
-
-static void
-child_work(void *arg)
-{
-	TaskqSagaRun *sr = ((ChildCall *) arg)->sr;
-	TaskqRun   *child = ((ChildCall *) arg)->child;
-	bool		undo;
-	int			i = find_task(sr, child->id, &undo);
-	bool		ok = child->status == TASKQ_RUN_SUCCEEDED;
-
-	if (i < 0 || undo || sr->st[i].do_state != DO_READY)
-		return;
-	sr->st[i].dirty = true;
-	sr->st[i].do_state = ok ? DO_SUCCEEDED : DO_FAILED;
-	if (ok)
-		merge_working(sr->run, child->context);
-	if (sr->run->status != TASKQ_RUN_RUNNING && sr->run->status != TASKQ_RUN_WAITING)
-		taskq_saga_schedule_undo(sr);
-	else if (ok)
-		make_ready(sr);
-	else
-		fail_run(sr, i, psprintf("child run \"%s\" %s%s%s", child->id,
-								 taskq_run_status_label(child->status),
-								 child->error ? ": " : "", child->error ? child->error : ""));
-	taskq_saga_finish(sr);
-}
-
-void
-taskq_saga_child_ended(TaskqRun *run, TaskqRun *child)
-{
-	ChildCall	c = {taskq_saga_load(run), child};
-
-	busy_call(run->id, child_work, &c);
 }
 
 static const TaskqWorkflowKind saga_kind = {

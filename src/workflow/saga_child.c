@@ -6,7 +6,7 @@
  *	  with the saga's inputs and its working map over them as the child's
  *	  context or inputs.  The step is done when the child succeeds (its
  *	  final context merged into the working map) and fails (fatal) when it
- *	  does not: saga.c's taskq_saga_child_ended, called from run_child.c.
+ *	  does not (taskq_saga_child_ended, called from run_child.c).
  *	  When the saga switches to undo, its running children are cancelled:
  *	  a child that ended so counts as a failed do (its undo, if any, is a
  *	  plain undo task); a saga child undoing still is waited for.
@@ -37,6 +37,29 @@ taskq_saga_child_start(TaskqSagaRun *sr, int i)
 		input = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(run->inputs),
 												   JsonbPGetDatum(run->context)));
 	return taskq_child_start(run, s->child_kind, s->child_name, input);
+}
+
+/*
+ * The run of a child step of the saga run ended (run_child.c): the step
+ * finishes as a do would, its child's final context merged into the
+ * working map when it succeeded (written only if the step was waiting for
+ * that child).
+ */
+void
+taskq_saga_child_ended(TaskqRun *run, TaskqRun *child)
+{
+	TaskqFinished task = {child->id, TASKQ_COMPLETED};
+
+	if (child->status == TASKQ_RUN_SUCCEEDED)
+		run->context = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+														  JsonbPGetDatum(run->context),
+														  JsonbPGetDatum(child->context)));
+	else
+		task.outcome = TASKQ_ABORTED;
+	taskq_saga_child_finished(run, &task,
+							  psprintf("child run \"%s\" %s%s%s", child->id,
+									   taskq_run_status_label(child->status),
+									   child->error ? ": " : "", child->error ? child->error : ""));
 }
 
 /* The saga switches to undo: the runs of its running child steps are cancelled. */
