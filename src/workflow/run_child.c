@@ -72,7 +72,8 @@ taskq_run_lock_parent(const char *id)
 	Datum		arg = CStringGetTextDatum(id);
 	char	   *parent;
 
-	taskq_execute(&parent_plan, &arg, NULL, true, 1);
+	/* a snapshot of this moment: the statement's may predate the child */
+	taskq_execute_latest(&parent_plan, &arg, NULL, true);
 	if (SPI_processed == 0)
 		return;					/* a child being inserted: its parent is held */
 	parent = taskq_get_text(0, 1, NULL);
