@@ -79,7 +79,7 @@ taskq_start_machine_sql(PG_FUNCTION_ARGS)
 	if (debug)
 		taskq_check_debug_allowed();
 	SPI_connect();
-	(void) taskq_start_machine(machine, id, PG_GETARG_JSONB_P(2), debug);
+	(void) taskq_start_machine(machine, id, NULL, PG_GETARG_JSONB_P(2), debug);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(id));
 }

@@ -869,3 +869,207 @@ REVOKE ALL ON FUNCTION taskq.return_and_own(text[], uuid[], text[], taskq.status
 GRANT EXECUTE ON FUNCTION
     taskq.return_and_own(text[], uuid[], text[], taskq.status[], text, integer, text[], interval, jsonb[])
     TO taskq_worker, taskq_admin;
+
+-- ---------------------------------------------------------------------
+-- Child runs: a machine's child state or a saga's child step starts a run
+-- of another definition ("<root id>/k<n>", numbered by taskq.fork_seq);
+-- taskq.runs.parent names the run that started it.  The graphs draw them.
+-- ---------------------------------------------------------------------
+COMMENT ON COLUMN taskq.runs.id IS 'caller-chosen run id; forks are "<root id>/c<n>", child runs "<root id>/k<n>"';
+COMMENT ON COLUMN taskq.runs.parent IS 'the run this one was forked from by a continuation, or whose child state or step started it; else NULL';
+COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked (a continuation) or started (a child state)';
+COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations and of child runs';
+
+DROP FUNCTION taskq._definition_parts(jsonb, text, text, integer);
+CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
+RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
+               waiting boolean, ord bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
+           (s.value OPERATOR(pg_catalog.->>) 'name')
+           OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
+                                                       'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'), 'waits for an event')
+               OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
+               OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
+             ELSE
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), 'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'))
+               OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
+               OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
+             END
+           OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nnow ' OPERATOR(pg_catalog.||) st.in_state OPERATOR(pg_catalog.||)
+                                                    ', entered ' OPERATOR(pg_catalog.||) st.entered OPERATOR(pg_catalog.||)
+                                                    ', ok ' OPERATOR(pg_catalog.||) st.succeeded OPERATOR(pg_catalog.||)
+                                                    ', failed tries ' OPERATOR(pg_catalog.||) st.failed_tries OPERATOR(pg_catalog.||)
+                                                    COALESCE(', avg ' OPERATOR(pg_catalog.||) st.avg_seconds OPERATOR(pg_catalog.||) ' s', '')
+                                               FROM taskq.state_stats AS st
+                                              WHERE st.definition OPERATOR(pg_catalog.=) name
+                                                AND st.version OPERATOR(pg_catalog.=) v
+                                                AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND NOT s.value ? 'child',
+           s.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
+               CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+    UNION ALL
+    SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
+           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
+           pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
+     WHERE kind OPERATOR(pg_catalog.=) 'machine'
+    UNION ALL
+    -- a saga step comes after its "after" steps, by default the previous step
+    SELECT 'edge', a.after, s.value OPERATOR(pg_catalog.->>) 'name', NULL, NULL, NULL, NULL,
+           s.ordinality * 1000 OPERATOR(pg_catalog.+) a.ord
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'steps') WITH ORDINALITY AS s,
+           LATERAL (SELECT x.value AS after, x.ordinality AS ord
+                      FROM pg_catalog.jsonb_array_elements_text(s.value OPERATOR(pg_catalog.->) 'after') WITH ORDINALITY AS x
+                     WHERE s.value ? 'after'
+                    UNION ALL
+                    SELECT (def OPERATOR(pg_catalog.->) 'steps' OPERATOR(pg_catalog.->) (s.ordinality::integer OPERATOR(pg_catalog.-) 2))
+                               OPERATOR(pg_catalog.->>) 'name', 1
+                     WHERE NOT s.value ? 'after' AND s.ordinality OPERATOR(pg_catalog.>) 1) AS a
+     WHERE kind OPERATOR(pg_catalog.=) 'saga'
+$$;
+COMMENT ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) IS
+    'internal: the nodes and edges of a definition, for the graph functions';
+REVOKE ALL ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) FROM PUBLIC;
+
+DROP FUNCTION taskq.run_graph(text, text);
+CREATE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    def jsonb;
+    nodes jsonb;
+    edges jsonb;
+BEGIN
+    PERFORM taskq._graph_format(format);
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT x.* INTO r FROM taskq.runs AS x WHERE x.id OPERATOR(pg_catalog.=) run_graph.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'run "%" does not exist', id USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT d.definition INTO def FROM taskq.definitions AS d
+     WHERE d.name OPERATOR(pg_catalog.=) r.definition AND d.version OPERATOR(pg_catalog.=) r.version;
+
+    IF r.kind OPERATOR(pg_catalog.=) 'machine' THEN
+        -- the path: each step's state, and the transition its event took
+        -- (through the waiting states the run passed, which have no task)
+        WITH steps AS (
+            SELECT t.body OPERATOR(pg_catalog.->>) 'state' AS state, t.status AS event, t.status_code,
+                   pg_catalog.row_number() OVER (ORDER BY t.seq) AS k
+              FROM taskq.tasks AS t
+             WHERE t.workflow OPERATOR(pg_catalog.=) r.id
+               AND pg_catalog.starts_with(t.id, r.id OPERATOR(pg_catalog.||) '/')
+        ), states AS (
+            SELECT s.value AS st FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') AS s
+        ), moves AS (
+            -- from a step's state on its event, to the state the definition names
+            SELECT a.state AS src, tr.value OPERATOR(pg_catalog.->>) 'to' AS dst, a.event AS label
+              FROM steps AS a, states AS s,
+                   pg_catalog.jsonb_array_elements(COALESCE(s.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE s.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+               AND a.status_code OPERATOR(pg_catalog.=) 'completed'
+               AND tr.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+            UNION ALL
+            -- out of a waiting state: to the next step's state (by send_event)
+            SELECT w.st OPERATOR(pg_catalog.->>) 'name', tr.value OPERATOR(pg_catalog.->>) 'to',
+                   tr.value OPERATOR(pg_catalog.->>) 'event'
+              FROM steps AS a
+              JOIN steps AS b ON b.k OPERATOR(pg_catalog.=) (a.k OPERATOR(pg_catalog.+) 1),
+                   states AS w,
+                   pg_catalog.jsonb_array_elements(COALESCE(w.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE (w.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND tr.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) b.state
+               AND EXISTS (SELECT 1 FROM states AS s2,
+                                  pg_catalog.jsonb_array_elements(COALESCE(s2.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS t2
+                            WHERE s2.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+                              AND t2.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+                              AND t2.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) (w.st OPERATOR(pg_catalog.->>) 'name'))
+        ), visited AS (
+            SELECT state AS name FROM steps UNION SELECT src FROM moves UNION SELECT dst FROM moves
+            UNION SELECT r.state WHERE r.state IS NOT NULL
+        )
+        SELECT (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                    'key', v.name,
+                    'label', v.name OPERATOR(pg_catalog.||) COALESCE(E'\nvisits: ' OPERATOR(pg_catalog.||)
+                        NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), '')
+                        OPERATOR(pg_catalog.||) COALESCE(E'\nchild: ' OPERATOR(pg_catalog.||)
+                        (SELECT pg_catalog.string_agg(c.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) c.status
+                                                      OPERATOR(pg_catalog.||) ')', ', ' ORDER BY c.created_at, c.id)
+                           FROM taskq.runs AS c
+                          WHERE c.parent OPERATOR(pg_catalog.=) r.id AND st.st ? 'child'
+                            AND c.definition OPERATOR(pg_catalog.=) (SELECT x.value FROM pg_catalog.jsonb_each_text(st.st OPERATOR(pg_catalog.->) 'child') AS x LIMIT 1)
+                            AND c.id OPERATOR(pg_catalog.~) '/k[0-9]+$'), ''),
+                    'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+                    'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+                    'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+                        AND NOT st.st ? 'child',
+                    'current', v.name OPERATOR(pg_catalog.=) r.state,
+                    'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
+                                 CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'
+                                               WHEN 'cancelled' THEN 'lightgrey' WHEN 'merged' THEN 'lightgrey'
+                                               ELSE 'lightblue' END END)
+                    ORDER BY st.ord), '[]')
+                  FROM visited AS v
+                  JOIN (SELECT s.value AS st, s.ordinality AS ord
+                          FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s) AS st
+                    ON st.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) v.name),
+               (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', m.src, 'key2', m.dst,
+                    'label', m.label OPERATOR(pg_catalog.||) CASE WHEN m.n OPERATOR(pg_catalog.>) 1 THEN ' x' OPERATOR(pg_catalog.||) m.n ELSE '' END)
+                    ORDER BY m.src, m.dst, m.label), '[]')
+                  FROM (SELECT src, dst, label, pg_catalog.count(*) AS n FROM moves GROUP BY 1, 2, 3) AS m)
+          INTO nodes, edges;
+        RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                           OPERATOR(pg_catalog.||) ')', format, true, nodes, edges);
+    END IF;
+
+    -- a saga: its steps, coloured by what their do and undo did
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'key', p.key,
+               'label', p.key OPERATOR(pg_catalog.||) COALESCE(E'\nchild: ' OPERATOR(pg_catalog.||) x.child, E'\ndo: ' OPERATOR(pg_catalog.||) COALESCE(x.do_status, 'not started'))
+                        OPERATOR(pg_catalog.||) COALESCE(E'\nundo: ' OPERATOR(pg_catalog.||) x.undo_status, ''),
+               'fill', CASE WHEN x.undo_status OPERATOR(pg_catalog.=) 'completed' THEN 'khaki'
+                            WHEN x.undo_status OPERATOR(pg_catalog.=) 'aborted' THEN 'red'
+                            WHEN x.undo_status IS NOT NULL THEN 'orange'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'completed' THEN 'palegreen'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'aborted' THEN 'tomato'
+                            WHEN x.do_status IS NOT NULL THEN 'lightblue' END) ORDER BY p.ord), '[]')
+      INTO nodes
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p
+      LEFT JOIN LATERAL (
+          SELECT (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'do' ORDER BY t.seq DESC LIMIT 1) AS do_status,
+                 (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo' ORDER BY t.seq DESC LIMIT 1) AS undo_status,
+                 (SELECT c.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) c.status OPERATOR(pg_catalog.||) ')'
+                    FROM taskq.saga_steps AS ss JOIN taskq.runs AS c ON c.id OPERATOR(pg_catalog.=) ss.do_task
+                   WHERE ss.run OPERATOR(pg_catalog.=) r.id AND ss.step OPERATOR(pg_catalog.=) p.key
+                     AND c.parent OPERATOR(pg_catalog.=) r.id) AS child
+      ) AS x ON true
+     WHERE p.part OPERATOR(pg_catalog.=) 'node';
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2) ORDER BY p.ord), '[]')
+      INTO edges
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge';
+    RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                       OPERATOR(pg_catalog.||) ')', format, false, nodes, edges);
+END
+$$;
+COMMENT ON FUNCTION taskq.run_graph(text, text) IS
+    'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
+REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;

@@ -669,16 +669,16 @@ CREATE TABLE taskq.runs (
         (ARRAY['running', 'waiting', 'undoing', 'succeeded', 'failed', 'dismal', 'cancelled', 'merged']::pg_catalog.text[]))
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE taskq.runs IS 'one row per run of a state machine or saga';
-COMMENT ON COLUMN taskq.runs.id IS 'caller-chosen run id; forks are "<root id>/c<n>"';
+COMMENT ON COLUMN taskq.runs.id IS 'caller-chosen run id; forks are "<root id>/c<n>", child runs "<root id>/k<n>"';
 COMMENT ON COLUMN taskq.runs.kind IS 'machine or saga';
 COMMENT ON COLUMN taskq.runs.status IS 'running, waiting, undoing, succeeded, failed, dismal, cancelled or merged';
 COMMENT ON COLUMN taskq.runs.state IS 'machine: the current state; saga: NULL';
 COMMENT ON COLUMN taskq.runs.context IS 'machine: its context; saga: its working map';
 COMMENT ON COLUMN taskq.runs.inputs IS 'saga: its input parameters (never changed)';
-COMMENT ON COLUMN taskq.runs.parent IS 'the run this one was forked from by a continuation, or NULL';
+COMMENT ON COLUMN taskq.runs.parent IS 'the run this one was forked from by a continuation, or whose child state or step started it; else NULL';
 COMMENT ON COLUMN taskq.runs.step_task IS 'internal: machine: the task of the current visit (or its fan-in batch)';
 COMMENT ON COLUMN taskq.runs.visits IS 'internal: step tasks made so far (the next is "<id>/<visits + 1>")';
-COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked';
+COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked (a continuation) or started (a child state)';
 COMMENT ON COLUMN taskq.runs.events IS 'internal: machine: events sent before a waiting state took them';
 COMMENT ON COLUMN taskq.runs.faults IS 'internal: the debug faults already injected';
 CREATE INDEX runs_parent_idx ON taskq.runs (parent) WHERE parent IS NOT NULL;
@@ -693,7 +693,7 @@ GRANT SELECT (id, kind, definition, version, status, state, parent, error, creat
     ON taskq.runs TO taskq_monitor;
 
 CREATE SEQUENCE taskq.fork_seq;
-COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations';
+COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations and of child runs';
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.fork_seq TO taskq_admin;
 
 -- Fan-in: the open batch of each fan-in state, and the instances in each
@@ -2275,11 +2275,14 @@ AS $$
     SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
            (s.value OPERATOR(pg_catalog.->>) 'name')
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
-               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'), 'waits for an event')
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
+                                                       'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'), 'waits for an event')
                OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
                OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
              ELSE
-               E'\ndo: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do')
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('do: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do'), 'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'))
                OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
                OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
              END
@@ -2294,7 +2297,8 @@ AS $$
                                                 AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
-           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb,
+           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND NOT s.value ? 'child',
            s.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
@@ -2513,10 +2517,18 @@ BEGIN
         SELECT (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                     'key', v.name,
                     'label', v.name OPERATOR(pg_catalog.||) COALESCE(E'\nvisits: ' OPERATOR(pg_catalog.||)
-                        NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), ''),
+                        NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), '')
+                        OPERATOR(pg_catalog.||) COALESCE(E'\nchild: ' OPERATOR(pg_catalog.||)
+                        (SELECT pg_catalog.string_agg(c.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) c.status
+                                                      OPERATOR(pg_catalog.||) ')', ', ' ORDER BY c.created_at, c.id)
+                           FROM taskq.runs AS c
+                          WHERE c.parent OPERATOR(pg_catalog.=) r.id AND st.st ? 'child'
+                            AND c.definition OPERATOR(pg_catalog.=) (SELECT x.value FROM pg_catalog.jsonb_each_text(st.st OPERATOR(pg_catalog.->) 'child') AS x LIMIT 1)
+                            AND c.id OPERATOR(pg_catalog.~) '/k[0-9]+$'), ''),
                     'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
                     'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
-                    'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb,
+                    'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+                        AND NOT st.st ? 'child',
                     'current', v.name OPERATOR(pg_catalog.=) r.state,
                     'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
                                  CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'
@@ -2539,7 +2551,7 @@ BEGIN
     -- a saga: its steps, coloured by what their do and undo did
     SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                'key', p.key,
-               'label', p.key OPERATOR(pg_catalog.||) E'\ndo: ' OPERATOR(pg_catalog.||) COALESCE(x.do_status, 'not started')
+               'label', p.key OPERATOR(pg_catalog.||) COALESCE(E'\nchild: ' OPERATOR(pg_catalog.||) x.child, E'\ndo: ' OPERATOR(pg_catalog.||) COALESCE(x.do_status, 'not started'))
                         OPERATOR(pg_catalog.||) COALESCE(E'\nundo: ' OPERATOR(pg_catalog.||) x.undo_status, ''),
                'fill', CASE WHEN x.undo_status OPERATOR(pg_catalog.=) 'completed' THEN 'khaki'
                             WHEN x.undo_status OPERATOR(pg_catalog.=) 'aborted' THEN 'red'
@@ -2555,7 +2567,11 @@ BEGIN
                      AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'do' ORDER BY t.seq DESC LIMIT 1) AS do_status,
                  (SELECT t.status_code::text FROM taskq.tasks AS t
                    WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
-                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo' ORDER BY t.seq DESC LIMIT 1) AS undo_status
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo' ORDER BY t.seq DESC LIMIT 1) AS undo_status,
+                 (SELECT c.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) c.status OPERATOR(pg_catalog.||) ')'
+                    FROM taskq.saga_steps AS ss JOIN taskq.runs AS c ON c.id OPERATOR(pg_catalog.=) ss.do_task
+                   WHERE ss.run OPERATOR(pg_catalog.=) r.id AND ss.step OPERATOR(pg_catalog.=) p.key
+                     AND c.parent OPERATOR(pg_catalog.=) r.id) AS child
       ) AS x ON true
      WHERE p.part OPERATOR(pg_catalog.=) 'node';
     SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2) ORDER BY p.ord), '[]')

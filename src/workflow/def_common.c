@@ -158,3 +158,38 @@ taskq_def_check_keys(JsonbContainer *obj, const char *const *known, const char *
 			taskq_def_bad(psprintf("unknown key \"%s\" in %s", key, where), NULL);
 	}
 }
+
+/*
+ * Key "child" of a machine state or a saga step: {"machine": name} or
+ * {"saga": name}.  False if absent (or null); else *kind and *name.
+ */
+bool
+taskq_def_opt_child(JsonbContainer *obj, const char *where, char **kind, char **name,
+					bool check)
+{
+	JsonbValue *v = taskq_json_container_key(obj, "child");
+	JsonbValue *m,
+			   *s;
+	static const char *const child_keys[] = {"machine", "saga", NULL};
+
+	*kind = *name = NULL;
+	if (v == NULL || v->type == jbvNull)
+		return false;
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		taskq_def_bad(psprintf("key \"child\" of %s must be an object", where),
+					  "Give {\"machine\": \"<name>\"} or {\"saga\": \"<name>\"}.");
+	if (check)
+		taskq_def_check_keys(v->val.binary.data, child_keys, psprintf("the child of %s", where));
+	m = taskq_json_container_key(v->val.binary.data, "machine");
+	s = taskq_json_container_key(v->val.binary.data, "saga");
+	if ((m == NULL) == (s == NULL))
+		taskq_def_bad(psprintf("key \"child\" of %s must name exactly one machine or saga", where),
+					  "Give {\"machine\": \"<name>\"} or {\"saga\": \"<name>\"}.");
+	*kind = m ? "machine" : "saga";
+	*name = taskq_json_text(m ? m : s);
+	if (*name == NULL)
+		taskq_def_bad(psprintf("the child of %s must name its %s with a string", where, *kind), NULL);
+	if (check)
+		taskq_check_definition_name(*name, *kind, psprintf("The child of %s.", where));
+	return true;
+}

@@ -39,5 +39,7 @@ extern void taskq_def_check_keys(JsonbContainer *obj, const char *const *known,
 								 const char *where);
 extern void taskq_check_definition_name(const char *name, const char *what,
 										const char *where);
+extern bool taskq_def_opt_child(JsonbContainer *obj, const char *where, char **kind,
+								char **name, bool check);
 
 #endif							/* TASKQ_DEF_COMMON_H */

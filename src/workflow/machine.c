@@ -44,6 +44,7 @@
 #include "common/plan.h"
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
+#include "workflow/child.h"
 #include "workflow/debug.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
@@ -211,6 +212,12 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 	run->state = s->name;
 	run->fork = NULL;
 	run->step_task = NULL;
+	if (s->child_name)
+	{
+		taskq_run_set_status(run, TASKQ_RUN_RUNNING);
+		taskq_machine_child_enter(run, s);	/* machine_child.c */
+		return;
+	}
 	if (s->action == NULL)
 	{
 		char	   *event;
@@ -302,6 +309,18 @@ move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 	taskq_run_store(run);
 	*isnull = false;
 	return run->state;
+}
+
+/* The child of a run in a child state ended (machine_child.c). */
+void
+taskq_machine_child_ended(TaskqRun *run, TaskqRun *child)
+{
+	MachineRun *mr = machine_run(run);
+	const char *event;
+	bool		isnull;
+
+	if (taskq_machine_child_outcome(run, &mr->m->states[current_state(mr)], child, &event))
+		(void) move_on(mr, event, NULL, &isnull);
 }
 
 /* The event a step returns must be one of its state's (NULL: final). */
@@ -551,9 +570,9 @@ machine_cancel(TaskqRun *run)
 		forks = lappend(forks, taskq_get_text(i, 1, NULL));
 	foreach(lc, forks)
 	{
-		TaskqRun   *fork = taskq_run_get(lfirst(lc));
+		TaskqRun   *fork = taskq_run_is_child_id(lfirst(lc)) ? NULL : taskq_run_get(lfirst(lc));
 
-		if (!taskq_run_status_finished(fork->status))
+		if (fork && !taskq_run_status_finished(fork->status))	/* children: run_child.c */
 			(void) machine_cancel(fork);
 	}
 	return "cancelled";
@@ -610,13 +629,16 @@ taskq_define_machine(const char *name, Jsonb *def)
 	return taskq_definition_store(name, "machine", def);
 }
 
+/* Start a run; a child run (of parent) has an id made by run_child.c. */
 char *
-taskq_start_machine(const char *machine, const char *id, Jsonb *context, Jsonb *debug)
+taskq_start_machine(const char *machine, const char *id, const char *parent,
+					Jsonb *context, Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
 	MachineRun *mr;
 
-	taskq_check_run_id(id, "id");
+	if (parent == NULL)
+		taskq_check_run_id(id, "id");
 	taskq_check_json_object(context, "context");
 	if (debug)
 		taskq_check_debug(debug, "machine");
@@ -626,6 +648,7 @@ taskq_start_machine(const char *machine, const char *id, Jsonb *context, Jsonb *
 	run->def = taskq_definition_latest(machine, "machine", &run->version, &run->def_xmin);
 	run->status = TASKQ_RUN_RUNNING;
 	run->context = context;
+	run->parent = parent ? pstrdup(parent) : NULL;
 	run->debug = debug;
 	mr = machine_run(run);
 	run->state = mr->m->states[mr->m->initial].name;
@@ -752,6 +775,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 	*isnull = true;
 	if (context)
 		taskq_check_json_object(context, "context");
+	taskq_machine_check_sent_event(run, event);
 	if (taskq_run_status_finished(run->status))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -841,6 +865,8 @@ taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
 					 errmsg("step \"%s\" of run \"%s\" is owned by a worker", run->step_task, id),
 					 errhint("Migrate the run when its step is not in progress.")));
 	}
+	if (run->fork && taskq_run_is_child_id(run->fork))
+		(void) taskq_run_cancel_child(run->id, run->fork);	/* it leaves a child state */
 	drop_step(mr, psprintf("migrated to version %d", version));
 	enter_state(mr, si, NULL);
 	taskq_run_store(run);

@@ -57,7 +57,7 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 
 static const char *const state_keys[] = {
 	"name", "action", "initial", "final", "transitions", "continuation",
-	"fan_in", "max_tries", "retry", "priority", NULL
+	"fan_in", "max_tries", "retry", "priority", "child", NULL
 };
 static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
 static const char *const transition_keys[] = {"event", "to", NULL};
@@ -118,6 +118,31 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 	}
 }
 
+/*
+ * A child state: action null, no continuation, fan-in or final; it leaves
+ * only on its child's end, so child_succeeded is required and no other
+ * event than child_succeeded and child_failed may move it.
+ */
+static void
+check_child_state(TaskqMachineState *s)
+{
+	const char *hint = "A child state has action null and moves on child_succeeded or child_failed.";
+
+	if (s->action != NULL)
+		taskq_def_bad(psprintf("child state \"%s\" must have action null", s->name), hint);
+	if (s->continuation || s->fan_in > 0 || s->final)
+		taskq_def_bad(psprintf("child state \"%s\" cannot be a continuation, fan-in or final state",
+							   s->name), hint);
+	if (taskq_machine_find_transition(s, "child_succeeded") == NULL)
+		taskq_def_bad(psprintf("child state \"%s\" has no transition on event \"child_succeeded\"",
+							   s->name), hint);
+	for (int i = 0; i < s->ntransitions; i++)
+		if (strcmp(s->transitions[i].event, "child_succeeded") != 0 &&
+			strcmp(s->transitions[i].event, "child_failed") != 0)
+			taskq_def_bad(psprintf("child state \"%s\" cannot move on event \"%s\"",
+								   s->name, s->transitions[i].event), hint);
+}
+
 static void
 parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 {
@@ -164,7 +189,10 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 	(void) taskq_def_opt_int(obj, "priority", where, &s->priority, false, check);
 	parse_transitions(taskq_json_container_key(obj, "transitions"), s, check);
 
-	if (check && s->action == NULL)
+	/* a child state: it starts a child run and moves when that run ends */
+	if (taskq_def_opt_child(obj, where, &s->child_kind, &s->child_name, check) && check)
+		check_child_state(s);
+	if (check && s->action == NULL && s->child_name == NULL)
 	{
 		if (s->continuation)
 			taskq_def_bad(psprintf("waiting state \"%s\" cannot be a continuation", s->name),

@@ -21,7 +21,9 @@ typedef struct TaskqMachineTransition
 typedef struct TaskqMachineState
 {
 	char	   *name;
-	char	   *action;			/* NULL: a waiting state */
+	char	   *action;			/* NULL: a waiting state (or a child state) */
+	char	   *child_kind;		/* a child state: "machine" or "saga", else NULL */
+	char	   *child_name;		/* a child state: the definition it starts */
 	bool		initial;
 	bool		final;
 	bool		continuation;

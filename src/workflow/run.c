@@ -157,6 +157,8 @@ taskq_run_next_task_id(TaskqRun *run)
 void
 taskq_run_lock(const char *id)
 {
+	if (taskq_run_is_child_id(id))
+		taskq_run_lock_parent(id);	/* ancestors first (run_child.c) */
 	taskq_lock_workflow(id, true);
 }
 
@@ -305,9 +307,14 @@ taskq_run_store(TaskqRun *run)
 {
 	Datum		values[12];
 	char		nulls[12];
+	bool		ended = run->finish_now;
 
 	if (taskq_run_row_store(run))
+	{
+		if (ended)
+			taskq_run_ended(run);	/* children, parent: run_child.c */
 		return;
+	}
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(run->id);
 	values[1] = CStringGetTextDatum(taskq_run_status_label(run->status));
@@ -323,4 +330,6 @@ taskq_run_store(TaskqRun *run)
 	values[11] = BoolGetDatum(run->finish_now);
 	taskq_execute(&store_plan, values, nulls, false, 0);
 	run->finish_now = false;
+	if (ended)
+		taskq_run_ended(run);
 }

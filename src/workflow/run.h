@@ -77,4 +77,9 @@ extern void taskq_run_set_status(TaskqRun *run, TaskqRunStatus to);
 extern char *taskq_run_next_task_id(TaskqRun *run);
 extern char *taskq_run_root(const char *id);
 
+/* Child runs (run_child.c): their ids, their parent's lock, a run's end. */
+extern bool taskq_run_is_child_id(const char *id);
+extern void taskq_run_lock_parent(const char *id);
+extern void taskq_run_ended(TaskqRun *run);
+
 #endif							/* TASKQ_RUN_H */

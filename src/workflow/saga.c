@@ -44,6 +44,7 @@
 
 #include "common/plan.h"
 #include "queue/queue.h"
+#include "workflow/child.h"
 #include "workflow/debug.h"
 #include "workflow/def_common.h"
 #include "workflow/json.h"
@@ -546,6 +547,7 @@ typedef struct FinishedCall
 {
 	TaskqSagaRun *sr;
 	const TaskqFinished *task;
+	const char *error;			/* a child step's: why its run failed */
 } FinishedCall;
 
 static void
@@ -566,7 +568,9 @@ finished_work(void *arg)
 	s = &sr->st[i];
 	if (undo ? s->undo_state != UNDO_READY : s->do_state != DO_READY)
 		return;					/* recorded already */
-	if (taskq_task_peek(c->task->id, 0, &view))
+	if (c->error)
+		error = pstrdup(c->error);
+	else if (taskq_task_peek(c->task->id, 0, &view))
 		error = view.status;
 	if (error == NULL)
 		error = ok ? "completed" : "aborted";
@@ -612,6 +616,16 @@ saga_step_finished(TaskqRun *run, const TaskqFinished *task)
 		return;
 	c.sr = taskq_saga_load(run);
 	c.task = task;
+	c.error = NULL;
+	busy_call(run->id, finished_work, &c);
+}
+
+/* The run of a child step ended (saga_child.c): as a do that finished. */
+void
+taskq_saga_child_finished(TaskqRun *run, const TaskqFinished *task, const char *error)
+{
+	FinishedCall c = {taskq_saga_load(run), task, error};
+
 	busy_call(run->id, finished_work, &c);
 }
 
@@ -711,13 +725,16 @@ start_work(void *arg)
 	taskq_saga_finish(sr);
 }
 
+/* Start a run; a child run (of parent) has an id made by run_child.c. */
 char *
-taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
+taskq_start_saga(const char *saga, const char *id, const char *parent, Jsonb *inputs,
+				 Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
 	TaskqSagaRun *sr;
 
-	taskq_check_run_id(id, "id");
+	if (parent == NULL)
+		taskq_check_run_id(id, "id");
 	taskq_check_json_object(inputs, "inputs");
 	if (debug)
 		taskq_check_debug(debug, "saga");
@@ -728,6 +745,7 @@ taskq_start_saga(const char *saga, const char *id, Jsonb *inputs, Jsonb *debug)
 	run->status = TASKQ_RUN_RUNNING;
 	run->context = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 	run->inputs = inputs;
+	run->parent = parent ? pstrdup(parent) : NULL;
 	run->debug = debug;
 	sr = taskq_saga_new(run);
 	if (debug)

@@ -30,7 +30,7 @@ static const char *const saga_keys[] = {
 };
 static const char *const step_keys[] = {
 	"name", "do", "undo", "after", "trigger", "max_tries", "retry",
-	"undo_max_tries", "undo_retry", NULL
+	"undo_max_tries", "undo_retry", "child", NULL
 };
 
 int
@@ -147,7 +147,12 @@ parse_step(JsonbContainer *obj, TaskqSagaStep *s, int index, bool check)
 		taskq_def_check_keys(obj, step_keys, psprintf("step \"%s\"", s->name));
 	}
 	where = psprintf("step \"%s\"", s->name);
-	s->do_action = step_action(obj, "do", s->name, true, check);
+	/* a child step starts a child run instead of a do task */
+	if (taskq_def_opt_child(obj, where, &s->child_kind, &s->child_name, check) &&
+		check && taskq_json_container_key(obj, "do") != NULL)
+		taskq_def_bad(psprintf("step \"%s\" has both \"do\" and \"child\"", s->name),
+					  "A child step's run does its work: it has no do action.");
+	s->do_action = step_action(obj, "do", s->name, s->child_name == NULL, check);
 	s->undo_action = step_action(obj, "undo", s->name, false, check);
 	parse_trigger(obj, s, check);
 	s->has_max_tries = taskq_def_opt_int(obj, "max_tries", where, &s->max_tries, true, check);

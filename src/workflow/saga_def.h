@@ -16,7 +16,9 @@
 typedef struct TaskqSagaStep
 {
 	char	   *name;
-	char	   *do_action;
+	char	   *do_action;		/* NULL: a child step */
+	char	   *child_kind;		/* a child step: "machine" or "saga", else NULL */
+	char	   *child_name;		/* a child step: the definition it starts */
 	char	   *undo_action;	/* NULL: nothing to undo */
 	int			nafter;
 	int		   *after;			/* indexes of the steps it comes after */

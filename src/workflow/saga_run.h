@@ -68,4 +68,10 @@ extern void taskq_saga_switch_to_undo(TaskqSagaRun *sr);
 extern void taskq_saga_schedule_undo(TaskqSagaRun *sr);
 extern void taskq_saga_dismal(TaskqSagaRun *sr, int i, const char *error);
 
+/* saga_child.c: child steps */
+extern char *taskq_saga_child_start(TaskqSagaRun *sr, int i);
+extern void taskq_saga_stop_children(TaskqSagaRun *sr);
+extern void taskq_saga_child_finished(TaskqRun *run, const TaskqFinished *task,
+									  const char *error);	/* saga.c */
+
 #endif							/* TASKQ_SAGA_RUN_H */

@@ -53,7 +53,7 @@ static TaskqPlan fetch_plan = {
 	"       (SELECT d.xmin FROM taskq.definitions AS d"
 	"         WHERE d.name OPERATOR(pg_catalog.=) r.definition"
 	"           AND d.version OPERATOR(pg_catalog.=) r.version),"
-	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states"
+	"       s.steps, s.do_tasks, s.do_states, s.undo_tasks, s.undo_states, r.parent"
 	"  FROM taskq.runs AS r"
 	"  CROSS JOIN LATERAL"
 	"       (SELECT pg_catalog.array_agg(step) AS steps, pg_catalog.array_agg(do_task) AS do_tasks,"
@@ -187,6 +187,7 @@ taskq_saga_fetch(const char *id)
 	run->visits = taskq_get_int32(0, 9, NULL);
 	run->faults = get_jsonb(10);
 	run->def_xmin = DatumGetTransactionId(taskq_get_datum(0, 11, NULL));
+	run->parent = taskq_get_text(0, 17, NULL);
 	n = get_texts(12, &cols[0]);
 	for (int c = 1; c < 5; c++)
 		(void) get_texts(13 + c - 1, &cols[c]);
@@ -254,6 +255,7 @@ taskq_saga_finish(TaskqSagaRun *sr)
 	int			m = 0;
 	Datum		values[12];
 	char		nulls[12];
+	bool		ended;
 
 	if (sr->specs != NIL)
 	{
@@ -292,8 +294,11 @@ taskq_saga_finish(TaskqSagaRun *sr)
 	else
 		nulls[10] = 'n';
 	values[11] = BoolGetDatum(run->finish_now);
+	ended = run->finish_now;
 	taskq_execute(&save_plan, values, nulls, false, 0);
 	run->finish_now = false;
+	if (ended)
+		taskq_run_ended(run);	/* children, parent: run_child.c */
 }
 
 /* ----------
@@ -334,8 +339,11 @@ taskq_saga_add_step_task(TaskqSagaRun *sr, int i, bool undo)
 {
 	TaskqSagaDef *d = sr->d;
 	TaskqSagaStep *s = &d->steps[i];
-	TaskqTaskSpec *spec = palloc0(sizeof(TaskqTaskSpec));
+	TaskqTaskSpec *spec;
 
+	if (!undo && s->child_name)
+		return taskq_saga_child_start(sr, i);	/* a child step: its run's id */
+	spec = palloc0(sizeof(TaskqTaskSpec));
 	spec->index = list_length(sr->specs) + 1;
 	spec->id = taskq_run_next_task_id(sr->run);
 	spec->action = undo ? s->undo_action : s->do_action;

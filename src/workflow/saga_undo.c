@@ -50,8 +50,9 @@ taskq_saga_switch_to_undo(TaskqSagaRun *sr)
 	int			n;
 
 	taskq_run_set_status(run, TASKQ_RUN_UNDOING);
+	taskq_saga_stop_children(sr);	/* child steps: their runs cancelled */
 	for (int i = 0; i < sr->d->nsteps; i++)
-		if (sr->st[i].do_state == DO_READY)
+		if (sr->st[i].do_state == DO_READY && sr->d->steps[i].child_name == NULL)
 			ready = lappend(ready, sr->st[i].do_task);
 	if (ready != NIL)
 	{

@@ -37,7 +37,8 @@ extern Datum taskq_wait_run(const char *id, bool has_deadline, TimestampTz deadl
 
 /* machine.c */
 extern int32 taskq_define_machine(const char *name, Jsonb *def);
-extern char *taskq_start_machine(const char *machine, const char *id, Jsonb *context,
+extern char *taskq_start_machine(const char *machine, const char *id, const char *parent,
+								 Jsonb *context,
 								 Jsonb *debug);
 extern char *taskq_machine_transition(const char *task_id, pg_uuid_t *token,
 									  const char *event, Jsonb *context, bool *isnull);
@@ -52,7 +53,8 @@ extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_m
 
 /* saga.c */
 extern int32 taskq_define_saga(const char *name, Jsonb *def);
-extern char *taskq_start_saga(const char *saga, const char *id, Jsonb *inputs,
+extern char *taskq_start_saga(const char *saga, const char *id, const char *parent,
+							  Jsonb *inputs,
 							  Jsonb *debug);
 extern void taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result,
 								   Jsonb *working, const char *error);
