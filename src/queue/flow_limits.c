@@ -718,8 +718,11 @@ taskq_flow_maybe_limited(void)
 
 /*
  * A task of action left its lease (returned, released, expired, ended):
- * if the action is limited, waiting claims of it are woken when this
- * transaction commits, as for a task made ready.
+ * if the action is limited, the action is announced and one more waiting
+ * claim of it woken when this transaction commits (no task became ready:
+ * one slot came free).  Waking two, as for a task made ready, made the
+ * second take the limiter lock to find the action full again, and the
+ * worker that freed the slot usually claims at once as well.
  */
 void
 taskq_flow_freed(const char *action)
@@ -730,7 +733,7 @@ taskq_flow_freed(const char *action)
 		return;					/* known: no limits at all */
 	l = limit_of(current_limits(), action);
 	if (l != NULL)
-		taskq_note_ready(action);
+		taskq_note_ready_tasks(action, 0);
 }
 
 /*
