@@ -18,7 +18,10 @@
  * enqueue and enqueue_many a last argument concurrency_key (dropped and
  * created again), and there are the tables taskq.flow_limits and
  * taskq.flow_claims, set_concurrency_limit, set_rate_limit, clear_limits
- * and the view taskq.limits.
+ * and the view taskq.limits.  Timers of runs: taskq.runs gains deadline,
+ * the table taskq.run_timers is new with the internal _fire_timers, and
+ * start_machine and start_saga a last argument deadline (dropped and
+ * created again).
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -829,3 +832,68 @@ SELECT f.action, f.max_running, f.max_running_per_key,
 COMMENT ON VIEW taskq.limits IS
     'the actions with limits: concurrency and rate, how many of their tasks hold a slot now, and their claims in the current window';
 GRANT SELECT ON taskq.limits TO taskq_monitor, taskq_admin;
+
+-- Timers of runs: a run's deadline, the table taskq.run_timers the
+-- background worker fires, and start_machine and start_saga with a last
+-- argument deadline (dropped and created again).
+ALTER TABLE taskq.runs ADD COLUMN deadline timestamptz;
+COMMENT ON COLUMN taskq.runs.deadline IS 'the run fails with error "deadline exceeded" if not finished by then (start_machine, start_saga), or NULL';
+GRANT SELECT (deadline) ON taskq.runs TO taskq_monitor;
+
+-- Timers of runs, fired by the background worker: a waiting state's
+-- timeout (kind 'timeout', the state it belongs to) and a run's deadline
+-- (kind 'deadline').  At most one of each kind per run: a new visit of a
+-- waiting state replaces its run's timeout.  The worker reads only the
+-- first entries of run_timers_due_idx; a row whose run moved on is deleted
+-- when it comes due.
+CREATE TABLE taskq.run_timers (
+    run_id      text COLLATE "C" NOT NULL,
+    kind        text COLLATE "C" NOT NULL,
+    state       text COLLATE "C",
+    due_at      timestamptz NOT NULL,
+    CONSTRAINT run_timers_pkey PRIMARY KEY (run_id, kind),
+    CONSTRAINT run_timers_kind_check CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['timeout', 'deadline']::pg_catalog.text[]))
+);
+COMMENT ON TABLE taskq.run_timers IS
+    'timers of runs: waiting states'' timeouts and runs'' deadlines, fired by the background worker';
+COMMENT ON COLUMN taskq.run_timers.state IS 'timeout: the waiting state whose visit it belongs to';
+CREATE INDEX run_timers_due_idx ON taskq.run_timers (due_at);
+SELECT pg_catalog.pg_extension_config_dump('taskq.run_timers', '');
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.run_timers TO taskq_admin;
+GRANT SELECT ON taskq.run_timers TO taskq_monitor;
+
+DROP FUNCTION taskq.start_machine(text, text, jsonb, jsonb);
+
+CREATE FUNCTION taskq.start_machine(machine text, id text, context jsonb DEFAULT '{}'::jsonb,
+                                    debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_start_machine_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a state machine in its initial state (failing at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
+
+DROP FUNCTION taskq.start_saga(text, text, jsonb, jsonb);
+
+CREATE FUNCTION taskq.start_saga(saga text, id text, inputs jsonb DEFAULT '{}'::jsonb,
+                                 debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_start_saga_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a saga: the steps with no predecessor become ready (undone at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
+
+-- The timers of runs due now fired as the background worker fires them,
+-- for tests (where the worker is off); when to look again.
+CREATE FUNCTION taskq._fire_timers()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'taskq_fire_timers_sql'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._fire_timers() IS
+    'internal: fire the timers of runs that are due, as the background worker does';
+REVOKE ALL ON FUNCTION taskq._fire_timers() FROM PUBLIC;

@@ -9,6 +9,7 @@
 #ifndef TASKQ_MACHINE_DEF_H
 #define TASKQ_MACHINE_DEF_H
 
+#include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 
 typedef struct TaskqMachineTransition
@@ -16,6 +17,7 @@ typedef struct TaskqMachineTransition
 	char	   *event;
 	char	   *to;
 	int			to_index;
+	Interval   *after;			/* the next state's task delayed so long, or NULL */
 } TaskqMachineTransition;
 
 typedef struct TaskqMachineState
@@ -32,6 +34,8 @@ typedef struct TaskqMachineState
 	int32		priority;
 	int			ntransitions;
 	TaskqMachineTransition *transitions;
+	Interval   *timeout;		/* waiting state: on_timeout after so long, or NULL */
+	char	   *on_timeout;
 } TaskqMachineState;
 
 typedef struct TaskqMachineDef
