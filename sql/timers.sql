@@ -36,6 +36,10 @@ LANGUAGE sql AS $$
      WHERE id = p_id AND p_kind = 'deadline';
 $$;
 
+-- Fire the timers due, as the worker does (when it looks next is not shown).
+CREATE FUNCTION pg_temp.fire() RETURNS void
+LANGUAGE sql AS $$ SELECT taskq._fire_timers() $$;
+
 -- ---------------------------------------------------------------
 -- Definitions: 22023 naming the state and event
 -- ---------------------------------------------------------------
@@ -89,17 +93,19 @@ SELECT taskq.define_machine('later', '{"states": [
     {"name": "A", "action": "t_a", "initial": true,
      "transitions": [{"event": "wait", "to": "B", "after": "1 hour"}, {"event": "now", "to": "B"}]},
     {"name": "B", "action": "t_b", "final": true}]}') AS later_v1;
-SELECT taskq.start_machine('later', 'l1');
+-- graphs label the transition with its "after"
+SELECT taskq.definition_graph('later', 'mermaid');
+SELECT taskq.start_machine('later', 'tm-l1');
 SELECT id, action FROM public.own('w', 1, ARRAY['t_a']);
-SELECT pg_temp.tr('l1/1', 'wait') AS next_state;
-SELECT * FROM pg_temp.run('l1');
+SELECT pg_temp.tr('tm-l1/1', 'wait') AS next_state;
+SELECT * FROM pg_temp.run('tm-l1');
 SELECT id, status_code, round(extract(epoch FROM not_before - now()) / 60) AS ready_in_minutes
-  FROM taskq.tasks WHERE id = 'l1/2';
+  FROM taskq.tasks WHERE id = 'tm-l1/2';
 SELECT count(*) AS claimed_early FROM public.own('w', 1, ARRAY['t_b']);
 -- the same transition without "after": ready at once
-SELECT taskq.start_machine('later', 'l2');
+SELECT taskq.start_machine('later', 'tm-l2');
 SELECT id FROM public.own('w', 1, ARRAY['t_a']);
-SELECT pg_temp.tr('l2/1', 'now') AS next_state;
+SELECT pg_temp.tr('tm-l2/1', 'now') AS next_state;
 SELECT id FROM public.own('w', 1, ARRAY['t_b']);
 
 -- ---------------------------------------------------------------
@@ -111,134 +117,136 @@ SELECT taskq.define_machine('approval', '{"states": [
      "transitions": [{"event": "approved", "to": "Done"}, {"event": "expired", "to": "Remind"}]},
     {"name": "Remind", "action": "t_remind", "transitions": [{"event": "reminded", "to": "Wait"}]},
     {"name": "Done", "action": "t_done", "final": true}]}') AS approval_v1;
+-- graphs label the waiting state's timeout edge
+SELECT taskq.definition_graph('approval', 'dot');
 
 -- the timeout fires: the run moves on on_timeout, as send_event would
-SELECT taskq.start_machine('approval', 'a1');
+SELECT taskq.start_machine('approval', 'tm-a1');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('a1/1', 'asked') AS next_state;
-SELECT * FROM pg_temp.run('a1');
-SELECT * FROM pg_temp.timers('a1');
+SELECT pg_temp.tr('tm-a1/1', 'asked') AS next_state;
+SELECT * FROM pg_temp.run('tm-a1');
+SELECT * FROM pg_temp.timers('tm-a1');
 SELECT taskq._fire_timers() IS NOT NULL AS timers_left;
-SELECT * FROM pg_temp.run('a1');
-SELECT pg_temp.due('a1', 'timeout');
+SELECT * FROM pg_temp.run('tm-a1');
+SELECT pg_temp.due('tm-a1', 'timeout');
 SELECT taskq._fire_timers() IS NULL AS none_left;
-SELECT * FROM pg_temp.run('a1');
-SELECT * FROM pg_temp.timers('a1');
+SELECT * FROM pg_temp.run('tm-a1');
+SELECT * FROM pg_temp.timers('tm-a1');
 -- a later visit of the state starts a new timer
 SELECT id FROM public.own('w', 1, ARRAY['t_remind']);
-SELECT pg_temp.tr('a1/2', 'reminded') AS next_state;
-SELECT * FROM pg_temp.timers('a1');
-SELECT taskq.send_event('a1', 'approved') AS moved_to;
+SELECT pg_temp.tr('tm-a1/2', 'reminded') AS next_state;
+SELECT * FROM pg_temp.timers('tm-a1');
+SELECT taskq.send_event('tm-a1', 'approved') AS moved_to;
 
 -- an event first: the timer is stale and deleted when it comes due
-SELECT taskq.start_machine('approval', 'a2');
+SELECT taskq.start_machine('approval', 'tm-a2');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('a2/1', 'asked') AS next_state;
-SELECT taskq.send_event('a2', 'approved') AS moved_to;
-SELECT * FROM pg_temp.timers('a2');
-SELECT pg_temp.due('a2', 'timeout');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('a2');
-SELECT * FROM pg_temp.timers('a2');
+SELECT pg_temp.tr('tm-a2/1', 'asked') AS next_state;
+SELECT taskq.send_event('tm-a2', 'approved') AS moved_to;
+SELECT * FROM pg_temp.timers('tm-a2');
+SELECT pg_temp.due('tm-a2', 'timeout');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-a2');
+SELECT * FROM pg_temp.timers('tm-a2');
 
 -- the visit that was timed out is over: its timer, due after the run
 -- left and came back (a new visit's), fires nothing until that one's due
-SELECT taskq.start_machine('approval', 'a3');
+SELECT taskq.start_machine('approval', 'tm-a3');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('a3/1', 'asked') AS next_state;
-SELECT pg_temp.due('a3', 'timeout');
-SELECT taskq.send_event('a3', 'expired') AS moved_to;
+SELECT pg_temp.tr('tm-a3/1', 'asked') AS next_state;
+SELECT pg_temp.due('tm-a3', 'timeout');
+SELECT taskq.send_event('tm-a3', 'expired') AS moved_to;
 SELECT id FROM public.own('w', 1, ARRAY['t_remind']);
-SELECT pg_temp.tr('a3/2', 'reminded') AS next_state;
+SELECT pg_temp.tr('tm-a3/2', 'reminded') AS next_state;
 SELECT taskq._fire_timers() IS NOT NULL AS timers_left;
-SELECT * FROM pg_temp.run('a3');
-SELECT * FROM pg_temp.timers('a3');
+SELECT * FROM pg_temp.run('tm-a3');
+SELECT * FROM pg_temp.timers('tm-a3');
 
 -- a kept event is taken on entry: no timer
-SELECT taskq.start_machine('approval', 'a4');
-SELECT taskq.send_event('a4', 'approved') AS kept;
+SELECT taskq.start_machine('approval', 'tm-a4');
+SELECT taskq.send_event('tm-a4', 'approved') AS kept;
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('a4/1', 'asked') AS next_state;
-SELECT * FROM pg_temp.timers('a4');
+SELECT pg_temp.tr('tm-a4/1', 'asked') AS next_state;
+SELECT * FROM pg_temp.timers('tm-a4');
 
 -- cancel_run: the timer is stale
-SELECT taskq.start_machine('approval', 'a5');
+SELECT taskq.start_machine('approval', 'tm-a5');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('a5/1', 'asked') AS next_state;
-SELECT taskq.cancel_run('a5');
-SELECT pg_temp.due('a5', 'timeout');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('a5');
-SELECT count(*) AS timers_of_a5 FROM taskq.run_timers WHERE run_id = 'a5';
+SELECT pg_temp.tr('tm-a5/1', 'asked') AS next_state;
+SELECT taskq.cancel_run('tm-a5');
+SELECT pg_temp.due('tm-a5', 'timeout');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-a5');
+SELECT count(*) AS timers_of_a5 FROM taskq.run_timers WHERE run_id = 'tm-a5';
 
 -- ---------------------------------------------------------------
 -- Deadlines
 -- ---------------------------------------------------------------
-SELECT public.expect_error($$SELECT taskq.start_machine('approval', 'd0', '{}', NULL, '0 s')$$) AS zero_deadline;
-SELECT public.expect_error($$SELECT taskq.start_machine('approval', 'd0', '{}', NULL, '-1 hour')$$) AS negative_deadline;
-SELECT count(*) AS d0_runs FROM taskq.runs WHERE id = 'd0';
+SELECT public.expect_error($$SELECT taskq.start_machine('approval', 'tm-d0', '{}', NULL, '0 s')$$) AS zero_deadline;
+SELECT public.expect_error($$SELECT taskq.start_machine('approval', 'tm-d0', '{}', NULL, '-1 hour')$$) AS negative_deadline;
+SELECT count(*) AS d0_runs FROM taskq.runs WHERE id = 'tm-d0';
 
 -- a machine's pending step: aborted, the run failed
-SELECT taskq.start_machine('approval', 'd1', deadline => '1 day');
-SELECT * FROM pg_temp.run('d1');
-SELECT * FROM pg_temp.timers('d1');
+SELECT taskq.start_machine('approval', 'tm-d1', deadline => '1 day');
+SELECT * FROM pg_temp.run('tm-d1');
+SELECT * FROM pg_temp.timers('tm-d1');
 SELECT round(extract(epoch FROM deadline - now()) / 3600) AS deadline_in_hours
-  FROM taskq.runs WHERE id = 'd1';
-SELECT pg_temp.due('d1', 'deadline');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('d1');
-SELECT id, status_code FROM taskq.tasks WHERE id = 'd1/1';
+  FROM taskq.runs WHERE id = 'tm-d1';
+SELECT pg_temp.due('tm-d1', 'deadline');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-d1');
+SELECT id, status_code FROM taskq.tasks WHERE id = 'tm-d1/1';
 
 -- an owned step: its later transition returns NULL, as for a cancelled run
-SELECT taskq.start_machine('approval', 'd2', '{}', NULL, '1 day');
+SELECT taskq.start_machine('approval', 'tm-d2', '{}', NULL, '1 day');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.due('d2', 'deadline');
-SELECT taskq._fire_timers();
-SELECT pg_temp.tr('d2/1', 'asked') IS NULL AS transition_null;
-SELECT * FROM pg_temp.run('d2');
-SELECT id, status_code FROM taskq.tasks WHERE id = 'd2/1';
+SELECT pg_temp.due('tm-d2', 'deadline');
+SELECT pg_temp.fire();
+SELECT pg_temp.tr('tm-d2/1', 'asked') IS NULL AS transition_null;
+SELECT * FROM pg_temp.run('tm-d2');
+SELECT id, status_code FROM taskq.tasks WHERE id = 'tm-d2/1';
 
 -- a waiting run, with its timeout pending: the deadline wins, the timeout is stale
-SELECT taskq.start_machine('approval', 'd3', deadline => '1 day');
+SELECT taskq.start_machine('approval', 'tm-d3', deadline => '1 day');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('d3/1', 'asked') AS next_state;
-SELECT pg_temp.due('d3', 'deadline');
+SELECT pg_temp.tr('tm-d3/1', 'asked') AS next_state;
+SELECT pg_temp.due('tm-d3', 'deadline');
 SELECT taskq._fire_timers() IS NOT NULL AS timers_left;
-SELECT * FROM pg_temp.run('d3');
-SELECT pg_temp.due('d3', 'timeout');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('d3');
-SELECT count(*) AS timers_of_d3 FROM taskq.run_timers WHERE run_id = 'd3';
+SELECT * FROM pg_temp.run('tm-d3');
+SELECT pg_temp.due('tm-d3', 'timeout');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-d3');
+SELECT count(*) AS timers_of_d3 FROM taskq.run_timers WHERE run_id = 'tm-d3';
 
 -- a run finished before its deadline: the timer is stale
-SELECT taskq.start_machine('later', 'd4', deadline => '1 day');
+SELECT taskq.start_machine('later', 'tm-d4', deadline => '1 day');
 SELECT id FROM public.own('w', 1, ARRAY['t_a']);
-SELECT pg_temp.tr('d4/1', 'now') AS next_state;
+SELECT pg_temp.tr('tm-d4/1', 'now') AS next_state;
 SELECT id FROM public.own('w', 1, ARRAY['t_b']);
-SELECT pg_temp.tr('d4/2', NULL) IS NULL AS finished;
-SELECT pg_temp.due('d4', 'deadline');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('d4');
+SELECT pg_temp.tr('tm-d4/2', NULL) IS NULL AS finished;
+SELECT pg_temp.due('tm-d4', 'deadline');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-d4');
 
 -- a saga: it undoes, as a fatal step would make it
 SELECT taskq.define_saga('trip', '{"steps": [
     {"name": "flight", "do": "t_fly", "undo": "t_unfly"},
     {"name": "hotel", "do": "t_hotel", "undo": "t_unhotel"}]}') AS trip_v1;
-SELECT taskq.start_saga('trip', 's1', '{}', NULL, '1 day');
+SELECT taskq.start_saga('trip', 'tm-s1', '{}', NULL, '1 day');
 SELECT id FROM public.own('w', 1, ARRAY['t_fly']);
-SELECT taskq.return_step('s1/1', pg_temp.tok('s1/1'), 'success');
-SELECT pg_temp.due('s1', 'deadline');
-SELECT taskq._fire_timers();
-SELECT * FROM pg_temp.run('s1');
-SELECT id, action, status_code FROM taskq.tasks WHERE workflow = 's1' ORDER BY id;
+SELECT taskq.return_step('tm-s1/1', pg_temp.tok('tm-s1/1'), 'success');
+SELECT pg_temp.due('tm-s1', 'deadline');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-s1');
+SELECT id, action, status_code FROM taskq.tasks WHERE workflow = 'tm-s1' ORDER BY id;
 
 -- the arguments of v2 keep their meaning
-SELECT taskq.start_saga('trip', 's2', '{"k": 1}');
-SELECT * FROM pg_temp.run('s2');
-SELECT count(*) AS timers_of_s2 FROM taskq.run_timers WHERE run_id = 's2';
+SELECT taskq.start_saga('trip', 'tm-s2', '{"k": 1}');
+SELECT * FROM pg_temp.run('tm-s2');
+SELECT count(*) AS timers_of_s2 FROM taskq.run_timers WHERE run_id = 'tm-s2';
 
-DELETE FROM taskq.tasks;
-DELETE FROM taskq.runs;
-DELETE FROM taskq.saga_steps;
+DELETE FROM taskq.tasks WHERE workflow LIKE 'tm-%';
+DELETE FROM taskq.saga_steps WHERE run LIKE 'tm-%';
+DELETE FROM taskq.runs WHERE id LIKE 'tm-%';
 DELETE FROM taskq.run_timers;
 DELETE FROM public.tokens;

@@ -21,7 +21,8 @@
  * and the view taskq.limits.  Timers of runs: taskq.runs gains deadline,
  * the table taskq.run_timers is new with the internal _fire_timers, and
  * start_machine and start_saga a last argument deadline (dropped and
- * created again).
+ * created again); the graphs' _definition_parts labels transitions with
+ * their timers (dropped and created again).
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -897,3 +898,71 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION taskq._fire_timers() IS
     'internal: fire the timers of runs that are due, as the background worker does';
 REVOKE ALL ON FUNCTION taskq._fire_timers() FROM PUBLIC;
+
+-- Graphs label a transition with its "after" and the timeout that sends it
+-- (the helper of definition_graph and run_graph, dropped and created again).
+DROP FUNCTION taskq._definition_parts(jsonb, text, text, integer);
+
+-- The nodes and edges of a definition (version v), with live figures, as
+-- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
+CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
+RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
+               waiting boolean, ord bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
+           (s.value OPERATOR(pg_catalog.->>) 'name')
+           OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'), 'waits for an event')
+               OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
+               OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
+             ELSE
+               E'\ndo: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do')
+               OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
+               OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
+             END
+           OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nnow ' OPERATOR(pg_catalog.||) st.in_state OPERATOR(pg_catalog.||)
+                                                    ', entered ' OPERATOR(pg_catalog.||) st.entered OPERATOR(pg_catalog.||)
+                                                    ', ok ' OPERATOR(pg_catalog.||) st.succeeded OPERATOR(pg_catalog.||)
+                                                    ', failed tries ' OPERATOR(pg_catalog.||) st.failed_tries OPERATOR(pg_catalog.||)
+                                                    COALESCE(', avg ' OPERATOR(pg_catalog.||) st.avg_seconds OPERATOR(pg_catalog.||) ' s', '')
+                                               FROM taskq.state_stats AS st
+                                              WHERE st.definition OPERATOR(pg_catalog.=) name
+                                                AND st.version OPERATOR(pg_catalog.=) v
+                                                AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb,
+           s.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
+               CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+    UNION ALL
+    -- a transition's label: its event, its "after", and the timeout that sends it
+    SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
+           (t.value OPERATOR(pg_catalog.->>) 'event')
+           OPERATOR(pg_catalog.||) COALESCE(' (after ' OPERATOR(pg_catalog.||) (t.value OPERATOR(pg_catalog.->>) 'after') OPERATOR(pg_catalog.||) ')', '')
+           OPERATOR(pg_catalog.||) CASE WHEN (t.value OPERATOR(pg_catalog.->>) 'event') OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'on_timeout')
+                                        THEN ' (timeout ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'timeout') OPERATOR(pg_catalog.||) ')'
+                                        ELSE '' END,
+           NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
+           pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
+     WHERE kind OPERATOR(pg_catalog.=) 'machine'
+    UNION ALL
+    -- a saga step comes after its "after" steps, by default the previous step
+    SELECT 'edge', a.after, s.value OPERATOR(pg_catalog.->>) 'name', NULL, NULL, NULL, NULL,
+           s.ordinality * 1000 OPERATOR(pg_catalog.+) a.ord
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'steps') WITH ORDINALITY AS s,
+           LATERAL (SELECT x.value AS after, x.ordinality AS ord
+                      FROM pg_catalog.jsonb_array_elements_text(s.value OPERATOR(pg_catalog.->) 'after') WITH ORDINALITY AS x
+                     WHERE s.value ? 'after'
+                    UNION ALL
+                    SELECT (def OPERATOR(pg_catalog.->) 'steps' OPERATOR(pg_catalog.->) (s.ordinality::integer OPERATOR(pg_catalog.-) 2))
+                               OPERATOR(pg_catalog.->>) 'name', 1
+                     WHERE NOT s.value ? 'after' AND s.ordinality OPERATOR(pg_catalog.>) 1) AS a
+     WHERE kind OPERATOR(pg_catalog.=) 'saga'
+$$;
+COMMENT ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) IS
+    'internal: the nodes and edges of a definition, for the graph functions';
+REVOKE ALL ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) FROM PUBLIC;

@@ -2334,8 +2334,14 @@ AS $$
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
     UNION ALL
+    -- a transition's label: its event, its "after", and the timeout that sends it
     SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
-           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+           (t.value OPERATOR(pg_catalog.->>) 'event')
+           OPERATOR(pg_catalog.||) COALESCE(' (after ' OPERATOR(pg_catalog.||) (t.value OPERATOR(pg_catalog.->>) 'after') OPERATOR(pg_catalog.||) ')', '')
+           OPERATOR(pg_catalog.||) CASE WHEN (t.value OPERATOR(pg_catalog.->>) 'event') OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'on_timeout')
+                                        THEN ' (timeout ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'timeout') OPERATOR(pg_catalog.||) ')'
+                                        ELSE '' END,
+           NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
            pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
      WHERE kind OPERATOR(pg_catalog.=) 'machine'
