@@ -22,7 +22,6 @@
 #include "workflow/json.h"
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
-#include "workflow/timers.h"
 
 static char *
 req_string(JsonbValue *v, const char *key, const char *state)

@@ -18,18 +18,7 @@
 #include "workflow/run.h"
 #include "workflow/workflow.h"
 
-/* machine_timers.c: the definition's keys */
-extern Interval *taskq_def_opt_interval(JsonbContainer *obj, const char *key,
-										const char *where, bool check);
-extern void taskq_machine_parse_timeout(JsonbContainer *obj, TaskqMachineState *s, bool check);
-extern void taskq_machine_check_timers(TaskqMachineDef *m);
-
-/*
- * 22023 if a transition with "after" goes into state si, which has no task
- * of its own (what: "waiting state", "fan-in state", ...): for every kind
- * of state without a task of its own.
- */
-extern void taskq_machine_no_after_into(TaskqMachineDef *m, int si, const char *what);
+/* machine_timers.c: the definition's keys are declared in machine_def.h */
 
 /* machine_timers.c: runs */
 extern TimestampTz taskq_machine_after_time(const Interval *after);
