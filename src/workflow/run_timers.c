@@ -256,6 +256,7 @@ fire_one(const DueTimer *t, TimestampTz now)
 		taskq_machine_timeout_fire(run, state);
 	else if (!no_deadline && deadline == due_at)
 		deadline_exceeded(run);
+	taskq_finished_dispatch();	/* the steps it cancelled, in this subtransaction */
 	return true;
 }
 
