@@ -27,7 +27,7 @@ LANGUAGE sql AS $$
     SELECT t.kind, t.state, round(extract(epoch FROM t.due_at - now()) / 60)
       FROM taskq.run_timers AS t WHERE t.run_id = p_id ORDER BY t.kind
 $$;
--- Back-date a run's timer (and its deadline, which the timer must match).
+-- Back-date a run's timer (and a deadline's run, whose deadline must have passed).
 CREATE FUNCTION pg_temp.due(p_id text, p_kind text) RETURNS void
 LANGUAGE sql AS $$
     UPDATE taskq.run_timers SET due_at = now() - interval '1 s'

@@ -254,7 +254,7 @@ fire_one(const DueTimer *t, TimestampTz now)
 		return true;			/* stale: the run ended */
 	if (strcmp(t->kind, "timeout") == 0)
 		taskq_machine_timeout_fire(run, state);
-	else if (!no_deadline && deadline == due_at)
+	else if (!no_deadline && deadline <= now)	/* its deadline (not an earlier run's) */
 		deadline_exceeded(run);
 	taskq_finished_dispatch();	/* the steps it cancelled, in this subtransaction */
 	return true;

@@ -78,12 +78,14 @@ is($node->safe_psql('postgres', "SELECT state FROM taskq.runs WHERE id = 'w2'"),
 
 # --- deadlines ------------------------------------------------------------------
 $node->safe_psql('postgres', q{
+	BEGIN;
 	SELECT taskq.start_machine('approval', 'd1', deadline => '1 hour');
 	SELECT taskq.start_saga('trip', 's1', deadline => '1 hour');
 	WITH o AS (SELECT * FROM taskq.own_tasks('w', 1, ARRAY['fly'], '1 hour'))
 	SELECT taskq.return_step(o.id, o.token, 'success') FROM o;
 	UPDATE taskq.runs SET deadline = now() WHERE id IN ('d1', 's1');
-	UPDATE taskq.run_timers SET due_at = now() WHERE run_id IN ('d1', 's1');});
+	UPDATE taskq.run_timers SET due_at = now() WHERE run_id IN ('d1', 's1');
+	COMMIT;});
 ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 2 FROM taskq.runs WHERE id IN ('d1', 's1') AND error = 'deadline exceeded'"),
 	'the worker fires back-dated deadlines');
