@@ -228,6 +228,14 @@ SELECT pg_temp.due('tm-d4', 'deadline');
 SELECT pg_temp.fire();
 SELECT * FROM pg_temp.run('tm-d4');
 
+-- a deadline timer due while its run's deadline is later (a row edited by
+-- hand) fires nothing and waits for the run's deadline
+SELECT taskq.start_machine('approval', 'tm-d5', deadline => '1 day');
+UPDATE taskq.run_timers SET due_at = now() - interval '1 s' WHERE run_id = 'tm-d5';
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-d5');
+SELECT * FROM pg_temp.timers('tm-d5');
+
 -- a saga: it undoes, as a fatal step would make it
 SELECT taskq.define_saga('trip', '{"steps": [
     {"name": "flight", "do": "t_fly", "undo": "t_unfly"},

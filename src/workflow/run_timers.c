@@ -248,13 +248,19 @@ fire_one(const DueTimer *t, TimestampTz now)
 	deadline = DatumGetTimestampTz(taskq_get_datum(0, 3, &no_deadline));
 	if (due_at > now)
 		return true;			/* a new visit's timer */
+	if (strcmp(t->kind, "deadline") == 0 && !no_deadline && deadline > now)
+	{
+		/* the run's deadline is later (a row edited by hand): wait for it */
+		taskq_run_timer_set(t->run_id, "deadline", NULL, deadline);
+		return true;
+	}
 	taskq_execute(&delete_plan, args, NULL, false, 0);
 	run = taskq_run_fetch(t->run_id);
 	if (run == NULL || taskq_run_status_finished(run->status))
 		return true;			/* stale: the run ended */
 	if (strcmp(t->kind, "timeout") == 0)
 		taskq_machine_timeout_fire(run, state);
-	else if (!no_deadline && deadline <= now)	/* its deadline (not an earlier run's) */
+	else if (!no_deadline)
 		deadline_exceeded(run);
 	taskq_finished_dispatch();	/* the steps it cancelled, in this subtransaction */
 	return true;
