@@ -9,8 +9,9 @@
  *	  registry not seen for taskq.worker_retention; it fires the schedules
  *	  whose tick came (worker/schedules.c) and the timers of runs due
  *	  (taskq_fire_timers_hook: the workflow layer's run_timers.c); every
- *	  taskq.metrics_interval it refreshes the gauges of taskq.metrics() (queue/gauges.c, then the
- *	  registry's counts) in a transaction of their own.
+ *	  taskq.metrics_interval it refreshes the gauges of taskq.metrics()
+ *	  (queue/gauges.c, then the registry's counts) in a transaction of
+ *	  their own.
  *
  * Each iteration is one transaction for expiry, schedules and
  * announcements and one for retention, run with synchronous_commit off: losing one in a crash

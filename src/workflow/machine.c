@@ -243,6 +243,7 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 	else
 		run->step_task = insert_step(mr, si, cursor, false);
 }
+
 /* The run takes transition t: its "after" delays the next state's task. */
 static void
 enter_by(MachineRun *mr, TaskqMachineTransition *t)

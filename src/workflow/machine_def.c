@@ -101,7 +101,7 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 		t->event = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
 		t->to = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "to"));
 		t->to_index = -1;
-		t->after = taskq_def_opt_interval(elem.val.binary.data, "after",
+		t->after = taskq_def_opt_interval(elem.val.binary.data, "after", !check ? NULL :
 										  psprintf("transition \"%s\" of state \"%s\"",
 												   t->event ? t->event : "(none)", s->name), check);
 		if (check)
