@@ -108,6 +108,14 @@
 #           concurrency keys with max_running_per_key 1 and 16 workers
 #           against the same keyed tasks unlimited with 16 workers; the
 #           systems taking turns as in row()
+#   timers  (not in the default WORKLOADS) plain tasks claimed and returned
+#           (pgbench, TIMER_CLAIMS (20,000) of them, one client, the p50 of
+#           one claim and return) while TIMER_RUNS (10,000) state machine
+#           runs wait in a state with a timeout and TIMER_RATE (1,000) of
+#           their timers come due each second (back-dated; the background
+#           worker fires them, each moving its run to a final state with a
+#           task of its own), against the same claims with no run and no
+#           timer; the two take turns as in row()
 #   metrics (not in the default WORKLOADS) the time of one
 #           `SELECT * FROM taskq.metrics()` (pgbench, METRICS_CALLS (500)
 #           calls, one client) with METRICS_BIG (1,000,000) tasks in the
@@ -169,6 +177,9 @@ METRICS_BIG=${METRICS_BIG:-1000000}
 METRICS_SMALL=${METRICS_SMALL:-10000}
 METRICS_ACTIONS=${METRICS_ACTIONS:-20}
 METRICS_CALLS=${METRICS_CALLS:-500}
+TIMER_RUNS=${TIMER_RUNS:-10000}
+TIMER_RATE=${TIMER_RATE:-1000}
+TIMER_CLAIMS=${TIMER_CLAIMS:-20000}
 LIMIT_KEYS=${LIMIT_KEYS:-1000}
 SAGA_CHAINS=${SAGA_CHAINS:-100}
 SAGA_STEPS=${SAGA_STEPS:-10}
@@ -676,6 +687,54 @@ if want limits; then
     sql "SELECT taskq.clear_limits('work')" >/dev/null
 fi
 
+# Timers of runs: the p50 of a plain claim and return while the worker
+# fires TIMER_RATE timeouts a second, against the same with none.
+timers_once() {   # busy|idle ROUND: prints the p50 of a claim and return, ms
+    local out dir p50 feeder=
+    reset_tables
+    sql "DELETE FROM taskq.runs" "DELETE FROM taskq.run_timers"
+    sql "DO \$\$ BEGIN FOR b IN 0 .. ($TIMER_CLAIMS - 1) / 100000 LOOP
+           PERFORM taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'c' || g, 'action', 'work'))
+                                         FROM generate_series(b * 100000 + 1, least((b + 1) * 100000, $TIMER_CLAIMS)) AS g));
+           COMMIT; END LOOP; END \$\$"
+    if [[ $1 == busy ]]; then
+        sql "SELECT count(taskq.start_machine('bench_timers', 't' || g)) FROM generate_series(1, $TIMER_RUNS) AS g" >/dev/null
+        # each second, TIMER_RATE of the timers come due
+        ( while :; do
+              sql "UPDATE taskq.run_timers SET due_at = now()
+                    WHERE (run_id, kind) IN (SELECT run_id, kind FROM taskq.run_timers
+                                              WHERE due_at > now() ORDER BY due_at LIMIT $TIMER_RATE)" >/dev/null || exit 0
+              sleep 1
+          done ) &
+        feeder=$!
+    fi
+    sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
+    dir=$(mktemp -d)
+    out=$(cd "$dir" && pgbench -n -M prepared -c 1 -t "$TIMER_CLAIMS" -l -f "$here/pgbench/claim.sql" bench 2>&1)
+    [[ -n $feeder ]] && { kill "$feeder" 2>/dev/null; wait "$feeder" 2>/dev/null || true; }
+    p50=$(cat "$dir"/pgbench_log.* | awk '{print $3 / 1000}' | median)
+    rm -rf "$dir"
+    echo "  timers $1 run $2: p50 $p50 ms, fired $(sql "SELECT count(*) FROM taskq.runs WHERE state = 'Late'"), $(grep 'latency average' <<<"$out")" >&2
+    echo "$p50"
+}
+if want timers; then
+    sql "SELECT taskq.define_machine('bench_timers', '{\"states\": [
+           {\"name\": \"Wait\", \"action\": null, \"initial\": true, \"timeout\": \"1 hour\",
+            \"on_timeout\": \"expired\", \"transitions\": [{\"event\": \"expired\", \"to\": \"Late\"}]},
+           {\"name\": \"Late\", \"action\": \"late\", \"final\": true}]}')" >/dev/null
+    declare -A tr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        if ((r % 2)); then order="idle busy"; else order="busy idle"; fi
+        for m in $order; do tr[$m]+="$(timers_once "$m" "$r") "; done
+    done
+    R[timers.busy]=$(printf '%s\n' ${tr[busy]} | median)
+    R[timers.idle]=$(printf '%s\n' ${tr[idle]} | median)
+    L[timers.busy]=${tr[busy]}
+    L[timers.idle]=${tr[idle]}
+    unset tr
+    sql "DELETE FROM taskq.runs" "DELETE FROM taskq.run_timers" "TRUNCATE taskq.tasks"
+fi
+
 # metrics(): the latency of a scrape with a small and a big table, the
 # sizes taking turns as in row().
 metrics_fill() {   # N: N tasks over METRICS_ACTIONS actions, a quarter claimed, a quarter completed
@@ -1017,6 +1076,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "|---|---:|---:|---:|---:|---:|---|---|"
         echo "| \`max_running\` 8 ÷ no limit | 16 | ${R[limits.max8]} | ${R[limits.plain8]} | 8 | $(ratio "${R[limits.max8]}" "${R[limits.plain8]}") | ${L[limits.max8.ratios]} | ≥ 0.8 |"
         echo "| \`max_running_per_key\` 1 over $(fmt "$LIMIT_KEYS") keys ÷ the same keys, no limit | 16 | ${R[limits.perkey]} | ${R[limits.keyed]} | 16 | $(ratio "${R[limits.perkey]}" "${R[limits.keyed]}") | ${L[limits.perkey.ratios]} | ≥ 0.8 |"
+        echo
+    fi
+    if want timers; then
+        echo "| a plain claim and return, p50 ms (pgbench, one client, $(fmt "$TIMER_CLAIMS") claims) | $(fmt "$TIMER_RUNS") runs waiting, $(fmt "$TIMER_RATE") timeouts firing a second | idle queue | ratio | every run, busy; idle | target |"
+        echo "|---|---:|---:|---:|---|---|"
+        echo "| own_tasks + return_task | ${R[timers.busy]} | ${R[timers.idle]} | $(ratio "${R[timers.busy]}" "${R[timers.idle]}") | ${L[timers.busy]}; ${L[timers.idle]} | ≤ 1.2 |"
         echo
     fi
     if want metrics; then

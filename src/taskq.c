@@ -28,6 +28,7 @@
 #include "workflow/workflow.h"
 #include "worker/worker.h"
 #include "api/schedules.h"
+#include "workflow/timers.h"
 
 PG_MODULE_MAGIC;
 
@@ -56,4 +57,6 @@ _PG_init(void)
 	taskq_workflow_init();
 	/* the worker fires schedules with api/'s parse of their task objects */
 	taskq_schedule_task_hook = taskq_schedule_task;
+	/* and the timers of runs with the workflow layer's */
+	taskq_fire_timers_hook = taskq_fire_run_timers;
 }

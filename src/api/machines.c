@@ -17,6 +17,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "common/args.h"
@@ -66,7 +67,8 @@ taskq_check_debug_allowed(void)
 
 /*
  * start_machine(machine text, id text, context jsonb DEFAULT '{}',
- *				 debug jsonb DEFAULT NULL) returns text
+ *				 debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+ *				 returns text
  */
 Datum
 taskq_start_machine_sql(PG_FUNCTION_ARGS)
@@ -80,6 +82,8 @@ taskq_start_machine_sql(PG_FUNCTION_ARGS)
 		taskq_check_debug_allowed();
 	SPI_connect();
 	(void) taskq_start_machine(machine, id, NULL, PG_GETARG_JSONB_P(2), debug);
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+		taskq_run_set_deadline(id, PG_GETARG_INTERVAL_P(4));
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(id));
 }

@@ -12,6 +12,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "common/args.h"
@@ -43,7 +44,8 @@ taskq_define_saga_sql(PG_FUNCTION_ARGS)
 
 /*
  * start_saga(saga text, id text, inputs jsonb DEFAULT '{}',
- *			  debug jsonb DEFAULT NULL) returns text
+ *			  debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+ *			  returns text
  */
 Datum
 taskq_start_saga_sql(PG_FUNCTION_ARGS)
@@ -57,6 +59,8 @@ taskq_start_saga_sql(PG_FUNCTION_ARGS)
 		taskq_check_debug_allowed();
 	SPI_connect();
 	(void) taskq_start_saga(saga, id, NULL, PG_GETARG_JSONB_P(2), debug);
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+		taskq_run_set_deadline(id, PG_GETARG_INTERVAL_P(4));
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(id));
 }

@@ -311,6 +311,20 @@ taskq_lock_workflow(const char *workflow, bool exclusive)
 }
 
 /*
+ * The workflow's lock, exclusive, if nobody holds it (the background
+ * worker's timers: they do not wait behind a run's caller): false if taken.
+ */
+bool
+taskq_try_lock_workflow(const char *workflow)
+{
+	LOCKTAG		tag;
+	uint32		h = hash_bytes((const unsigned char *) workflow, strlen(workflow));
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TASKQ_LOCK_CLASS, h, 2);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
  * Take the workflow locks of what is about to make tasks of these workflows
  * runnable (insert, redrive) — shared, in name order, before any row lock —
  * and return those of the workflows that were cancelled (cancel.c).  Under

@@ -204,6 +204,7 @@ extern PGDLLIMPORT taskq_return_hook_type taskq_return_hook;
  */
 extern void taskq_lock_dependency_graph(void);
 extern void taskq_lock_workflow(const char *workflow, bool exclusive);
+extern bool taskq_try_lock_workflow(const char *workflow);
 extern List *taskq_lock_workflows(List *names);
 extern void taskq_check_no_cycle_through(const char *id);
 extern int64 taskq_add_dependency_pairs(List *afters, List *runs);

@@ -21,6 +21,11 @@
  * and the view taskq.limits.  own_tasks and return_and_own return the
  * claimed task's concurrency_key as a last column (dropped and created
  * again).
+ * and the view taskq.limits.  Timers of runs: taskq.runs gains deadline,
+ * the table taskq.run_timers is new with the internal _fire_timers, and
+ * start_machine and start_saga a last argument deadline (dropped and
+ * created again); the graphs' _definition_parts labels transitions with
+ * their timers (dropped and created again).
  * Same rules as the install script (test/static/install_scripts.sh); the
  * objects are as in taskq.sql, word for word.
  */
@@ -880,7 +885,78 @@ COMMENT ON COLUMN taskq.runs.parent IS 'the run this one was forked from by a co
 COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked (a continuation) or started (a child state)';
 COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations and of child runs';
 
+-- Timers of runs: a run's deadline, the table taskq.run_timers the
+-- background worker fires, and start_machine and start_saga with a last
+-- argument deadline (dropped and created again).
+ALTER TABLE taskq.runs ADD COLUMN deadline timestamptz;
+COMMENT ON COLUMN taskq.runs.deadline IS 'the run fails with error "deadline exceeded" if not finished by then (start_machine, start_saga), or NULL';
+GRANT SELECT (deadline) ON taskq.runs TO taskq_monitor;
+
+-- Timers of runs, fired by the background worker: a waiting state's
+-- timeout (kind 'timeout', the state it belongs to) and a run's deadline
+-- (kind 'deadline').  At most one of each kind per run: a new visit of a
+-- waiting state replaces its run's timeout.  The worker reads only the
+-- first entries of run_timers_due_idx; a row whose run moved on is deleted
+-- when it comes due.
+CREATE TABLE taskq.run_timers (
+    run_id      text COLLATE "C" NOT NULL,
+    kind        text COLLATE "C" NOT NULL,
+    state       text COLLATE "C",
+    due_at      timestamptz NOT NULL,
+    CONSTRAINT run_timers_pkey PRIMARY KEY (run_id, kind),
+    CONSTRAINT run_timers_kind_check CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['timeout', 'deadline']::pg_catalog.text[]))
+);
+COMMENT ON TABLE taskq.run_timers IS
+    'timers of runs: waiting states'' timeouts and runs'' deadlines, fired by the background worker';
+COMMENT ON COLUMN taskq.run_timers.state IS 'timeout: the waiting state whose visit it belongs to';
+CREATE INDEX run_timers_due_idx ON taskq.run_timers (due_at);
+SELECT pg_catalog.pg_extension_config_dump('taskq.run_timers', '');
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.run_timers TO taskq_admin;
+GRANT SELECT ON taskq.run_timers TO taskq_monitor;
+
+DROP FUNCTION taskq.start_machine(text, text, jsonb, jsonb);
+
+CREATE FUNCTION taskq.start_machine(machine text, id text, context jsonb DEFAULT '{}'::jsonb,
+                                    debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_start_machine_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a state machine in its initial state (failing at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
+
+DROP FUNCTION taskq.start_saga(text, text, jsonb, jsonb);
+
+CREATE FUNCTION taskq.start_saga(saga text, id text, inputs jsonb DEFAULT '{}'::jsonb,
+                                 debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'taskq_start_saga_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a saga: the steps with no predecessor become ready (undone at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
+
+-- The timers of runs due now fired as the background worker fires them,
+-- for tests (where the worker is off); when to look again.
+CREATE FUNCTION taskq._fire_timers()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'taskq_fire_timers_sql'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._fire_timers() IS
+    'internal: fire the timers of runs that are due, as the background worker does';
+REVOKE ALL ON FUNCTION taskq._fire_timers() FROM PUBLIC;
+
+-- Graphs draw child states and steps, and label a transition with its
+-- "after" and the timeout that sends it (the helper of definition_graph and
+-- run_graph, dropped and created again).
 DROP FUNCTION taskq._definition_parts(jsonb, text, text, integer);
+
+-- The nodes and edges of a definition (version v), with live figures, as
+-- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
 CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
 RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
                waiting boolean, ord bigint)
@@ -918,8 +994,14 @@ AS $$
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
     UNION ALL
+    -- a transition's label: its event, its "after", and the timeout that sends it
     SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
-           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+           (t.value OPERATOR(pg_catalog.->>) 'event')
+           OPERATOR(pg_catalog.||) COALESCE(' (after ' OPERATOR(pg_catalog.||) (t.value OPERATOR(pg_catalog.->>) 'after') OPERATOR(pg_catalog.||) ')', '')
+           OPERATOR(pg_catalog.||) CASE WHEN (t.value OPERATOR(pg_catalog.->>) 'event') OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'on_timeout')
+                                        THEN ' (timeout ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'timeout') OPERATOR(pg_catalog.||) ')'
+                                        ELSE '' END,
+           NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
            pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
      WHERE kind OPERATOR(pg_catalog.=) 'machine'

@@ -663,6 +663,7 @@ CREATE TABLE taskq.runs (
     fork            text COLLATE "C",
     events          jsonb,
     faults          jsonb,
+    deadline        timestamptz,
     CONSTRAINT runs_pkey PRIMARY KEY (id),
     CONSTRAINT runs_kind_check CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['machine', 'saga']::pg_catalog.text[])),
     CONSTRAINT runs_status_check CHECK (status OPERATOR(pg_catalog.=) ANY
@@ -681,6 +682,7 @@ COMMENT ON COLUMN taskq.runs.visits IS 'internal: step tasks made so far (the ne
 COMMENT ON COLUMN taskq.runs.fork IS 'internal: machine: the run the current visit forked (a continuation) or started (a child state)';
 COMMENT ON COLUMN taskq.runs.events IS 'internal: machine: events sent before a waiting state took them';
 COMMENT ON COLUMN taskq.runs.faults IS 'internal: the debug faults already injected';
+COMMENT ON COLUMN taskq.runs.deadline IS 'the run fails with error "deadline exceeded" if not finished by then (start_machine, start_saga), or NULL';
 CREATE INDEX runs_parent_idx ON taskq.runs (parent) WHERE parent IS NOT NULL;
 -- A step rewrites its run's row (state, context, the step's task): with
 -- room on the page (fillfactor) and no indexed column changed, that is a
@@ -689,12 +691,35 @@ CREATE INDEX runs_unfinished_idx ON taskq.runs (definition, version) WHERE finis
 CREATE INDEX runs_finished_idx ON taskq.runs (finished_at) WHERE finished_at IS NOT NULL;
 SELECT pg_catalog.pg_extension_config_dump('taskq.runs', '');
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.runs TO taskq_admin;
-GRANT SELECT (id, kind, definition, version, status, state, parent, error, created_at, finished_at)
+GRANT SELECT (id, kind, definition, version, status, state, parent, error, created_at, finished_at,
+              deadline)
     ON taskq.runs TO taskq_monitor;
 
 CREATE SEQUENCE taskq.fork_seq;
 COMMENT ON SEQUENCE taskq.fork_seq IS 'numbers of the runs forked by continuations and of child runs';
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE taskq.fork_seq TO taskq_admin;
+
+-- Timers of runs, fired by the background worker: a waiting state's
+-- timeout (kind 'timeout', the state it belongs to) and a run's deadline
+-- (kind 'deadline').  At most one of each kind per run: a new visit of a
+-- waiting state replaces its run's timeout.  The worker reads only the
+-- first entries of run_timers_due_idx; a row whose run moved on is deleted
+-- when it comes due.
+CREATE TABLE taskq.run_timers (
+    run_id      text COLLATE "C" NOT NULL,
+    kind        text COLLATE "C" NOT NULL,
+    state       text COLLATE "C",
+    due_at      timestamptz NOT NULL,
+    CONSTRAINT run_timers_pkey PRIMARY KEY (run_id, kind),
+    CONSTRAINT run_timers_kind_check CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['timeout', 'deadline']::pg_catalog.text[]))
+);
+COMMENT ON TABLE taskq.run_timers IS
+    'timers of runs: waiting states'' timeouts and runs'' deadlines, fired by the background worker';
+COMMENT ON COLUMN taskq.run_timers.state IS 'timeout: the waiting state whose visit it belongs to';
+CREATE INDEX run_timers_due_idx ON taskq.run_timers (due_at);
+SELECT pg_catalog.pg_extension_config_dump('taskq.run_timers', '');
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.run_timers TO taskq_admin;
+GRANT SELECT ON taskq.run_timers TO taskq_monitor;
 
 -- Fan-in: the open batch of each fan-in state, and the instances in each
 -- batch in arrival order.  A batch is open while its task was never claimed.
@@ -1615,6 +1640,16 @@ COMMENT ON FUNCTION taskq.cancel_run(text) IS
 REVOKE ALL ON FUNCTION taskq.cancel_run(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.cancel_run(text) TO taskq_producer, taskq_admin;
 
+-- The timers of runs due now fired as the background worker fires them,
+-- for tests (where the worker is off); when to look again.
+CREATE FUNCTION taskq._fire_timers()
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'taskq_fire_timers_sql'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION taskq._fire_timers() IS
+    'internal: fire the timers of runs that are due, as the background worker does';
+REVOKE ALL ON FUNCTION taskq._fire_timers() FROM PUBLIC;
+
 CREATE FUNCTION taskq.run_steps(id text)
 RETURNS TABLE (seq integer, step text, direction text, task_id text,
                status_code taskq.status, outcome text, num_tries integer,
@@ -1663,15 +1698,15 @@ REVOKE ALL ON FUNCTION taskq.define_machine(text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.define_machine(text, jsonb) TO taskq_admin;
 
 CREATE FUNCTION taskq.start_machine(machine text, id text, context jsonb DEFAULT '{}'::jsonb,
-                                    debug jsonb DEFAULT NULL)
+                                    debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'taskq_start_machine_sql'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb) IS
-    'start a run of the latest version of a state machine in its initial state; returns the run id';
-REVOKE ALL ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb) TO taskq_producer, taskq_admin;
+COMMENT ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a state machine in its initial state (failing at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_machine(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
 
 CREATE FUNCTION taskq.transition(id text, token uuid, event text, context jsonb DEFAULT NULL)
 RETURNS text
@@ -1744,15 +1779,15 @@ REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb) TO taskq_admin;
 
 CREATE FUNCTION taskq.start_saga(saga text, id text, inputs jsonb DEFAULT '{}'::jsonb,
-                                 debug jsonb DEFAULT NULL)
+                                 debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'taskq_start_saga_sql'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) IS
-    'start a run of the latest version of a saga: the steps with no predecessor become ready; returns the run id';
-REVOKE ALL ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb) TO taskq_producer, taskq_admin;
+COMMENT ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) IS
+    'start a run of the latest version of a saga: the steps with no predecessor become ready (undone at its deadline if given); returns the run id';
+REVOKE ALL ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.start_saga(text, text, jsonb, jsonb, interval) TO taskq_producer, taskq_admin;
 
 CREATE FUNCTION taskq.return_step(id text, token uuid, result text, working jsonb DEFAULT NULL,
                                   error text DEFAULT NULL)
@@ -2303,8 +2338,14 @@ AS $$
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
     UNION ALL
+    -- a transition's label: its event, its "after", and the timeout that sends it
     SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
-           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+           (t.value OPERATOR(pg_catalog.->>) 'event')
+           OPERATOR(pg_catalog.||) COALESCE(' (after ' OPERATOR(pg_catalog.||) (t.value OPERATOR(pg_catalog.->>) 'after') OPERATOR(pg_catalog.||) ')', '')
+           OPERATOR(pg_catalog.||) CASE WHEN (t.value OPERATOR(pg_catalog.->>) 'event') OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'on_timeout')
+                                        THEN ' (timeout ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'timeout') OPERATOR(pg_catalog.||) ')'
+                                        ELSE '' END,
+           NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
            pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
      WHERE kind OPERATOR(pg_catalog.=) 'machine'

@@ -7,9 +7,11 @@
  *	  them: no commit does), sends the coalesced NOTIFYs, and deletes
  *	  finished tasks past taskq.retention, and the rows of the workers
  *	  registry not seen for taskq.worker_retention; it fires the schedules
- *	  whose tick came (worker/schedules.c); every taskq.metrics_interval it
- *	  refreshes the gauges of taskq.metrics() (queue/gauges.c, then the
- *	  registry's counts) in a transaction of their own.
+ *	  whose tick came (worker/schedules.c) and the timers of runs due
+ *	  (taskq_fire_timers_hook: the workflow layer's run_timers.c); every
+ *	  taskq.metrics_interval it refreshes the gauges of taskq.metrics()
+ *	  (queue/gauges.c, then the registry's counts) in a transaction of
+ *	  their own.
  *
  * Each iteration is one transaction for expiry, schedules and
  * announcements and one for retention, run with synchronous_commit off: losing one in a crash
@@ -89,6 +91,8 @@
 
 PGDLLEXPORT void taskq_worker_main(Datum main_arg);
 
+taskq_fire_timers_hook_type taskq_fire_timers_hook = NULL;
+
 /*
  * Runs (state machines, sagas) finished before the cutoff, as their tasks,
  * and the steps of the sagas among them (taskq.saga_steps has no foreign
@@ -103,6 +107,23 @@ static TaskqPlan run_retention_plan = {
 	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
 	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))"
 	"  RETURNING r.id, r.kind)"
+	" DELETE FROM taskq.saga_steps AS s USING gone"
+	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'"
+	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
+	1, {TIMESTAMPTZOID}
+};
+
+/* The same, with the timers of the runs deleted (taskq.run_timers, 0.6). */
+static TaskqPlan run_timers_retention_plan = {
+	"WITH gone AS ("
+	" DELETE FROM taskq.runs AS r"
+	"  WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+	"    SELECT f.ctid FROM taskq.runs AS f"
+	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
+	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))"
+	"  RETURNING r.id, r.kind),"
+	" timers AS (DELETE FROM taskq.run_timers AS t USING gone"
+	"  WHERE t.run_id OPERATOR(pg_catalog.=) gone.id)"
 	" DELETE FROM taskq.saga_steps AS s USING gone"
 	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'"
 	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
@@ -247,6 +268,12 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 	pgstat_report_activity(STATE_RUNNING, "taskq: firing schedules");
 	next = earliest(next, taskq_fire_schedules(now));
 
+	if (taskq_fire_timers_hook != NULL)
+	{
+		pgstat_report_activity(STATE_RUNNING, "taskq: firing timers of runs");
+		next = earliest(next, taskq_fire_timers_hook(now));
+	}
+
 	pgstat_report_activity(STATE_RUNNING, "taskq: adding deferred signals");
 	if (taskq_fold_deferred_signals() == TASKQ_FOLD_BATCH)
 		next = now;				/* more may be waiting: come back soon */
@@ -311,7 +338,9 @@ worker_iteration(bool first, TimestampTz *last_due_check, TimestampTz *notify_du
 		cutoff = TimestampTzPlusMilliseconds(GetCurrentTransactionStartTimestamp(),
 											 -(int64) taskq_retention * 1000);
 		arg = TimestampTzGetDatum(cutoff);
-		if (taskq_schema_at_least_0_5())
+		if (OidIsValid(get_relname_relid("run_timers", get_namespace_oid("taskq", false))))
+			taskq_execute(&run_timers_retention_plan, &arg, NULL, false, 0);
+		else if (taskq_schema_at_least_0_5())
 			taskq_execute(&run_retention_plan, &arg, NULL, false, 0);
 		if (taskq_delete_finished(cutoff) == TASKQ_RETENTION_BATCH)
 			next = earliest(next, now);

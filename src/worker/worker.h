@@ -47,4 +47,13 @@ extern TimestampTz taskq_fire_schedules(TimestampTz now);
 typedef TaskqTaskSpec *(*taskq_schedule_task_hook_type) (Jsonb *task, const char *id);
 extern PGDLLIMPORT taskq_schedule_task_hook_type taskq_schedule_task_hook;
 
+/*
+ * The timers of runs (taskq.run_timers) due at "now" fired in the caller's
+ * transaction; returns when the next is due (0: none).  Set by the module
+ * entry to the workflow layer's, which the worker may not include.  NULL:
+ * timers do not fire.
+ */
+typedef TimestampTz (*taskq_fire_timers_hook_type) (TimestampTz now);
+extern PGDLLIMPORT taskq_fire_timers_hook_type taskq_fire_timers_hook;
+
 #endif							/* TASKQ_WORKER_H */

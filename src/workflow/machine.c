@@ -52,15 +52,18 @@
 #include "workflow/machine_def.h"
 #include "workflow/run.h"
 #include "workflow/seam.h"
+#include "workflow/timers.h"
 #include "workflow/workflow.h"
 
 typedef struct MachineRun
 {
 	TaskqRun   *run;
 	TaskqMachineDef *m;
+	const Interval *after;		/* the entering transition's "after" */
 } MachineRun;
 
 static void enter_state(MachineRun *mr, int si, const char *cursor);
+static void enter_by(MachineRun *mr, TaskqMachineTransition *t);
 
 static void *
 parse_machine(Jsonb *def)
@@ -75,6 +78,7 @@ machine_run(TaskqRun *run)
 
 	mr->run = run;
 	mr->m = taskq_definition_parsed(run, parse_machine);
+	mr->after = NULL;
 	return mr;
 }
 
@@ -171,6 +175,11 @@ insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
 		spec->has_not_before = true;
 		spec->not_before = GetCurrentTimestamp() + (TimestampTz) (s->fan_in * USECS_PER_SEC);
 	}
+	else if (mr->after)
+	{
+		spec->has_not_before = true;
+		spec->not_before = taskq_machine_after_time(mr->after);
+	}
 	(void) taskq_insert(list_make1(spec), TASKQ_INSERT_PLAIN, NIL, NIL, NULL);
 	return spec->id;
 }
@@ -227,10 +236,12 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		{
 			if (context)
 				run->context = context;
-			enter_state(mr, taskq_machine_find_transition(s, event)->to_index, NULL);
+			enter_by(mr, taskq_machine_find_transition(s, event));
 			return;
 		}
 		taskq_run_set_status(run, TASKQ_RUN_WAITING);
+		if (s->timeout)
+			taskq_machine_timeout_set(run, s);
 		return;
 	}
 	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
@@ -240,13 +251,14 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		run->step_task = insert_step(mr, si, cursor, false);
 }
 
-
-
-
-
-
-
-
+/* The run takes transition t: its "after" delays the next state's task. */
+static void
+enter_by(MachineRun *mr, TaskqMachineTransition *t)
+{
+	mr->after = t->after;
+	enter_state(mr, t->to_index, NULL);
+	mr->after = NULL;
+}
 
 /*
  * A transition of a step that is no longer the run's current one: a
@@ -305,7 +317,7 @@ move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 		*isnull = true;
 		return NULL;
 	}
-	enter_state(mr, taskq_machine_find_transition(s, event)->to_index, NULL);
+	enter_by(mr, taskq_machine_find_transition(s, event));
 	taskq_run_store(run);
 	*isnull = false;
 	return run->state;
@@ -578,6 +590,16 @@ machine_cancel(TaskqRun *run)
 	return "cancelled";
 }
 
+/* The run's deadline passed (run_timers.c): it fails, its step cancelled. */
+void
+taskq_machine_deadline(TaskqRun *run)
+{
+	run->error = "deadline exceeded";
+	taskq_run_set_status(run, TASKQ_RUN_FAILED);
+	taskq_run_store(run);
+	drop_step(machine_run(run), "deadline exceeded");
+}
+
 static const TaskqWorkflowKind machine_kind = {
 	"machine", machine_step_returned, machine_step_finished, machine_cancel
 };
@@ -794,7 +816,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 		{
 			if (context)
 				run->context = context;
-			enter_state(mr, t->to_index, NULL);
+			enter_by(mr, t);
 			taskq_run_store(run);
 			*isnull = false;
 			return run->state;

@@ -57,10 +57,10 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 
 static const char *const state_keys[] = {
 	"name", "action", "initial", "final", "transitions", "continuation",
-	"fan_in", "max_tries", "retry", "priority", "child", NULL
+	"fan_in", "max_tries", "retry", "priority", "child", "timeout", "on_timeout", NULL
 };
 static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
-static const char *const transition_keys[] = {"event", "to", NULL};
+static const char *const transition_keys[] = {"event", "to", "after", NULL};
 
 static void
 parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
@@ -101,6 +101,9 @@ parse_transitions(JsonbValue *v, TaskqMachineState *s, bool check)
 		t->event = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "event"));
 		t->to = taskq_json_text(taskq_json_container_key(elem.val.binary.data, "to"));
 		t->to_index = -1;
+		t->after = taskq_def_opt_interval(elem.val.binary.data, "after", !check ? NULL :
+										  psprintf("transition \"%s\" of state \"%s\"",
+												   t->event ? t->event : "(none)", s->name), check);
 		if (check)
 		{
 			if (t->event == NULL)
@@ -188,6 +191,7 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 	s->priority = 0;
 	(void) taskq_def_opt_int(obj, "priority", where, &s->priority, false, check);
 	parse_transitions(taskq_json_container_key(obj, "transitions"), s, check);
+	taskq_machine_parse_timeout(obj, s, check);
 
 	/* a child state: it starts a child run and moves when that run ends */
 	if (taskq_def_opt_child(obj, where, &s->child_kind, &s->child_name, check) && check)
@@ -301,6 +305,7 @@ taskq_machine_parse(Jsonb *def, bool check)
 		taskq_def_bad(psprintf("a state machine needs exactly one initial state, not %d", ninitial), NULL);
 	if (nfinal == 0)
 		taskq_def_bad("a state machine needs at least one final state", NULL);
+	taskq_machine_check_timers(m);
 
 	/* every state reachable from the initial one */
 	{

@@ -9,6 +9,7 @@
 #ifndef TASKQ_MACHINE_DEF_H
 #define TASKQ_MACHINE_DEF_H
 
+#include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 
 typedef struct TaskqMachineTransition
@@ -16,6 +17,7 @@ typedef struct TaskqMachineTransition
 	char	   *event;
 	char	   *to;
 	int			to_index;
+	Interval   *after;			/* the next state's task delayed so long, or NULL */
 } TaskqMachineTransition;
 
 typedef struct TaskqMachineState
@@ -34,6 +36,8 @@ typedef struct TaskqMachineState
 	int32		priority;
 	int			ntransitions;
 	TaskqMachineTransition *transitions;
+	Interval   *timeout;		/* waiting state: on_timeout after so long, or NULL */
+	char	   *on_timeout;
 } TaskqMachineState;
 
 typedef struct TaskqMachineDef
@@ -49,6 +53,17 @@ typedef struct TaskqMachineDef
 extern TaskqMachineDef *taskq_machine_parse(Jsonb *def, bool check);
 extern int	taskq_machine_state_index(TaskqMachineDef *m, const char *name);
 extern TaskqMachineTransition *taskq_machine_find_transition(TaskqMachineState *s, const char *event);
+/*
+ * machine_timers.c: the keys "after", "timeout" and "on_timeout" parsed and
+ * checked.  taskq_machine_no_after_into: 22023 if a transition with "after"
+ * goes into state si, which has no task of its own (what: "waiting state",
+ * "fan-in state", ...): for every kind of state without a task of its own.
+ */
+extern Interval *taskq_def_opt_interval(JsonbContainer *obj, const char *key,
+										const char *where, bool check);
+extern void taskq_machine_parse_timeout(JsonbContainer *obj, TaskqMachineState *s, bool check);
+extern void taskq_machine_check_timers(TaskqMachineDef *m);
+extern void taskq_machine_no_after_into(TaskqMachineDef *m, int si, const char *what);
 /* machine_events.c: events kept for a run until a waiting state takes them */
 struct TaskqRun;
 extern bool taskq_machine_waiting_event(TaskqMachineDef *m, const char *event);

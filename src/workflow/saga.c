@@ -52,6 +52,7 @@
 #include "workflow/saga_def.h"
 #include "workflow/saga_run.h"
 #include "workflow/seam.h"
+#include "workflow/timers.h"
 #include "workflow/workflow.h"
 
 /* What a step's worker (or the queue on its behalf) says. */
@@ -653,6 +654,24 @@ saga_cancel(TaskqRun *run)
 	sr = taskq_saga_load(run);
 	busy_call(run->id, cancel_work, sr);
 	return taskq_run_status_label(run->status);
+}
+
+/* The run's deadline passed (run_timers.c): it undoes as a fatal step makes it. */
+static void
+deadline_work(void *arg)
+{
+	TaskqSagaRun *sr = arg;
+
+	sr->run->error = "deadline exceeded";
+	taskq_saga_switch_to_undo(sr);
+	taskq_saga_finish(sr);
+}
+
+void
+taskq_saga_deadline(TaskqRun *run)
+{
+	if (!taskq_run_status_finished(run->status) && run->status != TASKQ_RUN_UNDOING)
+		busy_call(run->id, deadline_work, taskq_saga_load(run));
 }
 
 static const TaskqWorkflowKind saga_kind = {

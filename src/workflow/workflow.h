@@ -35,6 +35,10 @@ extern void taskq_check_run_id(const char *id, const char *argname);
 extern Datum taskq_wait_run(const char *id, bool has_deadline, TimestampTz deadline,
 							bool *isnull);
 
+/* run_timers.c: a run just started must finish within deadline */
+extern void taskq_run_set_deadline(const char *id, Interval *deadline);
+extern TimestampTz taskq_fire_run_timers(TimestampTz now);
+
 /* machine.c */
 extern int32 taskq_define_machine(const char *name, Jsonb *def);
 extern char *taskq_start_machine(const char *machine, const char *id, const char *parent,

@@ -3,7 +3,7 @@
 -- taskq.tasks is tested as a relation (table or view): the task model allows the
 -- storage to be split, with taskq.tasks a view.
 BEGIN;
-SELECT plan(133);
+SELECT plan(138);
 
 -- ------------------------------------------------------------ schema, enum
 SELECT has_schema('taskq', 'schema taskq exists');
@@ -289,6 +289,17 @@ SELECT ok(has_function_privilege('taskq_admin', 'taskq.set_concurrency_limit(tex
           AND has_table_privilege('taskq_monitor', 'taskq.limits', 'SELECT')
           AND NOT has_table_privilege('taskq_monitor', 'taskq.flow_limits', 'SELECT'),
     'admins set limits; monitors read taskq.limits, not its table');
+
+-- ------------------------------------------------------------ timers of runs
+SELECT has_column('taskq', 'runs', 'deadline', 'runs.deadline exists');
+SELECT col_type_is('taskq', 'runs', 'deadline', 'timestamp with time zone', 'runs.deadline is timestamptz');
+SELECT has_table('taskq', 'run_timers', 'table taskq.run_timers exists');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.start_machine(text, text, jsonb, jsonb, interval)'::regprocedure),
+    'machine text, id text, context jsonb DEFAULT ''{}''::jsonb, debug jsonb DEFAULT NULL::jsonb, deadline interval DEFAULT NULL::interval',
+    'start_machine takes deadline last, NULL by default');
+SELECT is(pg_catalog.pg_get_function_arguments('taskq.start_saga(text, text, jsonb, jsonb, interval)'::regprocedure),
+    'saga text, id text, inputs jsonb DEFAULT ''{}''::jsonb, debug jsonb DEFAULT NULL::jsonb, deadline interval DEFAULT NULL::interval',
+    'start_saga takes deadline last, NULL by default');
 
 -- ------------------------------------------------------------ dedicated SQLSTATE
 -- The invalid-token SQLSTATE is TQ001 (class TQ, documented); contract.sql
