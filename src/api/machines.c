@@ -162,7 +162,7 @@ taskq_send_event(PG_FUNCTION_ARGS)
 	return taskq_text_or_null(fcinfo, next);
 }
 
-/* redrive_run(id text) returns text */
+/* redrive_run(id text) returns text: a machine's state, a saga's status */
 Datum
 taskq_redrive_run(PG_FUNCTION_ARGS)
 {
@@ -171,7 +171,7 @@ taskq_redrive_run(PG_FUNCTION_ARGS)
 	char	   *state;
 
 	SPI_connect();
-	state = taskq_copy_out(cxt, taskq_machine_redrive(id));
+	state = taskq_copy_out(cxt, taskq_run_redrive(id));
 	SPI_finish();
 	return taskq_text_or_null(fcinfo, state);
 }

@@ -23,6 +23,7 @@
 /* control.c: job control of runs */
 extern void taskq_refuse_run_tasks(List *ids, const char *fn);
 extern const char *taskq_cancel_run(const char *id);
+extern char *taskq_run_redrive(const char *id);
 extern bool taskq_is_run(const char *id);
 
 /* jobs.c */
@@ -57,6 +58,9 @@ extern char *taskq_start_saga(const char *saga, const char *id, Jsonb *inputs,
 extern void taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result,
 								   Jsonb *working, const char *error);
 extern void taskq_saga_resume(const char *id, Jsonb *working);
+
+/* saga_undo.c */
+extern char *taskq_saga_redrive(const char *id);
 
 /* seam.c */
 extern void taskq_workflow_init(void);
