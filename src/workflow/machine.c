@@ -603,11 +603,11 @@ machine_run_get(const char *id)
 }
 
 int32
-taskq_define_machine(const char *name, Jsonb *def)
+taskq_define_machine(const char *name, Jsonb *def, bool given, int32 version)
 {
 	taskq_check_definition_name(name, "machine", NULL);
 	(void) taskq_machine_parse(def, true);
-	return taskq_definition_store(name, "machine", def);
+	return taskq_definition_store(name, "machine", def, given, version);
 }
 
 char *

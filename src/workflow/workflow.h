@@ -37,7 +37,7 @@ extern Datum taskq_wait_run(const char *id, bool has_deadline, TimestampTz deadl
 							bool *isnull);
 
 /* machine.c */
-extern int32 taskq_define_machine(const char *name, Jsonb *def);
+extern int32 taskq_define_machine(const char *name, Jsonb *def, bool given, int32 version);
 extern char *taskq_start_machine(const char *machine, const char *id, Jsonb *context,
 								 Jsonb *debug);
 extern char *taskq_machine_transition(const char *task_id, pg_uuid_t *token,
@@ -52,7 +52,7 @@ extern char *taskq_machine_redrive(const char *id);
 extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map);
 
 /* saga.c */
-extern int32 taskq_define_saga(const char *name, Jsonb *def);
+extern int32 taskq_define_saga(const char *name, Jsonb *def, bool given, int32 version);
 extern char *taskq_start_saga(const char *saga, const char *id, Jsonb *inputs,
 							  Jsonb *debug);
 extern void taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result,
