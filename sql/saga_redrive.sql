@@ -237,3 +237,10 @@ SELECT * FROM pg_temp.run('e1');
 SELECT public.expect_error($$SELECT taskq.redrive_run('e1')$$) AS redrive_succeeded;
 SELECT public.expect_error($$SELECT taskq.redrive_run('nobody')$$) AS redrive_unknown;
 SELECT public.expect_error($$SELECT taskq.redrive_run(NULL)$$) AS redrive_null;
+
+-- what this file made goes
+DELETE FROM taskq.saga_steps WHERE run IN (SELECT id FROM taskq.runs WHERE definition IN ('trip', 'fork', 'late'));
+DELETE FROM taskq.tasks WHERE workflow IN (SELECT id FROM taskq.runs WHERE definition IN ('trip', 'fork', 'late'));
+DELETE FROM taskq.runs WHERE definition IN ('trip', 'fork', 'late');
+DELETE FROM taskq.definitions WHERE name IN ('trip', 'fork', 'late');
+DELETE FROM public.tokens;
