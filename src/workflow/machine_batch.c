@@ -21,8 +21,8 @@
  * instances committed.  No transaction writes the row while it holds a
  * share lock of it, so none waits for a lock it would make another wait
  * for: an arrival that opens a batch saw it closed before it locked
- * anything (two openers: the second waits for the first and replaces its
- * batch, as before), and a transaction that joined a batch already (a
+ * anything (it then locks the row for update: a second opener waits for
+ * the first and joins its batch), and a transaction that joined a batch already (a
  * return of several steps) joins it again, claimed or not -- its share
  * lock keeps the batch's closer waiting, so the closer reads it too.  A
  * claim is never kept waiting by arrivals.  The caller holds the run's
@@ -46,6 +46,13 @@ static TaskqPlan open_batch_plan = {
 	"SELECT batch FROM taskq.fan_in_open"
 	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
 	"   AND state OPERATOR(pg_catalog.=) $3",
+	3, {TEXTOID, INT4OID, TEXTOID}
+};
+
+static TaskqPlan lock_open_plan = {
+	"SELECT batch FROM taskq.fan_in_open"
+	" WHERE machine OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2"
+	"   AND state OPERATOR(pg_catalog.=) $3 FOR UPDATE",
 	3, {TEXTOID, INT4OID, TEXTOID}
 };
 
@@ -148,23 +155,37 @@ locked_already(const char *batch)
 	return false;
 }
 
+/* The batch's task was never claimed (pending, no try used). */
+static bool
+batch_task_open(const char *batch)
+{
+	TaskqTaskView task;
+
+	return taskq_task_peek(batch, 0, &task) && task.code == TASKQ_PENDING &&
+		task.num_tries == 0;
+}
+
 /*
- * The open batch of (machine, version, state), its row share-locked, if
- * its task was never claimed; else NULL (the caller opens a new one).  The
- * row and the task are read without locks and the row locked only if it
- * still names that batch: else (closed or replaced meanwhile) it is read
- * again.  A batch read open whose task is claimed before the lock is
- * joined still: its closer, which deletes the row, waits for the lock.  So
- * is a batch whose row this transaction locked before (see the banner);
- * taking the lock again then waits for nothing (a subtransaction that took
- * it and rolled back took it along: then it is taken anew).
+ * The open batch of (machine, version, state), its row locked, if its task
+ * was never claimed; else NULL (the caller opens a new one).  The row and
+ * the task are read without locks; an open batch's row is share-locked
+ * only if it still names that batch: else (closed or replaced meanwhile)
+ * it is read again.  A batch read open whose task is claimed before the
+ * lock is joined still: its closer, which deletes the row, waits for the
+ * lock.  So is a batch whose row this transaction share-locked before (see
+ * the banner); taking the lock again then waits for nothing (a
+ * subtransaction that took it and rolled back took it along: then it is
+ * taken anew).  A closed batch's row is locked for update, which waits for
+ * the arrivals in flight and for other openers: if one of those opened a
+ * batch meanwhile, it is joined (with that lock), so the arrivals that
+ * find a batch claimed at the same moment do not each open one.
  */
 char *
 taskq_batch_open(const char *machine, int32 version, const char *state)
 {
 	Datum		args[4];
 	char	   *candidate;
-	TaskqTaskView task;
+	char	   *now;
 
 	args[0] = CStringGetTextDatum(machine);
 	args[1] = Int32GetDatum(version);
@@ -175,10 +196,8 @@ taskq_batch_open(const char *machine, int32 version, const char *state)
 		if (SPI_processed != 1)
 			return NULL;
 		candidate = taskq_get_text(0, 1, NULL);
-		if (!locked_already(candidate) &&
-			(!taskq_task_peek(candidate, 0, &task) ||
-			 task.code != TASKQ_PENDING || task.num_tries != 0))
-			return NULL;
+		if (!locked_already(candidate) && !batch_task_open(candidate))
+			break;
 		args[3] = CStringGetTextDatum(candidate);
 		taskq_execute_latest(&share_batch_plan, args, NULL, false);
 		if (SPI_processed == 1)
@@ -189,6 +208,13 @@ taskq_batch_open(const char *machine, int32 version, const char *state)
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	taskq_execute_latest(&lock_open_plan, args, NULL, false);
+	if (SPI_processed != 1)
+		return NULL;
+	now = taskq_get_text(0, 1, NULL);
+	if (strcmp(now, candidate) != 0 && batch_task_open(now))
+		return now;
+	return NULL;
 }
 
 /* batch is the open batch of (machine, version, state) from now on. */
