@@ -22,7 +22,8 @@
  * share lock of it, so none waits for a lock it would make another wait
  * for: an arrival that opens a batch saw it closed before it locked
  * anything (it then locks the row for update: a second opener waits for
- * the first and joins its batch), and a transaction that joined a batch already (a
+ * the first and joins its batch; without a row, the openers take turns on
+ * a lock of the state instead), and a transaction that joined a batch already (a
  * return of several steps) joins it again, claimed or not -- its share
  * lock keeps the batch's closer waiting, so the closer reads it too.  A
  * claim is never kept waiting by arrivals.  The caller holds the run's
@@ -166,6 +167,18 @@ batch_task_open(const char *batch)
 }
 
 /*
+ * No open-batch row: the arrivals that find none take turns on a lock of
+ * the state (a workflow lock, to the end of the transaction), so that the
+ * first opens the batch and the others, reading again, join it.
+ */
+static bool
+first_arrival(const char *machine, int32 version, const char *state)
+{
+	taskq_lock_workflow(psprintf("taskq fan-in %s %d %s", machine, version, state), true);
+	return true;
+}
+
+/*
  * The open batch of (machine, version, state), its row locked, if its task
  * was never claimed; else NULL (the caller opens a new one).  The row and
  * the task are read without locks; an open batch's row is share-locked
@@ -178,7 +191,8 @@ batch_task_open(const char *batch)
  * taken anew).  A closed batch's row is locked for update, which waits for
  * the arrivals in flight and for other openers: if one of those opened a
  * batch meanwhile, it is joined (with that lock), so the arrivals that
- * find a batch claimed at the same moment do not each open one.
+ * find a batch claimed at the same moment do not each open one.  Without a
+ * row (no batch yet, or the last one closed), see first_arrival.
  */
 char *
 taskq_batch_open(const char *machine, int32 version, const char *state)
@@ -186,35 +200,46 @@ taskq_batch_open(const char *machine, int32 version, const char *state)
 	Datum		args[4];
 	char	   *candidate;
 	char	   *now;
+	bool		first = false;
 
 	args[0] = CStringGetTextDatum(machine);
 	args[1] = Int32GetDatum(version);
 	args[2] = CStringGetTextDatum(state);
 	for (;;)
 	{
+		CHECK_FOR_INTERRUPTS();
 		taskq_execute_latest(&open_batch_plan, args, NULL, false);
 		if (SPI_processed != 1)
-			return NULL;
-		candidate = taskq_get_text(0, 1, NULL);
-		if (!locked_already(candidate) && !batch_task_open(candidate))
-			break;
-		args[3] = CStringGetTextDatum(candidate);
-		taskq_execute_latest(&share_batch_plan, args, NULL, false);
-		if (SPI_processed == 1)
 		{
+			if (first)
+				return NULL;
+			first = first_arrival(machine, version, state);
+			continue;
+		}
+		candidate = taskq_get_text(0, 1, NULL);
+		if (locked_already(candidate) || batch_task_open(candidate))
+		{
+			args[3] = CStringGetTextDatum(candidate);
+			taskq_execute_latest(&share_batch_plan, args, NULL, false);
+			if (SPI_processed != 1)
+				continue;
 			if (!locked_already(candidate))
 				note_locked_batch(candidate);
 			return candidate;
 		}
-		CHECK_FOR_INTERRUPTS();
-	}
-	taskq_execute_latest(&lock_open_plan, args, NULL, false);
-	if (SPI_processed != 1)
+		taskq_execute_latest(&lock_open_plan, args, NULL, false);
+		if (SPI_processed != 1)
+		{
+			if (first)
+				return NULL;
+			first = first_arrival(machine, version, state);
+			continue;
+		}
+		now = taskq_get_text(0, 1, NULL);
+		if (strcmp(now, candidate) != 0 && batch_task_open(now))
+			return now;
 		return NULL;
-	now = taskq_get_text(0, 1, NULL);
-	if (strcmp(now, candidate) != 0 && batch_task_open(now))
-		return now;
-	return NULL;
+	}
 }
 
 /* batch is the open batch of (machine, version, state) from now on. */
