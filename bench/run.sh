@@ -829,11 +829,13 @@ if want machines; then
     L[machines.fanin.all]=$(for ((r = 1; r <= LONG_RUNS; r++)); do echo "${L[machines.fanin.$r]}"; done | paste -sd';')
 fi
 
-# Fan-in arrivals against the machine's own steps, the two taking turns.
+# Fan-in arrivals against the machine's own steps, the two taking turns
+# (steps first: the database's background worker, which makes the batch
+# tasks claimable when their windows end, has started by then).
 if want arrivals; then
     declare -A ar=()
     for ((r = 1; r <= RUNS; r++)); do
-        for s in $( ((r % 2)) && echo fanin step || echo step fanin); do
+        for s in $( ((r % 2)) && echo step fanin || echo fanin step); do
             if [[ $s == fanin ]]; then
                 line=$(FANIN_INSTANCES=$ARRIVAL_INSTANCES machine_once fanin "$ARRIVAL_CLIENTS" "a$r")
                 # every instance in exactly one batch: counted once, none left unfinished
