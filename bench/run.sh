@@ -100,6 +100,16 @@
 #           counted once, how long after its window's end each batch task
 #           was claimed.  Not in the default WORKLOADS (tens of minutes at
 #           full size on 2 cores)
+#   arrivals (not in the default WORKLOADS) fan-in arrivals against the
+#           machine's own steps at ARRIVAL_CLIENTS (16) clients, the two
+#           taking turns RUNS times: ARRIVAL_INSTANCES (20,000) instances
+#           moved from their first state into a fan-in state of
+#           FANIN_WINDOW-second windows (own_tasks, then transition; the
+#           batches claimed and ended meanwhile, as in the machines
+#           workload's fan-in), arrivals/s, against MACHINE_STEPS machine
+#           steps over MACHINE_RUNS runs (own_tasks, then a transition
+#           creating the next visit), steps/s; every instance must end in
+#           exactly one batch (else the bench fails)
 #   limits  (not in the default WORKLOADS) flow control against the same
 #           drain without it, LIMIT_TASKS (20,000) tasks, 1 per claim, every
 #           claim waiting in own_tasks (wait => 100 ms) so that the limit is
@@ -192,6 +202,8 @@ CONT_CHUNKS=${CONT_CHUNKS:-1 10 100}
 FANIN_INSTANCES=${FANIN_INSTANCES:-100000}
 FANIN_WINDOW=${FANIN_WINDOW:-3}
 FANIN_ARRIVERS=${FANIN_ARRIVERS:-16}
+ARRIVAL_INSTANCES=${ARRIVAL_INSTANCES:-20000}
+ARRIVAL_CLIENTS=${ARRIVAL_CLIENTS:-16}
 OUT=${OUT:-$here/results.md}
 
 # KEEP=1: leave the cluster running afterwards (and after a failure) to look
@@ -876,6 +888,33 @@ if want machines; then
     L[machines.fanin.all]=$(for ((r = 1; r <= LONG_RUNS; r++)); do echo "${L[machines.fanin.$r]}"; done | paste -sd';')
 fi
 
+# Fan-in arrivals against the machine's own steps, the two taking turns
+# (steps first: the database's background worker, which makes the batch
+# tasks claimable when their windows end, has started by then).
+if want arrivals; then
+    declare -A ar=()
+    for ((r = 1; r <= RUNS; r++)); do
+        for s in $( ((r % 2)) && echo step fanin || echo fanin step); do
+            if [[ $s == fanin ]]; then
+                line=$(FANIN_INSTANCES=$ARRIVAL_INSTANCES machine_once fanin "$ARRIVAL_CLIENTS" "a$r")
+                # every instance in exactly one batch: counted once, none left unfinished
+                if [[ $(field counted <<<"$line") != "$ARRIVAL_INSTANCES" || $(field unfinished <<<"$line") != 0 ]]; then
+                    echo "bench: arrivals run $r: instances not each in exactly one batch: $line" >&2
+                    exit 1
+                fi
+            else
+                line=$(machine_once step "$ARRIVAL_CLIENTS" "a$r")
+            fi
+            ar[$s]+="$(field rate <<<"$line") "
+        done
+    done
+    R[arrivals.fanin]=$(printf '%s\n' ${ar[fanin]} | median)
+    R[arrivals.step]=$(printf '%s\n' ${ar[step]} | median)
+    read -ra a <<<"${ar[fanin]}"; read -ra b <<<"${ar[step]}"
+    L[arrivals.ratios]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    unset ar
+fi
+
 # Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
 # 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
 # each): the rate of the last chunk against the first.  The entries of the
@@ -1107,6 +1146,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         fi
         echo
         echo "Fan-in of $(fmt "$FANIN_INSTANCES") instances into $FANIN_WINDOW-second windows, $FANIN_ARRIVERS clients moving them in ($(fmt "${R[machines.fanin.rate]}") arrivals/s), one client claiming the batches with \`own_tasks(…, wait)\` (another counts and ends them): ${R[machines.fanin.batches]} batches counted ${R[machines.fanin.counted]} instances (${R[machines.fanin.succeeded]} runs succeeded, one per batch; ${R[machines.fanin.merged]} merged; ${R[machines.fanin.unfinished]} unfinished); each batch task was claimed ${R[machines.fanin.ready_p50_ms]} ms (median; p95 ${R[machines.fanin.ready_p95_ms]} ms, max ${R[machines.fanin.ready_max_ms]} ms) after its window's end (target ≤ 10 ms). Every run: ${L[machines.fanin.all]}."
+        echo
+    fi
+    if want arrivals; then
+        echo "| fan-in arrivals against machine steps | clients | arrivals/s | steps/s | ratio | ratio run by run |"
+        echo "|---|---:|---:|---:|---:|---|"
+        echo "| $(fmt "$ARRIVAL_INSTANCES") instances moved into a fan-in state of $FANIN_WINDOW-second windows (own_tasks, then transition; the batches claimed and ended meanwhile) ÷ $(fmt "$MACHINE_STEPS") machine steps (own_tasks, then transition creating the next visit) | $ARRIVAL_CLIENTS | ${R[arrivals.fanin]} | ${R[arrivals.step]} | $(ratio "${R[arrivals.fanin]}" "${R[arrivals.step]}") | ${L[arrivals.ratios]} |"
         echo
     fi
     runs="Median of $RUNS runs of $TASKS tasks"

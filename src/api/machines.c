@@ -36,16 +36,21 @@ PG_FUNCTION_INFO_V1(taskq_migrate_run);
 
 #define MAX_NAME_ARG 63
 
-/* define_machine(name text, definition jsonb) returns int */
+/*
+ * define_machine(name text, definition jsonb, version int DEFAULT NULL)
+ * returns int
+ */
 Datum
 taskq_define_machine_sql(PG_FUNCTION_ARGS)
 {
 	char	   *name = taskq_text_arg(fcinfo, 0, "name", MAX_NAME_ARG);
+	bool		given = PG_NARGS() > 2 && !PG_ARGISNULL(2);
 	int32		version;
 
 	taskq_require_arg(fcinfo, 1, "definition");
 	SPI_connect();
-	version = taskq_define_machine(name, PG_GETARG_JSONB_P(1));
+	version = taskq_define_machine(name, PG_GETARG_JSONB_P(1), given,
+								   given ? PG_GETARG_INT32(2) : 0);
 	SPI_finish();
 	PG_RETURN_INT32(version);
 }
@@ -166,7 +171,7 @@ taskq_send_event(PG_FUNCTION_ARGS)
 	return taskq_text_or_null(fcinfo, next);
 }
 
-/* redrive_run(id text) returns text */
+/* redrive_run(id text) returns text: a machine's state, a saga's status */
 Datum
 taskq_redrive_run(PG_FUNCTION_ARGS)
 {
@@ -175,7 +180,7 @@ taskq_redrive_run(PG_FUNCTION_ARGS)
 	char	   *state;
 
 	SPI_connect();
-	state = taskq_copy_out(cxt, taskq_machine_redrive(id));
+	state = taskq_copy_out(cxt, taskq_run_redrive(id));
 	SPI_finish();
 	return taskq_text_or_null(fcinfo, state);
 }

@@ -28,16 +28,21 @@ PG_FUNCTION_INFO_V1(taskq_resume_run);
 #define MAX_NAME_ARG 63
 
 
-/* define_saga(name text, definition jsonb) returns int */
+/*
+ * define_saga(name text, definition jsonb, version int DEFAULT NULL)
+ * returns int
+ */
 Datum
 taskq_define_saga_sql(PG_FUNCTION_ARGS)
 {
 	char	   *name = taskq_text_arg(fcinfo, 0, "name", MAX_NAME_ARG);
+	bool		given = PG_NARGS() > 2 && !PG_ARGISNULL(2);
 	int32		version;
 
 	taskq_require_arg(fcinfo, 1, "definition");
 	SPI_connect();
-	version = taskq_define_saga(name, PG_GETARG_JSONB_P(1));
+	version = taskq_define_saga(name, PG_GETARG_JSONB_P(1), given,
+								given ? PG_GETARG_INT32(2) : 0);
 	SPI_finish();
 	PG_RETURN_INT32(version);
 }

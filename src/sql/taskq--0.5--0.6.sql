@@ -1155,3 +1155,32 @@ COMMENT ON FUNCTION taskq.run_graph(text, text) IS
     'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
 REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;
+
+-- ---------------------------------------------------------------------
+-- Definitions stored under a version the caller gives, and redrive_run of
+-- a dismal saga.
+-- ---------------------------------------------------------------------
+DROP FUNCTION taskq.define_machine(text, jsonb);
+CREATE FUNCTION taskq.define_machine(name text, definition jsonb, version integer DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'taskq_define_machine_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.define_machine(text, jsonb, integer) IS
+    'store a state machine (checked whole) as the next version of name, or under the version given (the same definition there: a no-op); returns the version';
+REVOKE ALL ON FUNCTION taskq.define_machine(text, jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.define_machine(text, jsonb, integer) TO taskq_admin;
+
+COMMENT ON FUNCTION taskq.redrive_run(text) IS
+    'give a failed state machine run another life from the state that failed (returns its state), or continue the undo of a dismal saga (returns its status)';
+
+DROP FUNCTION taskq.define_saga(text, jsonb);
+CREATE FUNCTION taskq.define_saga(name text, definition jsonb, version integer DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'taskq_define_saga_sql'
+LANGUAGE C VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION taskq.define_saga(text, jsonb, integer) IS
+    'store a saga (checked whole) as the next version of name, or under the version given (the same definition there: a no-op); returns the version';
+REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb, integer) TO taskq_admin;

@@ -1687,15 +1687,15 @@ COMMENT ON FUNCTION taskq.run_steps(text) IS
 REVOKE ALL ON FUNCTION taskq.run_steps(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.run_steps(text) TO taskq_producer, taskq_admin;
 
-CREATE FUNCTION taskq.define_machine(name text, definition jsonb)
+CREATE FUNCTION taskq.define_machine(name text, definition jsonb, version integer DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'taskq_define_machine_sql'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.define_machine(text, jsonb) IS
-    'store a state machine (checked whole) as the next version of name; returns the version';
-REVOKE ALL ON FUNCTION taskq.define_machine(text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.define_machine(text, jsonb) TO taskq_admin;
+COMMENT ON FUNCTION taskq.define_machine(text, jsonb, integer) IS
+    'store a state machine (checked whole) as the next version of name, or under the version given (the same definition there: a no-op); returns the version';
+REVOKE ALL ON FUNCTION taskq.define_machine(text, jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.define_machine(text, jsonb, integer) TO taskq_admin;
 
 CREATE FUNCTION taskq.start_machine(machine text, id text, context jsonb DEFAULT '{}'::jsonb,
                                     debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)
@@ -1754,7 +1754,7 @@ AS 'MODULE_PATHNAME', 'taskq_redrive_run'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION taskq.redrive_run(text) IS
-    'give a failed state machine run another life from the state that failed; returns its state';
+    'give a failed state machine run another life from the state that failed (returns its state), or continue the undo of a dismal saga (returns its status)';
 REVOKE ALL ON FUNCTION taskq.redrive_run(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.redrive_run(text) TO taskq_admin;
 
@@ -1768,15 +1768,15 @@ COMMENT ON FUNCTION taskq.migrate_run(text, integer, jsonb) IS
 REVOKE ALL ON FUNCTION taskq.migrate_run(text, integer, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.migrate_run(text, integer, jsonb) TO taskq_admin;
 
-CREATE FUNCTION taskq.define_saga(name text, definition jsonb)
+CREATE FUNCTION taskq.define_saga(name text, definition jsonb, version integer DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'taskq_define_saga_sql'
 LANGUAGE C VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION taskq.define_saga(text, jsonb) IS
-    'store a saga (checked whole) as the next version of name; returns the version';
-REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb) TO taskq_admin;
+COMMENT ON FUNCTION taskq.define_saga(text, jsonb, integer) IS
+    'store a saga (checked whole) as the next version of name, or under the version given (the same definition there: a no-op); returns the version';
+REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb, integer) TO taskq_admin;
 
 CREATE FUNCTION taskq.start_saga(saga text, id text, inputs jsonb DEFAULT '{}'::jsonb,
                                  debug jsonb DEFAULT NULL, deadline interval DEFAULT NULL)

@@ -2,7 +2,8 @@
  *
  * control.c
  *	  Job control of runs: cancel_run (and cancel_workflow of a run's key),
- *	  handed to the run's kind, and the refusal of the queue's calls that
+ *	  handed to the run's kind, redrive_run handed to the machine's or the
+ *	  saga's code, and the refusal of the queue's calls that
  *	  change tasks one by one (cancel_tasks, replace_tasks, redrive_tasks,
  *	  add_dependencies) to change the steps of runs.  Cancelling plain
  *	  tasks and workflow keys is the queue's (queue/cancel.c).
@@ -71,6 +72,20 @@ taskq_cancel_run(const char *id)
 	TaskqRun   *run = taskq_run_get(id);
 
 	return taskq_workflow_kind(run->kind)->cancel(run);
+}
+
+/*
+ * redrive_run (any kind): a machine's new state (machine.c), a saga's
+ * status (saga_undo.c).
+ */
+char *
+taskq_run_redrive(const char *id)
+{
+	TaskqRun   *run = taskq_run_get(id);
+
+	if (strcmp(run->kind, "saga") == 0)
+		return taskq_saga_redrive(id);
+	return taskq_machine_redrive(id);
 }
 
 /*

@@ -19,7 +19,8 @@
 /* A definition refused (22023), with a message and detail composed by the caller. */
 extern TASKQ_NORETURN void taskq_def_bad(const char *msg, const char *detail);
 
-extern int32 taskq_definition_store(const char *name, const char *kind, Jsonb *def);
+extern int32 taskq_definition_store(const char *name, const char *kind, Jsonb *def,
+									 bool given, int32 version);
 extern Jsonb *taskq_definition_latest(const char *name, const char *kind,
 									  int32 *version, TransactionId *xmin);
 extern Jsonb *taskq_definition_version(const char *name, const char *kind,

@@ -14,8 +14,13 @@
  * transaction are not kept (it may change them again under the same xmin).
  * A step then reads neither the definition's JSON nor parses it.
  *
+ * A caller may name the version to store (a definition broadcast to
+ * several databases converges): stored under exactly that number when it
+ * is the next one, a no-op when the same definition is stored under it.
+ *
  * Locking: storing a version takes the workflow lock of the definition's
- * name (queue/graph.c), which serializes versions of one name.  The cache
+ * name (queue/graph.c), which serializes versions of one name; the rows
+ * are read with a snapshot taken after the lock.  The cache
  * is backend-local: no locking.  A parsed form that the cache drops (a
  * changed row, a full cache) may still be in use by the caller that holds
  * it, so its memory is handed to the current transaction and freed at its
@@ -29,6 +34,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -75,25 +81,69 @@ check_kind(const char *name, const char *kind)
 				 errdetail("State machines and sagas share one namespace of names.")));
 }
 
+static Jsonb *found_definition(TransactionId *xmin);
+
 /*
- * Store def (validated) as the next version of name; 42809 if name is a
- * definition of the other kind.  Definitions of one name are serialized
- * by a lock on the name.
+ * A version given by the caller up to the latest: true if the same
+ * definition is stored under it (a no-op), 55000 if another one is; false
+ * if none is (deleted by hand).
+ */
+static bool
+stored_already(const char *name, const char *kind, Jsonb *def, int32 version)
+{
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int32GetDatum(version);
+	taskq_execute_latest(&version_plan, args, NULL, false);
+	if (SPI_processed == 0)
+		return false;
+	if (DatumGetBool(DirectFunctionCall2(jsonb_eq, JsonbPGetDatum(found_definition(NULL)),
+										 JsonbPGetDatum(def))))
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("version %d of %s \"%s\" is stored with another definition",
+					version, taskq_kind_noun(kind), name),
+			 errdetail("A version stores one definition; the same definition again is a no-op.")));
+	return false;				/* keep compiler quiet */
+}
+
+/*
+ * Store def (validated) as the next version of name, or, given, under
+ * exactly that version: the same definition stored under it already is a
+ * no-op that returns it; another one, or a version other than the latest
+ * + 1, 55000.  42809 if name is a definition of the other kind.
+ * Definitions of one name are serialized by a lock on the name, and read
+ * with a snapshot taken after it: of two calls at once the second sees
+ * what the first stored.
  */
 int32
-taskq_definition_store(const char *name, const char *kind, Jsonb *def)
+taskq_definition_store(const char *name, const char *kind, Jsonb *def, bool given,
+					   int32 version)
 {
 	Datum		values[4];
-	int32		version = 1;
+	int32		latest = 0;
 
 	taskq_lock_workflow(psprintf("taskq definition %s", name), true);
 	values[0] = CStringGetTextDatum(name);
-	taskq_execute(&latest_plan, values, NULL, false, 0);
+	taskq_execute_latest(&latest_plan, values, NULL, false);
 	if (SPI_processed > 0)
 	{
 		check_kind(name, kind);
-		version = taskq_get_int32(0, 1, NULL) + 1;
+		latest = taskq_get_int32(0, 1, NULL);
 	}
+	if (!given)
+		version = latest + 1;
+	else if (version >= 1 && version <= latest && stored_already(name, kind, def, version))
+		return version;
+	else if (version != latest + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("version %d of %s \"%s\" is not its next version", version,
+						taskq_kind_noun(kind), name),
+				 errdetail("Its latest version is %d: a version given is stored only as %d.",
+						   latest, latest + 1)));
 	values[1] = Int32GetDatum(version);
 	values[2] = CStringGetTextDatum(kind);
 	values[3] = JsonbPGetDatum(def);

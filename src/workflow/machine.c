@@ -18,19 +18,19 @@
  *
  * Fan-in: taskq.fan_in_open names the open batch of each fan-in state; a
  * batch is open while its task was never claimed (pending, no try used).
- * An arrival locks the open-batch row (arrivals into one state take turns
- * there) and reads the batch task's status without locking its row: it
- * joins the batch, or, when the task was claimed, opens a new one.  The
- * batch is closed -- its open-batch row deleted, under that row's lock --
- * before anything reads or ends its instances (fan_in_contexts, its
- * transition, a release, a restart or an abort): the close waits for the
- * arrivals in flight, so the instances read afterwards are all there will
- * ever be.  An arrival racing with the claim may still join (its worker
- * reads it with the rest); every instance is in exactly one batch.
- * Arrivals never lock the batch task's row: a claim is not kept waiting
- * (claims skip locked rows) while instances keep arriving, and an arrival
- * waits for nothing a closer holds (the closer holds the task's row and
- * waits for the open-batch row), so the two cannot deadlock.
+ * An arrival reads the batch task's status without locking its row and
+ * joins the batch under a share lock of the open-batch row (arrivals into
+ * one state do not take turns: machine_batch.c), or, when the task was
+ * claimed, opens a new one.  The batch is closed -- its open-batch row
+ * deleted, which waits for the share locks -- before anything reads or
+ * ends its instances (fan_in_contexts, its transition, a release, a
+ * restart or an abort): the close waits for the arrivals in flight, so the
+ * instances read afterwards are all there will ever be.  An arrival racing
+ * with the claim may still join (its worker reads it with the rest); every
+ * instance is in exactly one batch.  Arrivals never lock the batch task's
+ * row: a claim is not kept waiting (claims skip locked rows) while
+ * instances keep arriving, and an arrival waits for nothing a closer holds
+ * (the closer holds the task's row and waits for the arrivals' locks).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -644,11 +644,11 @@ machine_run_get(const char *id)
 }
 
 int32
-taskq_define_machine(const char *name, Jsonb *def)
+taskq_define_machine(const char *name, Jsonb *def, bool given, int32 version)
 {
 	taskq_check_definition_name(name, "machine", NULL);
 	(void) taskq_machine_parse(def, true);
-	return taskq_definition_store(name, "machine", def);
+	return taskq_definition_store(name, "machine", def, given, version);
 }
 
 /* Start a run; a child run (of parent) has an id made by run_child.c. */

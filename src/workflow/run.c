@@ -64,7 +64,7 @@ taskq_run_status_finished(TaskqRunStatus status)
 /*
  * The moves of a run's status: rows from, columns to.  A finished run
  * moves no more, except a failed machine that redrive_run gives another
- * life.
+ * life, and a dismal saga whose undo redrive_run continues.
  */
 #define R TASKQ_RUN_RUNNING
 static const bool run_moves[TASKQ_RUN_STATUS_COUNT][TASKQ_RUN_STATUS_COUNT] = {
@@ -74,7 +74,7 @@ static const bool run_moves[TASKQ_RUN_STATUS_COUNT][TASKQ_RUN_STATUS_COUNT] = {
 	[TASKQ_RUN_UNDOING] = {false, false, false, false, true, true, true, false},
 	[TASKQ_RUN_SUCCEEDED] = {false},
 	[TASKQ_RUN_FAILED] = {true, false, false, false, false, false, false, false},
-	[TASKQ_RUN_DISMAL] = {false},
+	[TASKQ_RUN_DISMAL] = {false, false, true, false, false, false, false, false},
 	[TASKQ_RUN_CANCELLED] = {false},
 	[TASKQ_RUN_MERGED] = {false},
 };

@@ -689,11 +689,11 @@ taskq_saga_init(void)
  * ----------
  */
 int32
-taskq_define_saga(const char *name, Jsonb *def)
+taskq_define_saga(const char *name, Jsonb *def, bool given, int32 version)
 {
 	taskq_check_definition_name(name, "saga", NULL);
 	(void) taskq_saga_parse(def, true);
-	return taskq_definition_store(name, "saga", def);
+	return taskq_definition_store(name, "saga", def, given, version);
 }
 
 /* The step names of a debug setting (fail_at_steps...) must be the saga's. */

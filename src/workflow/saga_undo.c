@@ -3,8 +3,8 @@
  * saga_undo.c
  *	  Undoing a saga: the switch from doing to undoing, the undo schedule
  *	  (reverse topological order over the saga's DAG, independent branches
- *	  in parallel) and the dismal failure that ends it when an undo gives
- *	  up.
+ *	  in parallel), the dismal failure that ends it when an undo gives
+ *	  up, and redrive_run of a dismal saga, which continues it.
  *
  * At the switch no new do starts: a ready do that nobody claimed is
  * aborted (skipped), one in progress finishes on its last try.  Then the
@@ -33,6 +33,7 @@
 #include "workflow/debug.h"
 #include "workflow/saga_run.h"
 #include "workflow/seam.h"
+#include "workflow/workflow.h"
 
 /*
  * The switch from doing to undoing (run->error set): the working map is
@@ -168,4 +169,68 @@ taskq_saga_dismal(TaskqSagaRun *sr, int i, const char *error)
 			 errdetail("Saga run \"%s\" is left partly undone; it needs repair by hand.",
 					   run->id)));
 	Async_Notify("taskq_dismal", run->id);
+}
+
+/*
+ * The run's error before it went dismal: taskq_saga_dismal appended
+ * "; undo of step "<step>": <error>" for the first undo that gave up (a
+ * step whose undo_state is failed); later failures appended nothing.
+ */
+static char *
+error_before_dismal(TaskqSagaRun *sr)
+{
+	const char *error = sr->run->error;
+	const char *cut = NULL;
+
+	if (error == NULL)
+		return NULL;
+	for (int i = 0; i < sr->d->nsteps; i++)
+	{
+		const char *p;
+
+		if (sr->st[i].undo_state != UNDO_FAILED)
+			continue;
+		p = strstr(error, psprintf("; undo of step \"%s\": ", sr->d->steps[i].name));
+		if (p != NULL && (cut == NULL || p < cut))
+			cut = p;
+	}
+	return cut ? pnstrdup(error, cut - error) : pstrdup(error);
+}
+
+/*
+ * redrive_run of a saga: a dismal one undoes again from where its undo
+ * gave up (see the banner); its status.  Any other: 55000.
+ */
+char *
+taskq_saga_redrive(const char *id)
+{
+	TaskqSagaRun *sr = taskq_saga_fetch(id);
+	TaskqRun   *run;
+
+	if (sr == NULL)
+		elog(ERROR, "taskq: saga run \"%s\" vanished", id);
+	run = sr->run;
+	if (run->status == TASKQ_RUN_FAILED || run->status == TASKQ_RUN_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("saga run \"%s\" is %s and fully undone", id,
+						taskq_run_status_label(run->status)),
+				 errhint("Start a new run.")));
+	if (run->status != TASKQ_RUN_DISMAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("saga run \"%s\" is %s, not dismal", id,
+						taskq_run_status_label(run->status)),
+				 errdetail("redrive_run continues the undo of a dismal saga.")));
+	run->error = error_before_dismal(sr);
+	for (int i = 0; i < sr->d->nsteps; i++)
+		if (sr->st[i].undo_state == UNDO_FAILED)
+		{
+			sr->st[i].undo_state = UNDO_NOT_YET;
+			sr->st[i].dirty = true;
+		}
+	taskq_run_set_status(run, TASKQ_RUN_UNDOING);
+	taskq_saga_schedule_undo(sr);
+	taskq_saga_finish(sr);
+	return pstrdup(taskq_run_status_label(run->status));
 }

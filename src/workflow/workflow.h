@@ -23,6 +23,7 @@
 /* control.c: job control of runs */
 extern void taskq_refuse_run_tasks(List *ids, const char *fn);
 extern const char *taskq_cancel_run(const char *id);
+extern char *taskq_run_redrive(const char *id);
 extern bool taskq_is_run(const char *id);
 
 /* jobs.c */
@@ -40,7 +41,7 @@ extern void taskq_run_set_deadline(const char *id, Interval *deadline);
 extern TimestampTz taskq_fire_run_timers(TimestampTz now);
 
 /* machine.c */
-extern int32 taskq_define_machine(const char *name, Jsonb *def);
+extern int32 taskq_define_machine(const char *name, Jsonb *def, bool given, int32 version);
 extern char *taskq_start_machine(const char *machine, const char *id, const char *parent,
 								 Jsonb *context,
 								 Jsonb *debug);
@@ -56,13 +57,16 @@ extern char *taskq_machine_redrive(const char *id);
 extern char *taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map);
 
 /* saga.c */
-extern int32 taskq_define_saga(const char *name, Jsonb *def);
+extern int32 taskq_define_saga(const char *name, Jsonb *def, bool given, int32 version);
 extern char *taskq_start_saga(const char *saga, const char *id, const char *parent,
 							  Jsonb *inputs,
 							  Jsonb *debug);
 extern void taskq_saga_return_step(const char *task_id, pg_uuid_t *token, const char *result,
 								   Jsonb *working, const char *error);
 extern void taskq_saga_resume(const char *id, Jsonb *working);
+
+/* saga_undo.c */
+extern char *taskq_saga_redrive(const char *id);
 
 /* seam.c */
 extern void taskq_workflow_init(void);
