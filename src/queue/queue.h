@@ -150,6 +150,14 @@ extern void taskq_release(const char *id, pg_uuid_t *token);
 extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
 									  Tuplestorestate *out, TupleDesc outdesc);
 
+/*
+ * The results of tasks "<prefix><first>" .. "<prefix><last>" in that order,
+ * one JSON array (null where a task did not complete; NULL for no rows);
+ * how many completed, and the number of the first that did not (0: none).
+ */
+extern Jsonb *taskq_read_range_results(const char *prefix, int32 first, int32 last,
+									   int64 *completed, int32 *first_failed);
+
 /* ----------
  * The ends of a task and its signals (lifecycle.c, signal.c, lease.c)
  * ----------

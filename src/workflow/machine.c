@@ -49,6 +49,7 @@
 #include "workflow/json.h"
 #include "workflow/machine_batch.h"
 #include "workflow/machine_def.h"
+#include "workflow/machine_map.h"
 #include "workflow/run.h"
 #include "workflow/seam.h"
 #include "workflow/workflow.h"
@@ -211,7 +212,7 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 	run->state = s->name;
 	run->fork = NULL;
 	run->step_task = NULL;
-	if (s->action == NULL)
+	if (s->action == NULL && s->map_action == NULL)
 	{
 		char	   *event;
 		Jsonb	   *context;
@@ -227,6 +228,12 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		return;
 	}
 	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
+	if (s->map_action != NULL)
+	{
+		if (taskq_map_enter(run, mr->m, s) == TASKQ_MAP_EMPTY)
+			enter_state(mr, taskq_machine_find_transition(s, TASKQ_MAP_MAPPED)->to_index, NULL);
+		return;
+	}
 	if (s->fan_in > 0)
 		join_fan_in(mr, si);
 	else
@@ -265,6 +272,8 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 		return NULL;			/* aborted: cancelled while owned, or failed */
 	status = task.status;
 	state = taskq_json_text(taskq_json_key(task.body, "state"));
+	if (taskq_json_key(task.body, "index"))
+		taskq_map_refuse_item(mr->run, state, task_id, "transition");	/* a finished item */
 	if ((status == NULL) != (event == NULL) || (event && strcmp(status, event) != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -338,6 +347,8 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	*isnull = true;
 	if (context)
 		taskq_check_json_object(context, "context");
+	if (taskq_map_is_item(run, mr->m, task_id))
+		taskq_map_refuse_item(run, run->state, task_id, caller);
 	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
 	{
 		members = taskq_batch_members(task_id);
@@ -446,6 +457,8 @@ machine_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 {
 	bool		isnull;
 
+	if (taskq_map_is_item(run, machine_run(run)->m, item->id))
+		return false;			/* a map's item: a plain task */
 	if (release)
 	{
 		taskq_batch_close(item->id);	/* a released batch stays closed */
@@ -467,7 +480,21 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 	List	   *members;
 	TaskqTaskView view;
 	char	   *error = NULL;
+	MachineRun *mr = machine_run(run);
 
+	if (taskq_map_is_join(run, mr->m, task->id))
+	{
+		/* a map's last item finished: the run moves (or fails) */
+		bool		was = taskq_map_soft_entry(true);
+		const char *event = taskq_map_gather(run, &mr->m->states[current_state(mr)]);
+		bool		isnull;
+
+		if (event)
+			(void) move_on(mr, event, NULL, &isnull);
+		taskq_run_store(run);
+		(void) taskq_map_soft_entry(was);
+		return;
+	}
 	if (task->outcome != TASKQ_ABORTED)
 		return;
 	if (taskq_task_peek(task->id, 0, &view))
@@ -507,6 +534,7 @@ drop_step(MachineRun *mr, const char *why)
 {
 	TaskqRun   *run = mr->run;
 	char	   *task = run->step_task;
+	List	   *items = taskq_map_unfinished(run, mr->m);	/* with the join */
 	char	   *batch;
 	bool		last;
 
@@ -526,7 +554,7 @@ drop_step(MachineRun *mr, const char *why)
 		taskq_batch_forget(batch);
 		task = batch;
 	}
-	(void) taskq_cancel_ids(list_make1(task), (char *) why);
+	(void) taskq_cancel_ids(items ? items : list_make1(task), (char *) why);
 }
 
 static const char *
@@ -756,6 +784,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run \"%s\" is already %s", id, taskq_run_status_label(run->status))));
+	taskq_map_check_event(mr->m, event);
 	if (!taskq_machine_waiting_event(mr->m, event))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

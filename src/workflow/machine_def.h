@@ -21,7 +21,7 @@ typedef struct TaskqMachineTransition
 typedef struct TaskqMachineState
 {
 	char	   *name;
-	char	   *action;			/* NULL: a waiting state */
+	char	   *action;			/* NULL: a waiting state (or a map state) */
 	bool		initial;
 	bool		final;
 	bool		continuation;
@@ -32,7 +32,16 @@ typedef struct TaskqMachineState
 	int32		priority;
 	int			ntransitions;
 	TaskqMachineTransition *transitions;
+	/* a map state (machine_map.c): map_action not NULL */
+	char	   *map_items;		/* the context key of the array */
+	char	   *map_action;		/* the action of its items */
+	int32		map_max_parallel;	/* 0: no limit */
 } TaskqMachineState;
+
+/* The events a map state moves with. */
+#define TASKQ_MAP_MAPPED "mapped"
+#define TASKQ_MAP_FAILED "map_failed"
+
 
 typedef struct TaskqMachineDef
 {
