@@ -193,6 +193,26 @@ SELECT taskq.redrive_run('r5');
 SELECT status, state, step_task FROM pg_temp.run('r5');
 SELECT taskq.cancel_run('r5');
 
+-- ---------------------------------------------------------------
+-- Graphs: a map state's line, its items by status in run_graph (its items
+-- and join drawn as no steps)
+-- ---------------------------------------------------------------
+SELECT taskq.define_machine('mpg', '{"states": [
+    {"name": "A", "action": "a", "initial": true, "transitions": [{"event": "go", "to": "M"}]},
+    {"name": "M", "action": null, "map": {"items": "xs", "action": "itg", "max_parallel": 2},
+     "transitions": [{"event": "mapped", "to": "E"}, {"event": "map_failed", "to": "W"}]},
+    {"name": "W", "action": null, "transitions": [{"event": "x", "to": "E"}]},
+    {"name": "E", "action": "e", "final": true}]}');
+SELECT taskq.definition_graph('mpg');
+SELECT taskq.start_machine('mpg', 'g1', '{"xs": [1, 2, 3]}');
+SELECT count(*) FROM public.own('w', 1, ARRAY['a']);
+SELECT taskq.transition('g1/1', pg_temp.tok('g1/1'), 'go');
+SELECT count(*) FROM public.own('w', 1, ARRAY['itg']);
+SELECT pg_temp.done('g1/3', '1');
+SELECT taskq.run_graph('g1');
+SELECT taskq.run_graph('g1', 'mermaid');
+SELECT taskq.cancel_run('g1');
+
 DELETE FROM taskq.tasks;
 DELETE FROM taskq.runs;
 DELETE FROM public.tokens;

@@ -829,3 +829,220 @@ SELECT f.action, f.max_running, f.max_running_per_key,
 COMMENT ON VIEW taskq.limits IS
     'the actions with limits: concurrency and rate, how many of their tasks hold a slot now, and their claims in the current window';
 GRANT SELECT ON taskq.limits TO taskq_monitor, taskq_admin;
+
+-- Map states in the graphs: their line in definition_graph, their items by
+-- status in run_graph (which draws a map state's items and join as no steps).
+-- A map state's line in the graphs: its items' action and array (NULL for
+-- any other state); and the items of a run's visits of a map state, by status.
+CREATE FUNCTION taskq._map_label(st jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'map: ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,action}')
+           OPERATOR(pg_catalog.||) ' over ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,items}')
+           OPERATOR(pg_catalog.||) COALESCE(', ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,max_parallel}')
+                                            OPERATOR(pg_catalog.||) ' at once', '')
+     WHERE pg_catalog.jsonb_typeof(st OPERATOR(pg_catalog.->) 'map') OPERATOR(pg_catalog.=) 'object'
+$$;
+COMMENT ON FUNCTION taskq._map_label(jsonb) IS 'internal: a map state''s line in the graphs';
+REVOKE ALL ON FUNCTION taskq._map_label(jsonb) FROM PUBLIC;
+
+CREATE FUNCTION taskq._map_items_label(run text, state text)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT E'\nitems: ' OPERATOR(pg_catalog.||) pg_catalog.string_agg(x.n OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.code, ', ' ORDER BY x.code)
+      FROM (SELECT t.status_code::text AS code, pg_catalog.count(*) AS n
+              FROM taskq.tasks AS t
+             WHERE t.workflow OPERATOR(pg_catalog.=) run
+               AND t.body OPERATOR(pg_catalog.->>) 'state' OPERATOR(pg_catalog.=) state
+               AND t.body OPERATOR(pg_catalog.?) 'index'
+             GROUP BY 1) AS x
+$$;
+COMMENT ON FUNCTION taskq._map_items_label(text, text) IS 'internal: the items of a run''s map state by status, for run_graph';
+REVOKE ALL ON FUNCTION taskq._map_items_label(text, text) FROM PUBLIC;
+
+-- The nodes and edges of a definition (version v), with live figures, as
+-- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
+CREATE OR REPLACE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
+RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
+               waiting boolean, ord bigint)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
+           (s.value OPERATOR(pg_catalog.->>) 'name')
+           OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'), taskq._map_label(s.value), 'waits for an event')
+               OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
+               OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
+             ELSE
+               E'\ndo: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'do')
+               OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
+               OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
+             END
+           OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nnow ' OPERATOR(pg_catalog.||) st.in_state OPERATOR(pg_catalog.||)
+                                                    ', entered ' OPERATOR(pg_catalog.||) st.entered OPERATOR(pg_catalog.||)
+                                                    ', ok ' OPERATOR(pg_catalog.||) st.succeeded OPERATOR(pg_catalog.||)
+                                                    ', failed tries ' OPERATOR(pg_catalog.||) st.failed_tries OPERATOR(pg_catalog.||)
+                                                    COALESCE(', avg ' OPERATOR(pg_catalog.||) st.avg_seconds OPERATOR(pg_catalog.||) ' s', '')
+                                               FROM taskq.state_stats AS st
+                                              WHERE st.definition OPERATOR(pg_catalog.=) name
+                                                AND st.version OPERATOR(pg_catalog.=) v
+                                                AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+           COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+           kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND taskq._map_label(s.value) IS NULL,
+           s.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
+               CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
+    UNION ALL
+    SELECT 'edge', s.value OPERATOR(pg_catalog.->>) 'name', t.value OPERATOR(pg_catalog.->>) 'to',
+           t.value OPERATOR(pg_catalog.->>) 'event', NULL, NULL, NULL, s.ordinality * 1000 OPERATOR(pg_catalog.+) t.ordinality
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s,
+           pg_catalog.jsonb_array_elements(COALESCE(s.value OPERATOR(pg_catalog.->) 'transitions', '[]'::jsonb)) WITH ORDINALITY AS t
+     WHERE kind OPERATOR(pg_catalog.=) 'machine'
+    UNION ALL
+    -- a saga step comes after its "after" steps, by default the previous step
+    SELECT 'edge', a.after, s.value OPERATOR(pg_catalog.->>) 'name', NULL, NULL, NULL, NULL,
+           s.ordinality * 1000 OPERATOR(pg_catalog.+) a.ord
+      FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'steps') WITH ORDINALITY AS s,
+           LATERAL (SELECT x.value AS after, x.ordinality AS ord
+                      FROM pg_catalog.jsonb_array_elements_text(s.value OPERATOR(pg_catalog.->) 'after') WITH ORDINALITY AS x
+                     WHERE s.value ? 'after'
+                    UNION ALL
+                    SELECT (def OPERATOR(pg_catalog.->) 'steps' OPERATOR(pg_catalog.->) (s.ordinality::integer OPERATOR(pg_catalog.-) 2))
+                               OPERATOR(pg_catalog.->>) 'name', 1
+                     WHERE NOT s.value ? 'after' AND s.ordinality OPERATOR(pg_catalog.>) 1) AS a
+     WHERE kind OPERATOR(pg_catalog.=) 'saga'
+$$;
+COMMENT ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) IS
+    'internal: the nodes and edges of a definition, for the graph functions';
+REVOKE ALL ON FUNCTION taskq._definition_parts(jsonb, text, text, integer) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    def jsonb;
+    nodes jsonb;
+    edges jsonb;
+BEGIN
+    PERFORM taskq._graph_format(format);
+    IF id IS NULL THEN
+        RAISE EXCEPTION 'argument "id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT x.* INTO r FROM taskq.runs AS x WHERE x.id OPERATOR(pg_catalog.=) run_graph.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'run "%" does not exist', id USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT d.definition INTO def FROM taskq.definitions AS d
+     WHERE d.name OPERATOR(pg_catalog.=) r.definition AND d.version OPERATOR(pg_catalog.=) r.version;
+
+    IF r.kind OPERATOR(pg_catalog.=) 'machine' THEN
+        -- the path: each step's state, and the transition its event took
+        -- (through the waiting states the run passed, which have no task)
+        WITH steps AS (
+            SELECT t.body OPERATOR(pg_catalog.->>) 'state' AS state, t.status AS event, t.status_code,
+                   pg_catalog.row_number() OVER (ORDER BY t.seq) AS k
+              FROM taskq.tasks AS t
+             WHERE t.workflow OPERATOR(pg_catalog.=) r.id
+               AND pg_catalog.starts_with(t.id, r.id OPERATOR(pg_catalog.||) '/')
+               -- a map state's items and join are not steps
+               AND NOT t.body OPERATOR(pg_catalog.?|) ARRAY['index', 'map_items']
+        ), states AS (
+            SELECT s.value AS st FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') AS s
+        ), moves AS (
+            -- from a step's state on its event, to the state the definition names
+            SELECT a.state AS src, tr.value OPERATOR(pg_catalog.->>) 'to' AS dst, a.event AS label
+              FROM steps AS a, states AS s,
+                   pg_catalog.jsonb_array_elements(COALESCE(s.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE s.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+               AND a.status_code OPERATOR(pg_catalog.=) 'completed'
+               AND tr.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+            UNION ALL
+            -- out of a waiting state: to the next step's state (by send_event)
+            SELECT w.st OPERATOR(pg_catalog.->>) 'name', tr.value OPERATOR(pg_catalog.->>) 'to',
+                   tr.value OPERATOR(pg_catalog.->>) 'event'
+              FROM steps AS a
+              JOIN steps AS b ON b.k OPERATOR(pg_catalog.=) (a.k OPERATOR(pg_catalog.+) 1),
+                   states AS w,
+                   pg_catalog.jsonb_array_elements(COALESCE(w.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE (w.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND tr.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) b.state
+               AND EXISTS (SELECT 1 FROM states AS s2,
+                                  pg_catalog.jsonb_array_elements(COALESCE(s2.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS t2
+                            WHERE s2.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
+                              AND t2.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
+                              AND t2.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) (w.st OPERATOR(pg_catalog.->>) 'name'))
+        ), visited AS (
+            SELECT state AS name FROM steps UNION SELECT src FROM moves UNION SELECT dst FROM moves
+            UNION SELECT r.state WHERE r.state IS NOT NULL
+        )
+        SELECT (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                    'key', v.name,
+                    'label', v.name OPERATOR(pg_catalog.||) COALESCE(E'\nvisits: ' OPERATOR(pg_catalog.||)
+                        NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), '')
+                        OPERATOR(pg_catalog.||) COALESCE(taskq._map_items_label(r.id, v.name), ''),
+                    'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
+                    'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
+                    'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+                               AND taskq._map_label(st.st) IS NULL,
+                    'current', v.name OPERATOR(pg_catalog.=) r.state,
+                    'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
+                                 CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'
+                                               WHEN 'cancelled' THEN 'lightgrey' WHEN 'merged' THEN 'lightgrey'
+                                               ELSE 'lightblue' END END)
+                    ORDER BY st.ord), '[]')
+                  FROM visited AS v
+                  JOIN (SELECT s.value AS st, s.ordinality AS ord
+                          FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') WITH ORDINALITY AS s) AS st
+                    ON st.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) v.name),
+               (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', m.src, 'key2', m.dst,
+                    'label', m.label OPERATOR(pg_catalog.||) CASE WHEN m.n OPERATOR(pg_catalog.>) 1 THEN ' x' OPERATOR(pg_catalog.||) m.n ELSE '' END)
+                    ORDER BY m.src, m.dst, m.label), '[]')
+                  FROM (SELECT src, dst, label, pg_catalog.count(*) AS n FROM moves GROUP BY 1, 2, 3) AS m)
+          INTO nodes, edges;
+        RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                           OPERATOR(pg_catalog.||) ')', format, true, nodes, edges);
+    END IF;
+
+    -- a saga: its steps, coloured by what their do and undo did
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'key', p.key,
+               'label', p.key OPERATOR(pg_catalog.||) E'\ndo: ' OPERATOR(pg_catalog.||) COALESCE(x.do_status, 'not started')
+                        OPERATOR(pg_catalog.||) COALESCE(E'\nundo: ' OPERATOR(pg_catalog.||) x.undo_status, ''),
+               'fill', CASE WHEN x.undo_status OPERATOR(pg_catalog.=) 'completed' THEN 'khaki'
+                            WHEN x.undo_status OPERATOR(pg_catalog.=) 'aborted' THEN 'red'
+                            WHEN x.undo_status IS NOT NULL THEN 'orange'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'completed' THEN 'palegreen'
+                            WHEN x.do_status OPERATOR(pg_catalog.=) 'aborted' THEN 'tomato'
+                            WHEN x.do_status IS NOT NULL THEN 'lightblue' END) ORDER BY p.ord), '[]')
+      INTO nodes
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p
+      LEFT JOIN LATERAL (
+          SELECT (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'do' ORDER BY t.seq DESC LIMIT 1) AS do_status,
+                 (SELECT t.status_code::text FROM taskq.tasks AS t
+                   WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
+                     AND t.body OPERATOR(pg_catalog.->>) 'direction' OPERATOR(pg_catalog.=) 'undo' ORDER BY t.seq DESC LIMIT 1) AS undo_status
+      ) AS x ON true
+     WHERE p.part OPERATOR(pg_catalog.=) 'node';
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2) ORDER BY p.ord), '[]')
+      INTO edges
+      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge';
+    RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
+                       OPERATOR(pg_catalog.||) ')', format, false, nodes, edges);
+END
+$$;
+COMMENT ON FUNCTION taskq.run_graph(text, text) IS
+    'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
+REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;
