@@ -2264,38 +2264,6 @@ $$;
 COMMENT ON FUNCTION taskq._graph_format(text) IS 'internal: check the format argument of a graph function';
 REVOKE ALL ON FUNCTION taskq._graph_format(text) FROM PUBLIC;
 
--- A map state's line in the graphs: its items' action and array (NULL for
--- any other state); and the items of a run's visits of a map state, by status.
-CREATE FUNCTION taskq._map_label(st jsonb)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT 'map: ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,action}')
-           OPERATOR(pg_catalog.||) ' over ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,items}')
-           OPERATOR(pg_catalog.||) COALESCE(', ' OPERATOR(pg_catalog.||) (st OPERATOR(pg_catalog.#>>) '{map,max_parallel}')
-                                            OPERATOR(pg_catalog.||) ' at once', '')
-     WHERE pg_catalog.jsonb_typeof(st OPERATOR(pg_catalog.->) 'map') OPERATOR(pg_catalog.=) 'object'
-$$;
-COMMENT ON FUNCTION taskq._map_label(jsonb) IS 'internal: a map state''s line in the graphs';
-REVOKE ALL ON FUNCTION taskq._map_label(jsonb) FROM PUBLIC;
-
-CREATE FUNCTION taskq._map_items_label(run text, state text)
-RETURNS text
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT E'\nitems: ' OPERATOR(pg_catalog.||) pg_catalog.string_agg(x.n OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.code, ', ' ORDER BY x.code)
-      FROM (SELECT t.status_code::text AS code, pg_catalog.count(*) AS n
-              FROM taskq.tasks AS t
-             WHERE t.workflow OPERATOR(pg_catalog.=) run
-               AND t.body OPERATOR(pg_catalog.->>) 'state' OPERATOR(pg_catalog.=) state
-               AND t.body OPERATOR(pg_catalog.?) 'index'
-             GROUP BY 1) AS x
-$$;
-COMMENT ON FUNCTION taskq._map_items_label(text, text) IS 'internal: the items of a run''s map state by status, for run_graph';
-REVOKE ALL ON FUNCTION taskq._map_items_label(text, text) FROM PUBLIC;
-
 -- The nodes and edges of a definition (version v), with live figures, as
 -- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
 CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
@@ -2307,7 +2275,13 @@ AS $$
     SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
            (s.value OPERATOR(pg_catalog.->>) 'name')
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
-               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'), taskq._map_label(s.value), 'waits for an event')
+               E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
+                        -- a map state: its items' action and array
+                        (SELECT 'map: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,action}') OPERATOR(pg_catalog.||) ' over '
+                                   OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,items}')
+                                   OPERATOR(pg_catalog.||) COALESCE(', ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,max_parallel}') OPERATOR(pg_catalog.||) ' at once', '')
+                 WHERE s.value OPERATOR(pg_catalog.?) 'map'),
+                        'waits for an event')
                OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
                OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
              ELSE
@@ -2327,7 +2301,7 @@ AS $$
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
            kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
-               AND taskq._map_label(s.value) IS NULL,
+               AND NOT s.value OPERATOR(pg_catalog.?) 'map',
            s.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
@@ -2549,11 +2523,17 @@ BEGIN
                     'key', v.name,
                     'label', v.name OPERATOR(pg_catalog.||) COALESCE(E'\nvisits: ' OPERATOR(pg_catalog.||)
                         NULLIF((SELECT pg_catalog.count(*) FROM steps AS s WHERE s.state OPERATOR(pg_catalog.=) v.name), 0), '')
-                        OPERATOR(pg_catalog.||) COALESCE(taskq._map_items_label(r.id, v.name), ''),
+                        -- a map state: its items by status
+                        OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nitems: ' OPERATOR(pg_catalog.||) pg_catalog.string_agg(
+                                   x.n OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.code, ', ' ORDER BY x.code)
+                              FROM (SELECT t.status_code::text AS code, pg_catalog.count(*) AS n FROM taskq.tasks AS t
+                                     WHERE t.workflow OPERATOR(pg_catalog.=) r.id
+                                       AND t.body OPERATOR(pg_catalog.->>) 'state' OPERATOR(pg_catalog.=) v.name
+                                       AND t.body OPERATOR(pg_catalog.?) 'index' GROUP BY 1) AS x), ''),
                     'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
                     'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
                     'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
-                               AND taskq._map_label(st.st) IS NULL,
+                               AND NOT st.st OPERATOR(pg_catalog.?) 'map',
                     'current', v.name OPERATOR(pg_catalog.=) r.state,
                     'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
                                  CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'
