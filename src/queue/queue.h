@@ -365,6 +365,14 @@ extern int64 taskq_cancel_ids(List *ids, const char *why);
 extern int64 taskq_cancel_tasks_dispatch(List *ids, const char *why);
 extern int64 taskq_cancel_workflow_key(const char *workflow);
 
+/*
+ * A join's unfinished predecessors of preds (sorted) no longer signal it:
+ * their edges to it are taken away and its counts lowered by as many, so
+ * that cancelling them does not rewrite the join's row once each (a map
+ * state's items, before their cancel).
+ */
+extern void taskq_detach_join(const char *join, List *preds);
+
 /* redrive_tasks: aborted tasks outside cancelled workflows, pending again. */
 extern int64 taskq_redrive_ids(List *ids);
 

@@ -33,7 +33,9 @@
  * (taskq_run_task_past_step: a task of a running run numbered past its
  * current step).  transition, continue_machine and the calls that change
  * tasks one by one refuse them (55000).  Cancel and migrate cancel the
- * unfinished items with the join (taskq_map_unfinished).
+ * unfinished items with the join (taskq_map_unfinished), the items
+ * detached from the join first: their aborts then signal only the next
+ * item of their chain, not the join's row once each.
  *
  * Locking: the run's lock, held by the caller (machine.c), for entry,
  * gathering and cancel; nothing of its own.
@@ -350,8 +352,10 @@ id_cmp(const ListCell *a, const ListCell *b)
 
 /*
  * The tasks of the map state the run is in (its items and join), sorted,
- * for cancel_run and migrate_run (the queue skips the finished ones); NIL
- * if the run is in no map.  The run's status may have changed already.
+ * for cancel_run and migrate_run to cancel (the queue skips the finished
+ * ones); NIL if the run is in no map.  The unfinished items are detached
+ * from the join first (taskq_detach_join), so that their aborts do not
+ * rewrite its row once each.  The run's status may have changed already.
  */
 List *
 taskq_map_unfinished(TaskqRun *run, TaskqMachineDef *m)
@@ -365,8 +369,11 @@ taskq_map_unfinished(TaskqRun *run, TaskqMachineDef *m)
 		return NIL;
 	j = task_number(run->step_task);
 	n = item_count(run, &m->states[si]);
-	for (int64 i = 0; i <= n; i++)
+	for (int64 i = 1; i <= n; i++)
 		ids = lappend(ids, psprintf("%s/" INT64_FORMAT, run->id, j + i));
+	list_sort(ids, id_cmp);
+	taskq_detach_join(run->step_task, ids);
+	ids = lappend(ids, run->step_task);
 	list_sort(ids, id_cmp);
 	return ids;
 }
