@@ -110,6 +110,13 @@
 #           steps over MACHINE_RUNS runs (own_tasks, then a transition
 #           creating the next visit), steps/s; every instance must end in
 #           exactly one batch (else the bench fails)
+#   map     (not in the default WORKLOADS) a machine's map state over
+#           MAP_ITEMS (10,000) items, drained by MAP_CLIENTS (4) psql
+#           workers (own_tasks 1, return_task with a result), from the
+#           start_machine to the run's move on "mapped" (the results
+#           gathered in item order), against as many plain tasks inserted
+#           with a join (all_done) drained alike until the join is ready;
+#           items/s of each, the systems taking turns run by run
 #   limits  (not in the default WORKLOADS) flow control against the same
 #           drain without it, LIMIT_TASKS (20,000) tasks, 1 per claim, every
 #           claim waiting in own_tasks (wait => 100 ms) so that the limit is
@@ -204,6 +211,8 @@ FANIN_WINDOW=${FANIN_WINDOW:-3}
 FANIN_ARRIVERS=${FANIN_ARRIVERS:-16}
 ARRIVAL_INSTANCES=${ARRIVAL_INSTANCES:-20000}
 ARRIVAL_CLIENTS=${ARRIVAL_CLIENTS:-16}
+MAP_ITEMS=${MAP_ITEMS:-10000}
+MAP_CLIENTS=${MAP_CLIENTS:-4}
 OUT=${OUT:-$here/results.md}
 
 # KEEP=1: leave the cluster running afterwards (and after a failure) to look
@@ -915,6 +924,53 @@ if want arrivals; then
     unset ar
 fi
 
+# Map states (not in the default WORKLOADS): one run's map over MAP_ITEMS
+# items against as many plain tasks with a join, drained alike by
+# MAP_CLIENTS psql workers; timed from the start (or the insert) to the
+# run's move (or the join's readiness), in seconds of the database clock.
+map_once() {
+    local sys=$1 r=$2 w pids=() t
+    sql "TRUNCATE taskq.tasks, taskq.runs, taskq.definitions" "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs"
+    sql "SELECT taskq.define_machine('bench_map', '{\"states\": [{\"name\": \"M\", \"action\": null, \"initial\": true, \"map\": {\"items\": \"xs\", \"action\": \"bmap\"}, \"transitions\": [{\"event\": \"mapped\", \"to\": \"E\"}]}, {\"name\": \"E\", \"action\": \"bmap_end\", \"final\": true}]}')" >/dev/null
+    sql "CREATE OR REPLACE PROCEDURE public.bench_map_worker() LANGUAGE plpgsql AS \$\$
+         DECLARE t record; idle int := 0;
+         BEGIN LOOP
+           SELECT o.id, o.token INTO t FROM taskq.own_tasks('bm', 1, ARRAY['bmap'], interval '1 hour') AS o;
+           IF t.id IS NULL THEN
+             COMMIT; idle := idle + 1; EXIT WHEN idle > 2000; PERFORM pg_sleep(0.001); CONTINUE;
+           END IF;
+           idle := 0;
+           PERFORM taskq.return_task(t.id, t.token, NULL, 'completed', NULL, to_jsonb(t.id));
+           COMMIT;
+         END LOOP; END \$\$" >/dev/null
+    t=$(sql "SELECT extract(epoch FROM clock_timestamp())")
+    if [[ $sys == map ]]; then
+        sql "SELECT taskq.start_machine('bench_map', 'm$r', jsonb_build_object('xs', (SELECT jsonb_agg(g) FROM generate_series(1, $MAP_ITEMS) AS g)))" >/dev/null
+    else
+        sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'p$r/' || g, 'action', 'bmap', 'to_signal_after', jsonb_build_array('p$r/join'))) FROM generate_series(1, $MAP_ITEMS) AS g)
+                                       || jsonb_build_array(jsonb_build_object('id', 'p$r/join', 'action', 'bmap_end', 'trigger', 'all_done')))" >/dev/null
+    fi
+    for ((w = 1; w <= MAP_CLIENTS; w++)); do sql "CALL public.bench_map_worker()" & pids+=($!); done
+    # until the run moved (or the join is ready): the end task is ready (polled every 50 ms)
+    until [[ $(sql "SELECT count(*) FROM taskq.tasks WHERE action = 'bmap_end' AND num_signals = 0") == 1 ]]; do sleep 0.05; done
+    t=$(sql "SELECT round(($MAP_ITEMS / (extract(epoch FROM clock_timestamp()) - $t))::numeric, 0)")
+    wait "${pids[@]}"
+    echo "$t"
+}
+if want map; then
+    declare -A mr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        for s in $( ((r % 2)) && echo map plain || echo plain map); do
+            mr[$s]+="$(map_once "$s" "$r") "
+        done
+    done
+    R[map.map]=$(printf '%s\n' ${mr[map]} | median)
+    R[map.plain]=$(printf '%s\n' ${mr[plain]} | median)
+    L[map.map]=${mr[map]}
+    L[map.plain]=${mr[plain]}
+    unset mr
+fi
+
 # Vacuum lag: LAG_TASKS pending, autovacuum off for the drained table, a
 # 1-worker drain of 50 per claim in LAG_CHUNKS equal chunks (one driver run
 # each): the rate of the last chunk against the first.  The entries of the
@@ -1127,6 +1183,12 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "| \`SELECT * FROM taskq.metrics()\`, $METRICS_ACTIONS actions, ms per call (mean of $METRICS_CALLS) | $(fmt "$METRICS_BIG") tasks | $(fmt "$METRICS_SMALL") tasks | ratio | every run, big; small | target |"
         echo "|---|---:|---:|---:|---|---|"
         echo "| one scrape | ${R[metrics.big]} | ${R[metrics.small]} | $(ratio "${R[metrics.big]}" "${R[metrics.small]}") | ${L[metrics.big]}; ${L[metrics.small]} | < 5 ms, flat |"
+        echo
+    fi
+    if want map; then
+        echo "| map state against plain tasks with a join | clients | map | plain | ratio | every run, map; plain | target |"
+        echo "|---|---:|---:|---:|---:|---|---|"
+        echo "| $(fmt "$MAP_ITEMS") items of one map state, from start_machine to the run's move on \\\`mapped\\\` ÷ as many plain tasks with an all_done join, from the insert to the join's readiness, items/s | $MAP_CLIENTS | ${R[map.map]} | ${R[map.plain]} | $(ratio "${R[map.map]}" "${R[map.plain]}") | ${L[map.map]}; ${L[map.plain]} | ≥ 0.8 |"
         echo
     fi
     if want machines; then

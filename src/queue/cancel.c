@@ -283,3 +283,53 @@ taskq_cancelled_workflows(List *names)
 		cancelled = lappend(cancelled, taskq_get_text(i, 1, NULL));
 	return cancelled;
 }
+
+/*
+ * Detach a join from its unfinished predecessors before they are
+ * cancelled (a map state's items, machine_map.c): their edges to it are
+ * taken away and its counts lowered by as many, so that their aborts do
+ * not each rewrite its row in the cancelling transaction.  preds: the
+ * predecessors, sorted; they are locked in id order first (the lock order
+ * of task rows), then the join.  The join keeps the edges of the
+ * predecessors that finished; it is then cancelled with the rest.
+ */
+static TaskqPlan detach_preds_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET to_signal_after = pg_catalog.array_remove(t.to_signal_after, $1)"
+	" WHERE t.id OPERATOR(pg_catalog.=) ANY ($2)"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status"
+	"   AND t.to_signal_after OPERATOR(pg_catalog.@>) ARRAY[$1]",
+	2, {TEXTOID, TEXTARRAYOID}
+};
+
+static TaskqPlan detach_join_plan = {
+	"UPDATE taskq.tasks AS t"
+	"   SET num_signals = pg_catalog.int4larger(t.num_signals OPERATOR(pg_catalog.-) $2, 0),"
+	"       total_dependencies = t.total_dependencies OPERATOR(pg_catalog.-) $2"
+	" WHERE t.id OPERATOR(pg_catalog.=) $1"
+	"   AND t.status_code OPERATOR(pg_catalog.<) 'completed'::taskq.status",
+	2, {TEXTOID, INT4OID}
+};
+
+void
+taskq_detach_join(const char *join, List *preds)
+{
+	Datum		args[2];
+	int			n;
+	uint64		detached;
+
+	if (preds == NIL)
+		return;
+	(void) taskq_task_lock_views(preds, &n);
+	(void) taskq_task_lock_views(list_make1((char *) join), &n);
+	if (n == 0)
+		return;
+	args[0] = CStringGetTextDatum(join);
+	args[1] = taskq_text_array_datum(preds);
+	taskq_execute(&detach_preds_plan, args, NULL, false, 0);
+	detached = SPI_processed;
+	if (detached == 0)
+		return;
+	args[1] = Int32GetDatum((int32) detached);
+	taskq_execute(&detach_join_plan, args, NULL, false, 0);
+}

@@ -150,6 +150,14 @@ extern void taskq_release(const char *id, pg_uuid_t *token);
 extern void taskq_read_predecessor_results(const char *id, pg_uuid_t *token,
 									  Tuplestorestate *out, TupleDesc outdesc);
 
+/*
+ * The results of tasks "<prefix><first>" .. "<prefix><last>" in that order,
+ * one JSON array (null where a task did not complete; NULL for no rows);
+ * how many completed, and the number of the first that did not (0: none).
+ */
+extern Jsonb *taskq_read_range_results(const char *prefix, int32 first, int32 last,
+									   int64 *completed, int32 *first_failed);
+
 /* ----------
  * The ends of a task and its signals (lifecycle.c, signal.c, lease.c)
  * ----------
@@ -357,6 +365,14 @@ extern int64 taskq_cancel_ids(List *ids, const char *why);
  */
 extern int64 taskq_cancel_tasks_dispatch(List *ids, const char *why);
 extern int64 taskq_cancel_workflow_key(const char *workflow);
+
+/*
+ * A join's unfinished predecessors of preds (sorted) no longer signal it:
+ * their edges to it are taken away and its counts lowered by as many, so
+ * that cancelling them does not rewrite the join's row once each (a map
+ * state's items, before their cancel).
+ */
+extern void taskq_detach_join(const char *join, List *preds);
 
 /* redrive_tasks: aborted tasks outside cancelled workflows, pending again. */
 extern int64 taskq_redrive_ids(List *ids);

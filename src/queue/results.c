@@ -69,3 +69,43 @@ taskq_read_predecessor_results(const char *id, pg_uuid_t *token, Tuplestorestate
 		tuplestore_putvalues(out, outdesc, values, nulls);
 	}
 }
+
+/*
+ * The results of the tasks "<prefix><first>" .. "<prefix><last>", in that
+ * order, as one JSON array (null for a task not completed), with how many
+ * completed and the number of the first that did not: a map state's items
+ * gathered when the last finished, in one statement.  No locking: the
+ * tasks are finished, read with the statement's snapshot.
+ */
+static TaskqPlan range_results_plan = {
+	"SELECT pg_catalog.jsonb_agg(CASE WHEN t.status_code OPERATOR(pg_catalog.=) 'completed'::taskq.status"
+	"                                 THEN t.result END ORDER BY g.n),"
+	"       pg_catalog.count(*) FILTER (WHERE t.status_code OPERATOR(pg_catalog.=) 'completed'::taskq.status),"
+	"       pg_catalog.min(g.n) FILTER (WHERE t.status_code IS DISTINCT FROM 'completed'::taskq.status)"
+	"  FROM pg_catalog.generate_series($2, $3) AS g(n)"
+	"  LEFT JOIN taskq.tasks AS t"
+	"    ON t.id OPERATOR(pg_catalog.=) ($1 OPERATOR(pg_catalog.||) g.n::text)",
+	3, {TEXTOID, INT4OID, INT4OID}
+};
+
+Jsonb *
+taskq_read_range_results(const char *prefix, int32 first, int32 last, int64 *completed,
+						 int32 *first_failed)
+{
+	Datum		args[3];
+	bool		isnull;
+	Datum		d;
+	Jsonb	   *results;
+
+	args[0] = CStringGetTextDatum(prefix);
+	args[1] = Int32GetDatum(first);
+	args[2] = Int32GetDatum(last);
+	taskq_execute(&range_results_plan, args, NULL, false, 1);	/* sees this call's returns */
+	d = taskq_get_datum(0, 1, &isnull);
+	results = isnull ? NULL : DatumGetJsonbPCopy(d);
+	d = taskq_get_datum(0, 2, &isnull);
+	*completed = isnull ? 0 : DatumGetInt64(d);
+	d = taskq_get_datum(0, 3, &isnull);
+	*first_failed = isnull ? 0 : DatumGetInt32(d);
+	return results;
+}

@@ -2312,7 +2312,13 @@ AS $$
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
                E'\n' OPERATOR(pg_catalog.||) COALESCE('action: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'action'),
                                                        'child: machine ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'machine'),
-                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'), 'waits for an event')
+                                                       'child: saga ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->) 'child' OPERATOR(pg_catalog.->>) 'saga'),
+                        -- a map state: its items' action and array
+                        (SELECT 'map: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,action}') OPERATOR(pg_catalog.||) ' over '
+                                   OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,items}')
+                                   OPERATOR(pg_catalog.||) COALESCE(', ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.#>>) '{map,max_parallel}') OPERATOR(pg_catalog.||) ' at once', '')
+                 WHERE s.value OPERATOR(pg_catalog.?) 'map'),
+                        'waits for an event')
                OPERATOR(pg_catalog.||) CASE WHEN (s.value OPERATOR(pg_catalog.->>) 'continuation')::boolean THEN E'\ncontinuation' ELSE '' END
                OPERATOR(pg_catalog.||) COALESCE(E'\nfan-in ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'fan_in') OPERATOR(pg_catalog.||) ' s', '')
              ELSE
@@ -2333,7 +2339,7 @@ AS $$
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
            kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
-               AND NOT s.value ? 'child',
+               AND NOT s.value OPERATOR(pg_catalog.?) 'child' AND NOT s.value OPERATOR(pg_catalog.?) 'map',
            s.ordinality
       FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->)
                CASE kind WHEN 'machine' THEN 'states' ELSE 'steps' END) WITH ORDINALITY AS s
@@ -2526,6 +2532,8 @@ BEGIN
               FROM taskq.tasks AS t
              WHERE t.workflow OPERATOR(pg_catalog.=) r.id
                AND pg_catalog.starts_with(t.id, r.id OPERATOR(pg_catalog.||) '/')
+               -- a map state's items and join are not steps
+               AND NOT t.body OPERATOR(pg_catalog.?|) ARRAY['index', 'map_items']
         ), states AS (
             SELECT s.value AS st FROM pg_catalog.jsonb_array_elements(def OPERATOR(pg_catalog.->) 'states') AS s
         ), moves AS (
@@ -2563,13 +2571,20 @@ BEGIN
                         (SELECT pg_catalog.string_agg(c.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) c.status
                                                       OPERATOR(pg_catalog.||) ')', ', ' ORDER BY c.created_at, c.id)
                            FROM taskq.runs AS c
-                          WHERE c.parent OPERATOR(pg_catalog.=) r.id AND st.st ? 'child'
+                          WHERE c.parent OPERATOR(pg_catalog.=) r.id AND st.st OPERATOR(pg_catalog.?) 'child'
                             AND c.definition OPERATOR(pg_catalog.=) (SELECT x.value FROM pg_catalog.jsonb_each_text(st.st OPERATOR(pg_catalog.->) 'child') AS x LIMIT 1)
-                            AND c.id OPERATOR(pg_catalog.~) '/k[0-9]+$'), ''),
+                            AND c.id OPERATOR(pg_catalog.~) '/k[0-9]+$'), '')
+                        -- a map state: its items by status
+                        OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nitems: ' OPERATOR(pg_catalog.||) pg_catalog.string_agg(
+                                   x.n OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) x.code, ', ' ORDER BY x.code)
+                              FROM (SELECT t.status_code::text AS code, pg_catalog.count(*) AS n FROM taskq.tasks AS t
+                                     WHERE t.workflow OPERATOR(pg_catalog.=) r.id
+                                       AND t.body OPERATOR(pg_catalog.->>) 'state' OPERATOR(pg_catalog.=) v.name
+                                       AND t.body OPERATOR(pg_catalog.?) 'index' GROUP BY 1) AS x), ''),
                     'initial', COALESCE((st.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
                     'final', COALESCE((st.st OPERATOR(pg_catalog.->>) 'final')::boolean, false),
                     'waiting', (st.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
-                        AND NOT st.st ? 'child',
+                               AND NOT st.st OPERATOR(pg_catalog.?) 'child' AND NOT st.st OPERATOR(pg_catalog.?) 'map',
                     'current', v.name OPERATOR(pg_catalog.=) r.state,
                     'fill', CASE WHEN v.name OPERATOR(pg_catalog.=) r.state THEN
                                  CASE r.status WHEN 'failed' THEN 'tomato' WHEN 'succeeded' THEN 'palegreen'

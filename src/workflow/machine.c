@@ -50,20 +50,14 @@
 #include "workflow/json.h"
 #include "workflow/machine_batch.h"
 #include "workflow/machine_def.h"
+#include "workflow/machine_map.h"
+#include "workflow/machine_run.h"
 #include "workflow/run.h"
 #include "workflow/seam.h"
 #include "workflow/timers.h"
 #include "workflow/workflow.h"
 
-typedef struct MachineRun
-{
-	TaskqRun   *run;
-	TaskqMachineDef *m;
-	const Interval *after;		/* the entering transition's "after" */
-} MachineRun;
-
-static void enter_state(MachineRun *mr, int si, const char *cursor);
-static void enter_by(MachineRun *mr, TaskqMachineTransition *t);
+static void enter_by(TaskqMachineRun *mr, TaskqMachineTransition *t);
 
 static void *
 parse_machine(Jsonb *def)
@@ -71,10 +65,10 @@ parse_machine(Jsonb *def)
 	return taskq_machine_parse(def, false);
 }
 
-static MachineRun *
-machine_run(TaskqRun *run)
+TaskqMachineRun *
+taskq_machine_run(TaskqRun *run)
 {
-	MachineRun *mr = palloc(sizeof(MachineRun));
+	TaskqMachineRun *mr = palloc(sizeof(TaskqMachineRun));
 
 	mr->run = run;
 	mr->m = taskq_definition_parsed(run, parse_machine);
@@ -82,8 +76,8 @@ machine_run(TaskqRun *run)
 	return mr;
 }
 
-static int
-current_state(MachineRun *mr)
+int
+taskq_machine_current_state(TaskqMachineRun *mr)
 {
 	int			si = mr->run->state ? taskq_machine_state_index(mr->m, mr->run->state) : -1;
 
@@ -118,7 +112,7 @@ not_a_step(const char *task_id)
 
 /* The body of a step task of state s. */
 static Jsonb *
-step_body(MachineRun *mr, TaskqMachineState *s, const char *cursor, bool fan_in)
+step_body(TaskqMachineRun *mr, TaskqMachineState *s, const char *cursor, bool fan_in)
 {
 	JsonbParseState *st = NULL;
 	JsonbValue	v;
@@ -152,7 +146,7 @@ step_body(MachineRun *mr, TaskqMachineState *s, const char *cursor, bool fan_in)
 
 /* Insert the task of a visit of state si (a fan-in batch: ready later). */
 static char *
-insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
+insert_step(TaskqMachineRun *mr, int si, const char *cursor, bool fan_in)
 {
 	TaskqMachineState *s = &mr->m->states[si];
 	TaskqTaskSpec *spec = palloc0(sizeof(TaskqTaskSpec));
@@ -193,7 +187,7 @@ insert_step(MachineRun *mr, int si, const char *cursor, bool fan_in)
  * The batch task's row is read, not locked (see the banner).
  */
 static void
-join_fan_in(MachineRun *mr, int si)
+join_fan_in(TaskqMachineRun *mr, int si)
 {
 	const char *state = mr->m->states[si].name;
 	char	   *batch = taskq_batch_open(mr->run->definition, mr->run->version, state);
@@ -212,8 +206,8 @@ join_fan_in(MachineRun *mr, int si)
  * The run enters state si: a waiting state takes a kept event or waits; a
  * fan-in state joins a batch; any other gets a task of its own.
  */
-static void
-enter_state(MachineRun *mr, int si, const char *cursor)
+void
+taskq_machine_enter_state(TaskqMachineRun *mr, int si, const char *cursor)
 {
 	TaskqMachineState *s = &mr->m->states[si];
 	TaskqRun   *run = mr->run;
@@ -227,7 +221,7 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		taskq_machine_child_enter(run, s);	/* machine_child.c */
 		return;
 	}
-	if (s->action == NULL)
+	if (s->action == NULL && s->map_action == NULL)
 	{
 		char	   *event;
 		Jsonb	   *context;
@@ -245,6 +239,12 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 		return;
 	}
 	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
+	if (s->map_action != NULL)
+	{
+		if (taskq_map_enter(run, mr->m, s) == TASKQ_MAP_EMPTY)
+			enter_by(mr, taskq_machine_find_transition(s, TASKQ_MAP_MAPPED));
+		return;
+	}
 	if (s->fan_in > 0)
 		join_fan_in(mr, si);
 	else
@@ -253,10 +253,10 @@ enter_state(MachineRun *mr, int si, const char *cursor)
 
 /* The run takes transition t: its "after" delays the next state's task. */
 static void
-enter_by(MachineRun *mr, TaskqMachineTransition *t)
+enter_by(TaskqMachineRun *mr, TaskqMachineTransition *t)
 {
 	mr->after = t->after;
-	enter_state(mr, t->to_index, NULL);
+	taskq_machine_enter_state(mr, t->to_index, NULL);
 	mr->after = NULL;
 }
 
@@ -266,7 +266,7 @@ enter_by(MachineRun *mr, TaskqMachineTransition *t)
  * token and the outcome; a repeat is a no-op), answered as the first was.
  */
 static char *
-repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
+repeated_transition(TaskqMachineRun *mr, const char *task_id, pg_uuid_t *token,
 					const char *event, bool *isnull)
 {
 	TaskqTaskView task;
@@ -284,6 +284,8 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
 		return NULL;			/* aborted: cancelled while owned, or failed */
 	status = task.status;
 	state = taskq_json_text(taskq_json_key(task.body, "state"));
+	if (taskq_json_key(task.body, "index"))
+		taskq_map_refuse_item(mr->run, state, task_id, "transition");	/* a finished item */
 	if ((status == NULL) != (event == NULL) || (event && strcmp(status, event) != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -302,10 +304,10 @@ repeated_transition(MachineRun *mr, const char *task_id, pg_uuid_t *token,
  * the context replaced, the next state entered (or the run ended).
  */
 static char *
-move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
+move_on(TaskqMachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 {
 	TaskqRun   *run = mr->run;
-	TaskqMachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineState *s = &mr->m->states[taskq_machine_current_state(mr)];
 
 	if (context)
 		run->context = context;
@@ -327,17 +329,17 @@ move_on(MachineRun *mr, const char *event, Jsonb *context, bool *isnull)
 void
 taskq_machine_child_ended(TaskqRun *run, TaskqRun *child)
 {
-	MachineRun *mr = machine_run(run);
+	TaskqMachineRun *mr = taskq_machine_run(run);
 	const char *event;
 	bool		isnull;
 
-	if (taskq_machine_child_outcome(run, &mr->m->states[current_state(mr)], child, &event))
+	if (taskq_machine_child_outcome(run, &mr->m->states[taskq_machine_current_state(mr)], child, &event))
 		(void) move_on(mr, event, NULL, &isnull);
 }
 
 /* The event a step returns must be one of its state's (NULL: final). */
 static void
-check_event(MachineRun *mr, TaskqMachineState *s, const char *event, const char *task_id)
+check_event(TaskqMachineRun *mr, TaskqMachineState *s, const char *event, const char *task_id)
 {
 	if (event == NULL && !s->final)
 		ereport(ERROR,
@@ -360,7 +362,7 @@ static char *
 machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 			 const char *event, Jsonb *context, const char *caller, bool *isnull)
 {
-	MachineRun *mr = machine_run(run);
+	TaskqMachineRun *mr = taskq_machine_run(run);
 	TaskqMachineState *s;
 	TaskqHeld	held;
 	char	   *fault;
@@ -369,6 +371,8 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 	*isnull = true;
 	if (context)
 		taskq_check_json_object(context, "context");
+	if (taskq_map_is_item(run, mr->m, task_id))
+		taskq_map_refuse_item(run, run->state, task_id, caller);
 	if (run->step_task == NULL || strcmp(run->step_task, task_id) != 0)
 	{
 		members = taskq_batch_members(task_id);
@@ -381,11 +385,11 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 			 * cancelled: the first instance left in it goes on.
 			 */
 			run = taskq_run_get(linitial(members));
-			mr = machine_run(run);
+			mr = taskq_machine_run(run);
 		}
 	}
 	if (members != NIL ||
-		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
+		(run->status == TASKQ_RUN_RUNNING && mr->m->states[taskq_machine_current_state(mr)].fan_in > 0))
 	{
 		/* a batch: closed before its instances are read (see the banner) */
 		taskq_batch_close(task_id);
@@ -397,7 +401,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 			 * instance still in it goes on in its place.
 			 */
 			run = taskq_run_get(linitial(members));
-			mr = machine_run(run);
+			mr = taskq_machine_run(run);
 		}
 	}
 	if (taskq_run_status_finished(run->status) || run->status == TASKQ_RUN_WAITING)
@@ -406,7 +410,7 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		taskq_step_return(task_id, token, event, TASKQ_COMPLETED, NULL, caller);
 		return NULL;
 	}
-	s = &mr->m->states[current_state(mr)];
+	s = &mr->m->states[taskq_machine_current_state(mr)];
 	check_event(mr, s, event, task_id);
 
 	/*
@@ -477,6 +481,8 @@ machine_step_returned(TaskqRun *run, TaskqReturnItem *item, bool release)
 {
 	bool		isnull;
 
+	if (taskq_map_is_item(run, taskq_machine_run(run)->m, item->id))
+		return false;			/* a map's item: a plain task */
 	if (release)
 	{
 		taskq_batch_close(item->id);	/* a released batch stays closed */
@@ -498,7 +504,21 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 	List	   *members;
 	TaskqTaskView view;
 	char	   *error = NULL;
+	TaskqMachineRun *mr = taskq_machine_run(run);
 
+	if (taskq_map_is_join(run, mr->m, task->id))
+	{
+		/* a map's last item finished: the run moves (or fails) */
+		bool		was = taskq_map_soft_entry(true);
+		const char *event = taskq_map_gather(run, &mr->m->states[taskq_machine_current_state(mr)]);
+		bool		isnull;
+
+		if (event)
+			(void) move_on(mr, event, NULL, &isnull);
+		taskq_run_store(run);
+		(void) taskq_map_soft_entry(was);
+		return;
+	}
 	if (task->outcome != TASKQ_ABORTED)
 		return;
 	if (taskq_task_peek(task->id, 0, &view))
@@ -533,11 +553,12 @@ static TaskqPlan forks_plan = {
  * is cancelled when nobody is left in it) or cancel its task.  The run's
  * step_task is cleared first, so the finished hook leaves it be.
  */
-static void
-drop_step(MachineRun *mr, const char *why)
+void
+taskq_machine_drop_step(TaskqMachineRun *mr, const char *why)
 {
 	TaskqRun   *run = mr->run;
 	char	   *task = run->step_task;
+	List	   *items = taskq_map_unfinished(run, mr->m);	/* with the join */
 	char	   *batch;
 	bool		last;
 
@@ -557,13 +578,13 @@ drop_step(MachineRun *mr, const char *why)
 		taskq_batch_forget(batch);
 		task = batch;
 	}
-	(void) taskq_cancel_ids(list_make1(task), (char *) why);
+	(void) taskq_cancel_ids(items ? items : list_make1(task), (char *) why);
 }
 
 static const char *
 machine_cancel(TaskqRun *run)
 {
-	MachineRun *mr = machine_run(run);
+	TaskqMachineRun *mr = taskq_machine_run(run);
 	Datum		a = CStringGetTextDatum(run->id);
 	List	   *forks = NIL;
 	ListCell   *lc;
@@ -575,7 +596,7 @@ machine_cancel(TaskqRun *run)
 						taskq_run_status_label(run->status))));
 	taskq_run_set_status(run, TASKQ_RUN_CANCELLED);
 	taskq_run_store(run);
-	drop_step(mr, "cancelled");
+	taskq_machine_drop_step(mr, "cancelled");
 
 	taskq_execute(&forks_plan, &a, NULL, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -597,7 +618,7 @@ taskq_machine_deadline(TaskqRun *run)
 	run->error = "deadline exceeded";
 	taskq_run_set_status(run, TASKQ_RUN_FAILED);
 	taskq_run_store(run);
-	drop_step(machine_run(run), "deadline exceeded");
+	taskq_machine_drop_step(taskq_machine_run(run), "deadline exceeded");
 }
 
 static const TaskqWorkflowKind machine_kind = {
@@ -631,8 +652,8 @@ run_of_step(const char *task_id)
 	return run;
 }
 
-static TaskqRun *
-machine_run_get(const char *id)
+TaskqRun *
+taskq_machine_run_get(const char *id)
 {
 	TaskqRun   *run = taskq_run_get(id);
 
@@ -657,7 +678,7 @@ taskq_start_machine(const char *machine, const char *id, const char *parent,
 					Jsonb *context, Jsonb *debug)
 {
 	TaskqRun   *run = palloc0(sizeof(TaskqRun));
-	MachineRun *mr;
+	TaskqMachineRun *mr;
 
 	if (parent == NULL)
 		taskq_check_run_id(id, "id");
@@ -672,11 +693,11 @@ taskq_start_machine(const char *machine, const char *id, const char *parent,
 	run->context = context;
 	run->parent = parent ? pstrdup(parent) : NULL;
 	run->debug = debug;
-	mr = machine_run(run);
+	mr = taskq_machine_run(run);
 	run->state = mr->m->states[mr->m->initial].name;
 	taskq_run_lock(id);
 	taskq_run_insert(run);
-	enter_state(mr, mr->m->initial, NULL);
+	taskq_machine_enter_state(mr, mr->m->initial, NULL);
 	taskq_run_store(run);
 	return run->id;
 }
@@ -690,11 +711,11 @@ taskq_machine_transition(const char *task_id, pg_uuid_t *token, const char *even
 }
 
 /* The held current step of a running machine (for continue, fan_in). */
-static MachineRun *
+static TaskqMachineRun *
 held_current_step(const char *task_id, pg_uuid_t *token)
 {
 	TaskqRun   *run = run_of_step(task_id);
-	MachineRun *mr = machine_run(run);
+	TaskqMachineRun *mr = taskq_machine_run(run);
 	TaskqHeld	held;
 	List	   *members = NIL;
 
@@ -705,7 +726,7 @@ held_current_step(const char *task_id, pg_uuid_t *token)
 			not_a_step(task_id);
 	}
 	if (members != NIL ||
-		(run->status == TASKQ_RUN_RUNNING && mr->m->states[current_state(mr)].fan_in > 0))
+		(run->status == TASKQ_RUN_RUNNING && mr->m->states[taskq_machine_current_state(mr)].fan_in > 0))
 		taskq_batch_close(task_id);	/* a batch: closed before it is read (banner) */
 	taskq_lock_held_task(task_id, token, &held);
 	if (taskq_status_finished(held.code))
@@ -724,11 +745,11 @@ char *
 taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor,
 					   bool *isnull)
 {
-	MachineRun *mr = held_current_step(task_id, token);
+	TaskqMachineRun *mr = held_current_step(task_id, token);
 	TaskqRun   *run = mr->run;
-	TaskqMachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineState *s = &mr->m->states[taskq_machine_current_state(mr)];
 	TaskqRun   *fork;
-	MachineRun *fmr;
+	TaskqMachineRun *fmr;
 	bool		n;
 
 	*isnull = true;
@@ -760,8 +781,8 @@ taskq_machine_continue(const char *task_id, pg_uuid_t *token, const char *cursor
 	fork->debug = run->debug;
 	taskq_run_lock(fork->id);
 	taskq_run_insert(fork);
-	fmr = machine_run(fork);
-	fork->step_task = insert_step(fmr, current_state(fmr), cursor, false);
+	fmr = taskq_machine_run(fork);
+	fork->step_task = insert_step(fmr, taskq_machine_current_state(fmr), cursor, false);
 	taskq_run_store(fork);
 
 	run->fork = fork->id;
@@ -776,8 +797,8 @@ void
 taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
 							  Tuplestorestate *out, TupleDesc desc)
 {
-	MachineRun *mr = held_current_step(task_id, token);
-	TaskqMachineState *s = &mr->m->states[current_state(mr)];
+	TaskqMachineRun *mr = held_current_step(task_id, token);
+	TaskqMachineState *s = &mr->m->states[taskq_machine_current_state(mr)];
 
 	if (s->fan_in <= 0 && taskq_batch_members(task_id) == NIL)
 		ereport(ERROR,
@@ -791,8 +812,8 @@ taskq_machine_fan_in_contexts(const char *task_id, pg_uuid_t *token,
 char *
 taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool *isnull)
 {
-	TaskqRun   *run = machine_run_get(id);
-	MachineRun *mr = machine_run(run);
+	TaskqRun   *run = taskq_machine_run_get(id);
+	TaskqMachineRun *mr = taskq_machine_run(run);
 
 	*isnull = true;
 	if (context)
@@ -802,6 +823,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run \"%s\" is already %s", id, taskq_run_status_label(run->status))));
+	taskq_map_check_event(mr->m, event);
 	if (!taskq_machine_waiting_event(mr->m, event))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -809,7 +831,7 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 						run->definition, event)));
 	if (run->status == TASKQ_RUN_WAITING)
 	{
-		TaskqMachineState *s = &mr->m->states[current_state(mr)];
+		TaskqMachineState *s = &mr->m->states[taskq_machine_current_state(mr)];
 		TaskqMachineTransition *t = taskq_machine_find_transition(s, event);
 
 		if (t)
@@ -825,72 +847,4 @@ taskq_machine_send_event(const char *id, const char *event, Jsonb *context, bool
 	taskq_machine_keep_event(run, event, context);
 	taskq_run_store(run);
 	return NULL;
-}
-
-char *
-taskq_machine_redrive(const char *id)
-{
-	TaskqRun   *run = machine_run_get(id);
-	MachineRun *mr = machine_run(run);
-
-	if (run->status != TASKQ_RUN_FAILED)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run \"%s\" is %s, not failed", id, taskq_run_status_label(run->status)),
-				 errdetail("redrive_run gives a failed state machine another life.")));
-	run->error = NULL;
-	taskq_run_set_status(run, TASKQ_RUN_RUNNING);
-	enter_state(mr, current_state(mr), NULL);
-	taskq_run_store(run);
-	return run->state;
-}
-
-char *
-taskq_machine_migrate(const char *id, int32 version, Jsonb *state_map)
-{
-	TaskqRun   *run = machine_run_get(id);
-	MachineRun *mr;
-	char	   *target;
-	JsonbValue *mapped;
-	int			si;
-
-	if (run->status != TASKQ_RUN_RUNNING && run->status != TASKQ_RUN_WAITING)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run \"%s\" is %s: only a running or waiting run can be migrated",
-						id, taskq_run_status_label(run->status))));
-	taskq_check_json_object(state_map, "state_map");
-	run->def = taskq_definition_version(run->definition, "machine", version, &run->def_xmin);
-	run->version = version;		/* the definition the run now names (written below) */
-	mapped = taskq_json_key(state_map, run->state);
-	target = mapped ? taskq_json_text(mapped) : run->state;
-	if (target == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("state_map must map state \"%s\" to a state name", run->state)));
-	mr = machine_run(run);
-	si = taskq_machine_state_index(mr->m, target);
-	if (si < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("version %d of state machine \"%s\" has no state \"%s\"",
-						version, run->definition, target),
-				 errhint("Map the run's state to one of that version with state_map.")));
-	if (run->step_task)
-	{
-		TaskqTaskView step;
-
-		if (taskq_task_peek(run->step_task, TASKQ_PEEK_LOCK, &step) &&
-			step.code == TASKQ_IN_PROGRESS)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("step \"%s\" of run \"%s\" is owned by a worker", run->step_task, id),
-					 errhint("Migrate the run when its step is not in progress.")));
-	}
-	if (run->fork && taskq_run_is_child_id(run->fork))
-		(void) taskq_run_cancel_child(run->id, run->fork);	/* it leaves a child state */
-	drop_step(mr, psprintf("migrated to version %d", version));
-	enter_state(mr, si, NULL);
-	taskq_run_store(run);
-	return run->state;
 }

@@ -57,8 +57,9 @@ opt_retry(JsonbContainer *obj, const char *where, bool check)
 
 static const char *const state_keys[] = {
 	"name", "action", "initial", "final", "transitions", "continuation",
-	"fan_in", "max_tries", "retry", "priority", "child", "timeout", "on_timeout", NULL
+	"fan_in", "max_tries", "retry", "priority", "child", "timeout", "on_timeout", "map", NULL
 };
+static const char *const map_keys[] = {"items", "action", "max_parallel", NULL};
 static const char *const machine_keys[] = {"states", "max_tries", "retry", NULL};
 static const char *const transition_keys[] = {"event", "to", "after", NULL};
 
@@ -133,6 +134,8 @@ check_child_state(TaskqMachineState *s)
 
 	if (s->action != NULL)
 		taskq_def_bad(psprintf("child state \"%s\" must have action null", s->name), hint);
+	if (s->map_action != NULL)
+		taskq_def_bad(psprintf("state \"%s\" cannot be both a child and a map state", s->name), hint);
 	if (s->continuation || s->fan_in > 0 || s->final)
 		taskq_def_bad(psprintf("child state \"%s\" cannot be a continuation, fan-in or final state",
 							   s->name), hint);
@@ -144,6 +147,53 @@ check_child_state(TaskqMachineState *s)
 			strcmp(s->transitions[i].event, "child_failed") != 0)
 			taskq_def_bad(psprintf("child state \"%s\" cannot move on event \"%s\"",
 								   s->name, s->transitions[i].event), hint);
+}
+
+/*
+ * A map state's "map": {"items", "action", "max_parallel"}; its state has
+ * action null, leaves with "mapped" (required) or "map_failed" only, and is
+ * neither final, a continuation nor a fan-in state.
+ */
+static void
+parse_map(JsonbContainer *obj, TaskqMachineState *s, bool check)
+{
+	JsonbValue *v = taskq_json_container_key(obj, "map");
+	JsonbContainer *map;
+	char	   *where = psprintf("key \"map\" of state \"%s\"", s->name);
+
+	if (v == NULL || v->type == jbvNull)
+		return;
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		taskq_def_bad(psprintf("%s must be an object", where), NULL);
+	map = v->val.binary.data;
+	if (check)
+		taskq_def_check_keys(map, map_keys, where);
+	v = taskq_json_container_key(map, "items");
+	s->map_items = v ? taskq_json_text(v) : NULL;
+	if (check && (s->map_items == NULL || s->map_items[0] == '\0'))
+		taskq_def_bad(psprintf("%s needs \"items\", the context key of an array", where), NULL);
+	v = taskq_json_container_key(map, "action");
+	s->map_action = v ? taskq_json_text(v) : NULL;
+	if (check && (s->map_action == NULL || strlen(s->map_action) == 0 ||
+				  strlen(s->map_action) > TASKQ_MAX_ACTION_LEN))
+		taskq_def_bad(psprintf("%s needs \"action\", a string of 1 to %d bytes", where,
+					 TASKQ_MAX_ACTION_LEN), NULL);
+	(void) taskq_def_opt_int(map, "max_parallel", where, &s->map_max_parallel, true, check);
+	if (!check)
+		return;
+	if (s->action != NULL)
+		taskq_def_bad(psprintf("map state \"%s\" must have action null", s->name),
+			"Its items are tasks of the map's own action.");
+	if (s->final || s->continuation || s->fan_in > 0)
+		taskq_def_bad(psprintf("map state \"%s\" cannot be final, a continuation or a fan-in state",
+					 s->name), NULL);
+	if (taskq_machine_find_transition(s, TASKQ_MAP_MAPPED) == NULL)
+		taskq_def_bad(psprintf("map state \"%s\" needs a transition on event \"mapped\"", s->name), NULL);
+	for (int i = 0; i < s->ntransitions; i++)
+		if (strcmp(s->transitions[i].event, TASKQ_MAP_MAPPED) != 0 &&
+			strcmp(s->transitions[i].event, TASKQ_MAP_FAILED) != 0)
+			taskq_def_bad(psprintf("map state \"%s\" moves on \"mapped\" and \"map_failed\" only, not on \"%s\"",
+						 s->name, s->transitions[i].event), NULL);
 }
 
 static void
@@ -192,11 +242,12 @@ parse_state(JsonbContainer *obj, TaskqMachineState *s, int index, bool check)
 	(void) taskq_def_opt_int(obj, "priority", where, &s->priority, false, check);
 	parse_transitions(taskq_json_container_key(obj, "transitions"), s, check);
 	taskq_machine_parse_timeout(obj, s, check);
+	parse_map(obj, s, check);
 
 	/* a child state: it starts a child run and moves when that run ends */
 	if (taskq_def_opt_child(obj, where, &s->child_kind, &s->child_name, check) && check)
 		check_child_state(s);
-	if (check && s->action == NULL && s->child_name == NULL)
+	if (check && s->action == NULL && s->child_name == NULL && s->map_action == NULL)
 	{
 		if (s->continuation)
 			taskq_def_bad(psprintf("waiting state \"%s\" cannot be a continuation", s->name),

@@ -23,7 +23,7 @@ typedef struct TaskqMachineTransition
 typedef struct TaskqMachineState
 {
 	char	   *name;
-	char	   *action;			/* NULL: a waiting state (or a child state) */
+	char	   *action;			/* NULL: a waiting state (or a child or map state) */
 	char	   *child_kind;		/* a child state: "machine" or "saga", else NULL */
 	char	   *child_name;		/* a child state: the definition it starts */
 	bool		initial;
@@ -38,7 +38,16 @@ typedef struct TaskqMachineState
 	TaskqMachineTransition *transitions;
 	Interval   *timeout;		/* waiting state: on_timeout after so long, or NULL */
 	char	   *on_timeout;
+	/* a map state (machine_map.c): map_action not NULL */
+	char	   *map_items;		/* the context key of the array */
+	char	   *map_action;		/* the action of its items */
+	int32		map_max_parallel;	/* 0: no limit */
 } TaskqMachineState;
+
+/* The events a map state moves with. */
+#define TASKQ_MAP_MAPPED "mapped"
+#define TASKQ_MAP_FAILED "map_failed"
+
 
 typedef struct TaskqMachineDef
 {

@@ -25,6 +25,7 @@ taskq_machine_waiting_event(TaskqMachineDef *m, const char *event)
 {
 	for (int i = 0; i < m->nstates; i++)
 		if (m->states[i].action == NULL && m->states[i].child_name == NULL &&
+			m->states[i].map_action == NULL &&
 			taskq_machine_find_transition(&m->states[i], event))
 			return true;
 	return false;

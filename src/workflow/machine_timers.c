@@ -145,7 +145,8 @@ taskq_machine_no_after_into(TaskqMachineDef *m, int si, const char *what)
 
 /*
  * The rules of the timer keys over the whole machine (its transitions'
- * targets resolved): "after" only into a state with a task of its own;
+ * targets resolved): "after" only into a state with a task of its own
+ * (not a waiting, child, map or fan-in state);
  * "timeout" and "on_timeout" both or neither, only in a waiting state,
  * on_timeout one of its events.
  */
@@ -156,7 +157,13 @@ taskq_machine_check_timers(TaskqMachineDef *m)
 	{
 		TaskqMachineState *s = &m->states[i];
 
-		if (s->action == NULL)
+		bool		waits = s->action == NULL && s->child_name == NULL && s->map_action == NULL;
+
+		if (s->child_name != NULL)
+			taskq_machine_no_after_into(m, i, "child state");
+		else if (s->map_action != NULL)
+			taskq_machine_no_after_into(m, i, "map state");
+		else if (s->action == NULL)
 			taskq_machine_no_after_into(m, i, "waiting state");
 		else if (s->fan_in > 0)
 			taskq_machine_no_after_into(m, i, "fan-in state");
@@ -165,9 +172,9 @@ taskq_machine_check_timers(TaskqMachineDef *m)
 								   s->name), NULL);
 		if (s->timeout == NULL)
 			continue;
-		if (s->action != NULL)
+		if (!waits)
 			taskq_def_bad(psprintf("state \"%s\" has a timeout, but is not a waiting state", s->name),
-						  "Only a state with action null waits for an event; a step's time is its lease.");
+						  "Only a waiting state (action null, no child or map) waits for an event; a step's time is its lease.");
 		if (taskq_machine_find_transition(s, s->on_timeout) == NULL)
 			taskq_def_bad(psprintf("on_timeout \"%s\" of state \"%s\" is not one of its events",
 								   s->on_timeout, s->name), NULL);

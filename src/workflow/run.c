@@ -150,6 +150,32 @@ taskq_run_next_task_id(TaskqRun *run)
 	return psprintf("%s/%d", run->id, run->visits);
 }
 
+/*
+ * Is task_id a task "<run id>/<n>" of the running run numbered past its
+ * current step?  Such a task is no step: only a map state's items are made
+ * after the step task of their visit (machine_map.c).  Read from the row
+ * without the run's lock, so the seam lets them by unlocked.
+ */
+bool
+taskq_run_task_past_step(TaskqRun *run, const char *task_id)
+{
+	size_t		len = strlen(run->id);
+	const char *step;
+
+	if (run->status != TASKQ_RUN_RUNNING || run->step_task == NULL ||
+		strncmp(task_id, run->id, len) != 0 || task_id[len] != '/' ||
+		strncmp(run->step_task, run->id, len) != 0 || run->step_task[len] != '/')
+		return false;
+	task_id += len + 1;
+	step = run->step_task + len + 1;
+	/* both decimal numbers without leading zeros: longer is larger */
+	if (strspn(task_id, "0123456789") != strlen(task_id) ||
+		strspn(step, "0123456789") != strlen(step))
+		return false;
+	return strlen(task_id) > strlen(step) ||
+		(strlen(task_id) == strlen(step) && strcmp(task_id, step) > 0);
+}
+
 /* ----------
  * The row
  * ----------

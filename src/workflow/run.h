@@ -75,6 +75,7 @@ extern bool taskq_run_row_fetch(const char *id, TaskqRun **out);
 extern bool taskq_run_row_store(TaskqRun *run);
 extern void taskq_run_set_status(TaskqRun *run, TaskqRunStatus to);
 extern char *taskq_run_next_task_id(TaskqRun *run);
+extern bool taskq_run_task_past_step(TaskqRun *run, const char *task_id);
 extern char *taskq_run_root(const char *id);
 
 /* Child runs (run_child.c): their ids, their parent's lock, a run's end. */

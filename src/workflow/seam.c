@@ -80,9 +80,34 @@ taskq_workflow_kind(const char *name)
 }
 
 static TaskqPlan runs_plan = {
-	"SELECT id FROM taskq.runs WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
+	"SELECT id, status::text, step_task FROM taskq.runs"
+	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
 	1, {TEXTARRAYOID}
 };
+
+/*
+ * Does some item of items[0..n) belong to the run of the current row of
+ * runs_plan as a step?  A task numbered past the run's current step is a
+ * map item, a plain task: its run is not locked for it (the row is read
+ * without the lock; see taskq_run_task_past_step).
+ */
+static bool
+has_step_of(uint64 row, TaskqReturnItem *items, int n)
+{
+	TaskqRun	run = {0};
+
+	run.id = taskq_get_text(row, 1, NULL);
+	run.status = taskq_run_status_from_label(taskq_get_text(row, 2, NULL));
+	run.step_task = taskq_get_text(row, 3, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *id = taskq_run_of_task(items[i].id);
+
+		if (id && strcmp(id, run.id) == 0 && !taskq_run_task_past_step(&run, items[i].id))
+			return true;
+	}
+	return false;
+}
 
 /* A step handed to its kind (the hooks' work under direct()). */
 typedef struct StepCall
@@ -132,7 +157,8 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 	arg = taskq_text_array_datum(candidates);
 	taskq_execute(&runs_plan, &arg, NULL, false, 0);
 	for (uint64 r = 0; r < SPI_processed; r++)
-		runs = lappend(runs, taskq_get_text(r, 1, NULL));
+		if (has_step_of(r, items, n))
+			runs = lappend(runs, taskq_get_text(r, 1, NULL));
 	foreach(lc, runs)
 		taskq_run_lock(lfirst(lc));
 
@@ -168,6 +194,10 @@ workflow_finished(const TaskqFinished *tasks, int n)
 			continue;
 		id = taskq_run_of_task(tasks[i].id);
 		if (id == NULL || !taskq_schema_at_least_0_5())
+			continue;
+		/* a map item (read without the lock, as the return hook does) */
+		c.run = taskq_run_fetch(id);
+		if (c.run == NULL || taskq_run_task_past_step(c.run, tasks[i].id))
 			continue;
 		taskq_run_lock(id);
 		c.run = taskq_run_fetch(id);
