@@ -85,25 +85,6 @@ claims_sql(const char *from)
 	return buf;
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	   *r = strdup(s);
-
-	if (r == NULL)
-	{
-		log_msg("out of memory");
-		exit(1);
-	}
-	return r;
-}
-
-static char *
-value_or_null(PGresult *res, int row, int col)
-{
-	return PQgetisnull(res, row, col) ? NULL : xstrdup(PQgetvalue(res, row, col));
-}
-
 /* One row of the claim's columns. */
 static void
 fill_claimed(Claimed *c, PGresult *res, int i)
@@ -116,16 +97,16 @@ fill_claimed(Claimed *c, PGresult *res, int i)
 	c->body = xstrdup(PQgetvalue(res, i, 3));
 	c->try = atoi(PQgetvalue(res, i, 4));
 	c->deadline = xstrdup(PQgetvalue(res, i, 5));
-	c->concurrency_key = value_or_null(res, i, 13);
+	c->concurrency_key = db_value_or_null(res, i, 13);
 	memset(&c->step, 0, sizeof(c->step));
 	c->step.kind = strcmp(kind, "machine") == 0 ? STEP_MACHINE :
 		strcmp(kind, "saga") == 0 ? STEP_SAGA : STEP_PLAIN;
 	if (c->step.kind == STEP_PLAIN)
 		return;
-	c->step.run = value_or_null(res, i, 7);
-	c->step.name = value_or_null(res, i, 8);
-	c->step.direction = value_or_null(res, i, 9);
-	c->step.cursor = value_or_null(res, i, 10);
+	c->step.run = db_value_or_null(res, i, 7);
+	c->step.name = db_value_or_null(res, i, 8);
+	c->step.direction = db_value_or_null(res, i, 9);
+	c->step.cursor = db_value_or_null(res, i, 10);
 	c->step.continuation = strcmp(PQgetvalue(res, i, 11), "t") == 0;
 	c->step.fan_in = strcmp(PQgetvalue(res, i, 12), "t") == 0;
 }

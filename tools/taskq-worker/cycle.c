@@ -91,19 +91,6 @@ static int	ahead_cap;
 static bool short_children;
 static bool stopping;			/* no more children: claimed tasks wait to be given back */
 
-static char *
-xstrdup(const char *s)
-{
-	char	   *r = strdup(s != NULL ? s : "");
-
-	if (r == NULL)
-	{
-		log_msg("out of memory");
-		exit(1);
-	}
-	return r;
-}
-
 static int64_t
 ahead_wait_ms(void)
 {

@@ -359,21 +359,9 @@ lease_interval(char *buf, size_t len)
 	snprintf(buf, len, "%lld milliseconds", (long long) opts.lease_ms);
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	   *r = strdup(s);
-
-	if (r == NULL)
-	{
-		log_msg("out of memory");
-		exit(1);
-	}
-	return r;
-}
-
-static char *
-value_or_null(PGresult *res, int row, int col)
+/* A column's value copied, or NULL (claims.c reads claims with it too). */
+char *
+db_value_or_null(PGresult *res, int row, int col)
 {
 	return PQgetisnull(res, row, col) ? NULL : xstrdup(PQgetvalue(res, row, col));
 }
@@ -664,9 +652,9 @@ db_exec_params(const char *sql, int nparams, const char *const *params,
 	else if (PQntuples(res) > 0)
 	{
 		if (value != NULL && PQnfields(res) > 0)
-			*value = value_or_null(res, 0, 0);
+			*value = db_value_or_null(res, 0, 0);
 		if (value2 != NULL && PQnfields(res) > 1)
-			*value2 = value_or_null(res, 0, 1);
+			*value2 = db_value_or_null(res, 0, 1);
 	}
 	PQclear(res);
 	return ok;

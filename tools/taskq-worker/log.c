@@ -18,6 +18,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -209,4 +210,18 @@ log_child_stderr(const char *id, const char *line)
 	buf_field(&b, "id", id);
 	buf_field(&b, "line", line);
 	buf_end(&b);
+}
+
+/* strdup (of "" for NULL), or the worker stops: it cannot go on without its copies. */
+char *
+xstrdup(const char *s)
+{
+	char	   *r = strdup(s != NULL ? s : "");
+
+	if (r == NULL)
+	{
+		log_msg("out of memory");
+		exit(1);
+	}
+	return r;
 }

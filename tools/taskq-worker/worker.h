@@ -97,6 +97,7 @@ extern void log_msg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern void log_task(const char *id, const char *action, int try, const char *outcome,
 					 const char *exit_text, double seconds, const char *detail);
 extern void log_child_stderr(const char *id, const char *line);
+extern char *xstrdup(const char *s);
 
 /* ------------------------------------------------------------ json */
 
@@ -263,6 +264,9 @@ extern bool db_exec_params(const char *sql, int nparams, const char *const *para
 /* ------------------------------------------------------------ claims */
 
 struct pg_result;
+
+/* A column's value copied, or NULL (db.c) */
+extern char *db_value_or_null(struct pg_result *res, int row, int col);
 extern void claims_server(bool have_wait, bool have_key);
 extern const char *claims_sql(const char *from);
 extern int	claims_rows(struct pg_result *res, const char *what, int64_t sent_ms,
