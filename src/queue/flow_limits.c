@@ -257,6 +257,7 @@ typedef struct FlowAction
 	int32		window_nokey;	/* ... of tasks without a key */
 	HTAB	   *keys;			/* KeyCount per key */
 	int			taken;			/* claimed by this claim */
+	bool		lazy;			/* only a limit per key: each key counted when met */
 	List	   *taken_keys;		/* rate-limited: the key of each (NULL: none) */
 } FlowAction;
 
@@ -266,6 +267,13 @@ struct TaskqFlow
 	FlowAction *actions;		/* in name order */
 	bool		claims;			/* a claim (else an extension: no rate counted) */
 	TimestampTz at;				/* the claim's clock time, under the locks */
+	/* what count_running reads, opened once (taskq_flow_end closes it) */
+	Relation	rel;			/* taskq.tasks, NULL until opened */
+	Relation	idx;			/* tasks_running_idx */
+	TupleTableSlot *slot;
+	AttrNumber	deadline_col;
+	AttrNumber	key_col;
+	SnapshotData dirty;
 };
 
 static int
@@ -284,9 +292,14 @@ flow_find(TaskqFlow *f, const char *action)
 	return NULL;
 }
 
-/* The counts of key (NULL: none) of a, made if need be. */
+static int32 count_rows(TaskqFlow *f, FlowAction *a, const char *key);
+
+/*
+ * The counts of key (NULL: none) of a, made if need be: an action limited
+ * only per key counts a key's running tasks when its claim first meets it.
+ */
 static KeyCount *
-key_count(FlowAction *a, const char *key)
+key_count(TaskqFlow *f, FlowAction *a, const char *key)
 {
 	KeyCount   *k;
 	bool		found;
@@ -296,7 +309,7 @@ key_count(FlowAction *a, const char *key)
 	k = hash_search(a->keys, key, HASH_ENTER, &found);
 	if (!found)
 	{
-		k->running = 0;
+		k->running = a->lazy ? count_rows(f, a, key) : 0;
 		k->window = 0;
 	}
 	return k;
@@ -334,7 +347,7 @@ count_window(TaskqFlow *f, FlowAction *a)
 		bool		nokey;
 		char	   *key = taskq_get_text(r, 1, &nokey);
 		int32		n = taskq_get_int32(r, 2, NULL);
-		KeyCount   *k = nokey ? NULL : key_count(a, key);
+		KeyCount   *k = nokey ? NULL : key_count(f, a, key);
 
 		a->window += n;
 		if (k != NULL)
@@ -412,62 +425,86 @@ refresh_limits(TaskqFlow *f)
 }
 
 /*
- * Count what runs of f's actions, under their locks: the entries of
- * tasks_running_idx (in progress) of each action whose row is alive under
- * a dirty snapshot -- committed, or written by a transaction still in
+ * What runs of action a (with key: of that key only), under its lock: the
+ * entries of tasks_running_idx (in progress) whose row is alive under a
+ * dirty snapshot -- committed, or written by a transaction still in
  * progress -- and whose lease has not passed at this clock time.  So the
  * claims of a transaction that let go of the lock before its commit are
  * counted, and so is a task whose return has not committed yet; a claim
  * that aborts later was counted for nothing (its slot stays free), which
- * errs on the safe side.
+ * errs on the safe side.  Without key, a's running tasks in all and per
+ * key are added up; returns how many ran.
+ */
+static int32
+count_rows(TaskqFlow *f, FlowAction *a, const char *key)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	IndexScanDesc scan;
+	ScanKeyData skeys[2];
+	int32		n = 0;
+
+	if (f->rel == NULL)
+	{
+		Oid			nsp = get_namespace_oid("taskq", false);
+
+		f->rel = table_open(get_relname_relid("tasks", nsp), AccessShareLock);
+		f->idx = index_open(get_relname_relid("tasks_running_idx", nsp), AccessShareLock);
+		f->slot = table_slot_create(f->rel, NULL);
+		f->deadline_col = taskq_column(RelationGetDescr(f->rel), "action_deadline");
+		f->key_col = taskq_column(RelationGetDescr(f->rel), "concurrency_key");
+		InitDirtySnapshot(f->dirty);
+	}
+	ScanKeyInit(&skeys[0], 1, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(a->limit.action));
+	skeys[0].sk_collation = C_COLLATION_OID;
+	if (key != NULL)
+	{
+		ScanKeyInit(&skeys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
+		skeys[1].sk_collation = C_COLLATION_OID;
+	}
+	scan = taskq_index_beginscan(f->rel, f->idx, &f->dirty, key ? 2 : 1, 0);
+	index_rescan(scan, skeys, key ? 2 : 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, f->slot))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(f->slot, f->deadline_col, &isnull);
+
+		if (!isnull && DatumGetTimestampTz(d) <= now)
+			continue;			/* its lease passed: its slot is free */
+		n++;
+		if (key != NULL)
+			continue;
+		a->running++;
+		d = slot_getattr(f->slot, f->key_col, &isnull);
+		if (!isnull)
+		{
+			KeyCount   *k = key_count(f, a, TextDatumGetCString(d));
+
+			if (k != NULL)
+				k->running++;
+		}
+	}
+	index_endscan(scan);
+	return n;
+}
+
+/*
+ * Count what runs of f's actions, under their locks; an action limited
+ * only per key (no max_running, no rate) waits until its claim meets each
+ * key: a claim of one task then reads the few rows of one key, not every
+ * running task of the action.
  */
 static void
 count_running(TaskqFlow *f)
 {
-	Oid			nsp = get_namespace_oid("taskq", false);
-	Relation	rel = table_open(get_relname_relid("tasks", nsp), AccessShareLock);
-	Relation	idx = index_open(get_relname_relid("tasks_running_idx", nsp), AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	deadline_col = taskq_column(desc, "action_deadline");
-	AttrNumber	key_col = taskq_column(desc, "concurrency_key");
-	TimestampTz now = GetCurrentTimestamp();
-	SnapshotData dirty;
-
-	InitDirtySnapshot(dirty);
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowAction *a = &f->actions[i];
-		IndexScanDesc scan;
-		ScanKeyData skey;
 
-		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ,
-					CStringGetTextDatum(a->limit.action));
-		skey.sk_collation = C_COLLATION_OID;
-		scan = taskq_index_beginscan(rel, idx, &dirty, 1, 0);
-		index_rescan(scan, &skey, 1, NULL, 0);
-		while (index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			Datum		d = slot_getattr(slot, deadline_col, &isnull);
-
-			if (!isnull && DatumGetTimestampTz(d) <= now)
-				continue;		/* its lease passed: its slot is free */
-			a->running++;
-			d = slot_getattr(slot, key_col, &isnull);
-			if (!isnull)
-			{
-				KeyCount   *k = key_count(a, TextDatumGetCString(d));
-
-				if (k != NULL)
-					k->running++;
-			}
-		}
-		index_endscan(scan);
+		a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate;
+		if (!a->lazy)
+			(void) count_rows(f, a, NULL);
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, AccessShareLock);
-	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -564,7 +601,7 @@ taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
 		return true;			/* not limited */
 	if (key != NULL && strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
 		return false;			/* not a key taskq wrote */
-	k = key_count(a, key);
+	k = key_count(f, a, key);
 	if (a->limit.has_max && a->running >= a->limit.max_running)
 		return false;
 	if (k != NULL && a->limit.has_per_key && k->running >= a->limit.max_per_key)
@@ -603,7 +640,7 @@ taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
 
 	if (a == NULL)
 		return;
-	k = key_count(a, key);
+	k = key_count(f, a, key);
 	a->running--;
 	a->taken--;
 	if (k != NULL)
@@ -687,6 +724,13 @@ taskq_flow_end(TaskqFlow *f)
 {
 	if (f == NULL)
 		return;
+	if (f->rel != NULL)
+	{
+		ExecDropSingleTupleTableSlot(f->slot);
+		index_close(f->idx, AccessShareLock);
+		table_close(f->rel, AccessShareLock);
+		f->rel = NULL;
+	}
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowAction *a = &f->actions[i];
