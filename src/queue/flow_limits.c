@@ -14,7 +14,8 @@
  * the transaction, ("lmt", hash of the action)), exclusive, and then counts
  * those tasks, in all and per concurrency_key, from the entries of the
  * partial index tasks_running_idx, each row read under a dirty snapshot:
- * committed, or written by a transaction still in progress.  The walk
+ * committed, or written by a transaction still in progress (an action
+ * limited only per key counts a key when its claim first meets it).  The walk
  * (claim_walk.c) or the SQL claim (claim.c) then asks before each row
  * whether its action and key are under their limits, and counts what it
  * takes.  The claim lets go of the lock when its rows are written, not at
