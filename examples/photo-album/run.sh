@@ -14,6 +14,7 @@
 #
 #   UPLOADS=30 WORKERS=4 MAX_PARALLEL=3 FAIL_RATE=0.1 CONFIRM_TIMEOUT="3 seconds" \
 #   EXPIRE_EVERY=6 FAIL_EVERY=9 DEADLINE="2 minutes" TIMEOUT=60 bash run.sh
+#   SABOTAGE=delete-bucket bash run.sh  # an undo that does nothing: the check must fail
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the tree
@@ -27,6 +28,7 @@ EXPIRE_EVERY=${EXPIRE_EVERY:-6}     # every n-th upload is never confirmed
 FAIL_EVERY=${FAIL_EVERY:-9}         # every n-th upload's storage is refused
 DEADLINE=${DEADLINE:-2 minutes}     # each run's deadline (start_machine)
 TIMEOUT=${TIMEOUT:-60}              # seconds for the runs to finish
+SABOTAGE=${SABOTAGE:-}              # an undo that does nothing: the check must fail
 
 EXAMPLE=photo-album
 ACTIONS=receive-upload,resize,build-album,expire-upload,abandon-upload,reserve-quota,release-quota,create-bucket,delete-bucket,apply-policy,remove-policy
@@ -67,7 +69,7 @@ start_progress "$ACTIONS" \
                FROM taskq.runs WHERE definition = 'photo-upload' GROUP BY 1) x"
 workers=()
 for i in $(seq 1 "$WORKERS"); do
-    "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" &
+    "$PYTHON" -u worker.py --name "w$i" --fail-rate "$FAIL_RATE" --sabotage "$SABOTAGE" &
     workers+=($!)
 done
 "$PYTHON" -u producer.py --uploads "$UPLOADS" --expire-every "$EXPIRE_EVERY" \

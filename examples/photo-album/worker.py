@@ -25,6 +25,9 @@ any other tasks:
                   policy and then refuses it (Step("fatal")) for the uploads
                   the producer marked: the saga undoes all three, and the
                   parent moves on child_failed.
+
+--sabotage ACTION makes that undo do nothing and report success, to show
+that the end check (check.py) catches what it leaves behind.
 """
 
 import argparse
@@ -45,6 +48,7 @@ def main():
     ap.add_argument("--name", default="worker")
     ap.add_argument("--fail-rate", type=float, default=0.1)
     ap.add_argument("--work-ms", type=float, default=30.0, help="mean time of a resize")
+    ap.add_argument("--sabotage", default="", help="an undo action that does nothing")
     args = ap.parse_args()
     name = args.name
     w = worker(name, f"photo-album {name}", LEASE)
@@ -162,8 +166,9 @@ def main():
 
     def undo(table):
         def handler(task):
-            task.conn.execute(f"DELETE FROM album_demo.{table} WHERE upload = %s AND run = %s",
-                              (upload_of(task), task.body["run"]))
+            if args.sabotage != task.action:
+                task.conn.execute(f"DELETE FROM album_demo.{table} WHERE upload = %s AND run = %s",
+                                  (upload_of(task), task.body["run"]))
             record(task, "success")
             detail(name, f"{task.body['run']}: {task.action} done")
             return taskq.Step("success")
