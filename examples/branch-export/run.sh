@@ -24,7 +24,7 @@ EXAMPLE=branch-export
 ACTIONS=next-export,start-export,done-export,export-copy,export-delete,export-success,export-manifest
 # ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source ../lib.sh    # run.sh is in its directory now (cd above)
 
 "${PSQL[@]}" -f schema.sql
 

@@ -22,7 +22,7 @@ TIMEOUT=${TIMEOUT:-120}             # seconds for the machine to finish
 
 EXAMPLE=email-subscription
 # shellcheck source=../lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source ../lib.sh    # run.sh is in its directory now (cd above)
 
 "${PSQL[@]}" -v subscribers="$SUBSCRIBERS" -f schema.sql >/dev/null
 

@@ -22,7 +22,7 @@ TIMEOUT=${TIMEOUT:-60}           # seconds for the jobs to finish
 EXAMPLE=file-import
 # ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source ../lib.sh    # run.sh is in its directory now (cd above)
 
 "${PSQL[@]}" -f schema.sql
 

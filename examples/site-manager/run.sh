@@ -25,7 +25,7 @@ EXAMPLE=site-manager
 ACTIONS=save-metadata,create-fs,create-db,bootstrap,mark-running
 # ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source ../lib.sh    # run.sh is in its directory now (cd above)
 
 "${PSQL[@]}" -f schema.sql >/dev/null
 

@@ -30,7 +30,7 @@ EXAMPLE=workspace-saga
 ACTIONS=reserve-name,release-name,create-dir,remove-dir,create-db,drop-db,register,unregister
 # ---- requirements: psql, python3 + psycopg2 + psycopg, a connection, the extension ----
 # shellcheck source=../lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source ../lib.sh    # run.sh is in its directory now (cd above)
 
 WS_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/workspace-saga.XXXXXX") || die "mktemp failed"
 remove_root() { rm -rf "$WS_ROOT"; }
