@@ -99,35 +99,29 @@ taskq_fire_timers_hook_type taskq_fire_timers_hook = NULL;
  * key to taskq.runs: its checks would cost every saga step a lookup and a
  * row lock of the run).
  */
-static TaskqPlan run_retention_plan = {
-	"WITH gone AS ("
-	" DELETE FROM taskq.runs AS r"
-	"  WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"    SELECT f.ctid FROM taskq.runs AS f"
-	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
-	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))"
+#define RUNS_GONE \
+	"WITH gone AS (" \
+	" DELETE FROM taskq.runs AS r" \
+	"  WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(" \
+	"    SELECT f.ctid FROM taskq.runs AS f" \
+	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1" \
+	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))" \
 	"  RETURNING r.id, r.kind)"
-	" DELETE FROM taskq.saga_steps AS s USING gone"
-	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'"
-	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
-	1, {TIMESTAMPTZOID}
+#define SAGA_STEPS_GONE \
+	" DELETE FROM taskq.saga_steps AS s USING gone" \
+	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'" \
+	"    AND s.run OPERATOR(pg_catalog.=) gone.id"
+
+static TaskqPlan run_retention_plan = {
+	RUNS_GONE SAGA_STEPS_GONE, 1, {TIMESTAMPTZOID}
 };
 
 /* The same, with the timers of the runs deleted (taskq.run_timers, 0.6). */
 static TaskqPlan run_timers_retention_plan = {
-	"WITH gone AS ("
-	" DELETE FROM taskq.runs AS r"
-	"  WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"    SELECT f.ctid FROM taskq.runs AS f"
-	"     WHERE f.finished_at OPERATOR(pg_catalog.<) $1"
-	"     ORDER BY f.finished_at LIMIT 500 FOR UPDATE SKIP LOCKED))"
-	"  RETURNING r.id, r.kind),"
+	RUNS_GONE ","
 	" timers AS (DELETE FROM taskq.run_timers AS t USING gone"
 	"  WHERE t.run_id OPERATOR(pg_catalog.=) gone.id)"
-	" DELETE FROM taskq.saga_steps AS s USING gone"
-	"  WHERE gone.kind OPERATOR(pg_catalog.=) 'saga'"
-	"    AND s.run OPERATOR(pg_catalog.=) gone.id",
-	1, {TIMESTAMPTZOID}
+	SAGA_STEPS_GONE, 1, {TIMESTAMPTZOID}
 };
 
 /*
