@@ -4,7 +4,7 @@
  *	  Module entry: _PG_init sets up each layer, bottom up.
  *
  * Loaded through shared_preload_libraries, taskq sets up its shared memory
- * (wakeups, database slots, claim starts), registers the launcher of the
+ * (wakeups, database slots, claim starts, slot books), registers the launcher of the
  * background workers and a utility hook that steps the workers aside for
  * DROP DATABASE and friends.  Loaded on demand by a backend, the queue
  * works the same without the workers (own_tasks expires leases itself,
@@ -52,6 +52,7 @@ _PG_init(void)
 	taskq_claim_start_init();
 	taskq_install_utility_hook();
 	taskq_register_xact_callbacks();
+	taskq_books_init();			/* its commit callback runs before the wakeups' */
 	taskq_metrics_init(process_shared_preload_libraries_in_progress);
 	taskq_register_claim_callbacks();
 	taskq_workflow_init();

@@ -168,7 +168,7 @@ limited_select_plan(ClaimKind kind)
 	if (plans[kind] == NULL)
 	{
 		char	   *sql = psprintf(
-			"SELECT c.ctid, c.action, c.concurrency_key FROM taskq.tasks AS c"
+			"SELECT c.ctid, c.action, c.concurrency_key, c.id FROM taskq.tasks AS c"
 			" WHERE %sc.status_code OPERATOR(pg_catalog.=) 'pending'::taskq.status"
 			"   AND c.num_signals OPERATOR(pg_catalog.=) 0"
 			"   AND c.not_before OPERATOR(pg_catalog.<=) $1"
@@ -250,7 +250,7 @@ claim_limited_sql(const TaskqClaimRequest *req, ClaimKind kind, TaskqFlow *flow,
 			char	   *action = taskq_get_text(r, 2, NULL);
 			char	   *key = taskq_get_text(r, 3, &isnull);
 
-			if (taskq_flow_take(flow, action, isnull ? NULL : key))
+			if (taskq_flow_take(flow, action, isnull ? NULL : key, taskq_get_text(r, 4, NULL)))
 				tids[n++] = *tid;
 		}
 	}

@@ -290,6 +290,7 @@ claim_row(ClaimWalk *w)
 	bool		rownulls[7];
 	char	   *action = NULL;
 	char	   *key = NULL;
+	char	   *id = NULL;
 
 	if (held_by_another(d))
 		return;					/* another claimer has it */
@@ -306,7 +307,8 @@ claim_row(ClaimWalk *w)
 
 			key = isnull ? NULL : TextDatumGetCString(k);
 		}
-		if (!taskq_flow_take(w->flow, action, key))
+		id = TextDatumGetCString(taskq_rel_old(d, d->col->id, &isnull));
+		if (!taskq_flow_take(w->flow, action, key, id))
 			return;
 	}
 	if (pg_add_s32_overflow(DatumGetInt32(taskq_rel_old(d, d->col->num_tries, &isnull)),
@@ -334,7 +336,7 @@ claim_row(ClaimWalk *w)
 	if (result != TM_Ok)
 	{
 		if (w->flow != NULL)
-			taskq_flow_untake(w->flow, action, key);
+			taskq_flow_untake(w->flow, action, key, id);
 		return;					/* another claimer has it, or had it */
 	}
 	taskq_claim_start_ready_changed();

@@ -312,7 +312,7 @@ taskq_complete_direct(const char *caller, TaskqCompletion *tasks, int n)
 	if (limits)
 		for (int i = 0; i < n; i++)
 			if (tasks[i].item->done)
-				taskq_flow_freed(tasks[i].action);	/* slots let go (flow_limits.c) */
+				taskq_flow_freed(tasks[i].action, tasks[i].item->id, false);	/* slots let go (flow_limits.c) */
 	return ndone;
 }
 /*
@@ -326,8 +326,7 @@ note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed, bool lim
 {
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	bool		counted = taskq_metrics_available();
-	List	   *actions = NIL;
-	ListCell   *lc;
+	List	   *freed = NIL;	/* id, action of each */
 
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -345,7 +344,7 @@ note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed, bool lim
 									 DatumGetTimestampTz(claimed), now);
 		}
 		if (limits)
-			actions = lappend(actions, taskq_get_text(r, 3, NULL));
+			freed = lappend(lappend(freed, id), taskq_get_text(r, 3, NULL));
 
 		for (int i = 0; i < n; i++)
 			if (!tasks[i].item->done && strcmp(tasks[i].item->id, id) == 0)
@@ -357,8 +356,8 @@ note_held_done(TaskqCompletion *tasks, int n, bool deleted, bool timed, bool lim
 				break;
 			}
 	}
-	foreach(lc, actions)
-		taskq_flow_freed(lfirst(lc));
+	for (int i = 0; i < list_length(freed); i += 2)
+		taskq_flow_freed(list_nth(freed, i + 1), list_nth(freed, i), false);
 }
 
 /*

@@ -7,10 +7,14 @@
  *	  their tasks lets go of its slot or a rate window reopens; the rule for
  *	  extending an expired lease.
  *
- * What counts as running is read from the task rows, never kept in a
- * counter that could drift: a task of the action holds a slot while it is
- * in progress and its lease deadline (if any) is after the clock.  A claim
- * of a limited action takes the action's limiter lock (an advisory lock of
+ * What counts as running is read from the task rows, never from a counter
+ * alone: a task of the action holds a slot while it is in progress and its
+ * lease deadline (if any) is after the clock.  An action limited by
+ * max_running alone is claimed through its slot book (flow_books.c), which
+ * never counts fewer tasks than the rows: a claim reserves an entry there
+ * without any lock while the book has room, and only a claim that finds it
+ * full (or made for other limits) counts the rows, as below, and rebuilds
+ * it.  A claim of any other limited action takes the action's limiter lock (an advisory lock of
  * the transaction, ("lmt", hash of the action)), exclusive, and then counts
  * those tasks, in all and per concurrency_key, from the entries of the
  * partial index tasks_running_idx, each row read under a dirty snapshot:
@@ -101,6 +105,9 @@ typedef struct FlowLimit
 	int32		rate_max;
 	Interval	rate_per;
 	bool		rate_by_key;
+	TransactionId version;		/* the xmin of its row, read under the locks */
+	TaskqBook  *book;			/* its slot book, once looked up (flow_books.c) */
+	bool		book_looked;
 } FlowLimit;
 
 /* the limits kept, valid while kept_generation == generation */
@@ -212,10 +219,14 @@ current_limits(void)
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
 			char	   *action = taskq_get_text(r, 1, NULL);
+			FlowLimit  *l;
 
 			if (strlen(action) > TASKQ_MAX_ACTION_LEN)
 				continue;		/* no task can have it */
-			read_limit_row(r, hash_search(h, action, HASH_ENTER, NULL));
+			l = hash_search(h, action, HASH_ENTER, NULL);
+			read_limit_row(r, l);
+			l->book = NULL;
+			l->book_looked = false;
 		}
 	}
 	if (keep && seen == generation)
@@ -260,6 +271,10 @@ typedef struct FlowAction
 	int			taken;			/* claimed by this claim */
 	bool		lazy;			/* only a limit per key: each key counted when met */
 	List	   *taken_keys;		/* rate-limited: the key of each (NULL: none) */
+	TaskqBook  *book;			/* its slot book, if it has one */
+	bool		by_book;		/* its slots taken in the book, not counted */
+	bool		locked;			/* its limiter lock taken */
+	bool		blocked;		/* claims in flight of unknown keys: take nothing */
 } FlowAction;
 
 struct TaskqFlow
@@ -274,7 +289,13 @@ struct TaskqFlow
 	TupleTableSlot *slot;
 	AttrNumber	deadline_col;
 	AttrNumber	key_col;
+	AttrNumber	id_col;
 	SnapshotData dirty;
+	/* the tasks count_rows found, hashed, while a book is rebuilt */
+	bool		collect;
+	uint64	   *tasks;
+	int			ntasks;
+	int			maxtasks;
 };
 
 static int
@@ -416,8 +437,16 @@ refresh_limits(TaskqFlow *f)
 					CStringGetTextDatum(l->action));
 		key.sk_collation = C_COLLATION_OID;
 		l->has_max = l->has_per_key = l->has_rate = false;
+		l->version = InvalidTransactionId;
 		if (taskq_fetch_by_key(rel, idx, snap, 1, &key, slot))
+		{
+			bool		isnull;
+
 			read_limit_slot(slot, cols, l);
+			l->version = DatumGetTransactionId(slot_getsysattr(slot,
+															   MinTransactionIdAttributeNumber,
+															   &isnull));
+		}
 	}
 	UnregisterSnapshot(snap);
 	ExecDropSingleTupleTableSlot(slot);
@@ -453,6 +482,7 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 		f->slot = table_slot_create(f->rel, NULL);
 		f->deadline_col = taskq_column(RelationGetDescr(f->rel), "action_deadline");
 		f->key_col = taskq_column(RelationGetDescr(f->rel), "concurrency_key");
+		f->id_col = taskq_column(RelationGetDescr(f->rel), "id");
 		InitDirtySnapshot(f->dirty);
 	}
 	ScanKeyInit(&skeys[0], 1, BTEqualStrategyNumber, F_TEXTEQ,
@@ -473,6 +503,17 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 		if (!isnull && DatumGetTimestampTz(d) <= now)
 			continue;			/* its lease passed: its slot is free */
 		n++;
+		if (f->collect)
+		{
+			if (f->ntasks == f->maxtasks)
+			{
+				f->maxtasks = Max(16, f->maxtasks * 2);
+				f->tasks = f->tasks ? repalloc(f->tasks, sizeof(uint64) * f->maxtasks) :
+					palloc(sizeof(uint64) * f->maxtasks);
+			}
+			d = slot_getattr(f->slot, f->id_col, &isnull);
+			f->tasks[f->ntasks++] = taskq_book_task(TextDatumGetCString(d));
+		}
 		if (key != NULL)
 			continue;
 		a->running++;
@@ -489,43 +530,73 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 	return n;
 }
 
-/*
- * Count what runs of f's actions, under their locks; an action limited
- * only per key (no max_running, no rate) waits until its claim meets each
- * key: a claim of one task then reads the few rows of one key, not every
- * running task of the action.
- */
-static void
-count_running(TaskqFlow *f)
+/* May claims of an action with limits l take its slots in a book? */
+static bool
+bookable(const FlowLimit *l)
 {
-	for (int i = 0; i < f->n; i++)
-	{
-		FlowAction *a = &f->actions[i];
-
-		a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate;
-		if (!a->lazy)
-			(void) count_rows(f, a, NULL);
-	}
+	return l->has_max && !l->has_per_key && !l->has_rate &&
+		l->max_running <= TASKQ_BOOK_SLOTS;
 }
 
 /*
- * The limiter of a claim of these actions (all_actions: of any): NULL if
- * none of them is limited, the common case, at the cost of a flag.  Else
- * the limited ones' locks are taken, in name order, and their running
- * tasks counted.  Called before the claim reads the ready rows.
+ * Count what runs of a locked action a.  An action limited only per key
+ * (no max_running, no rate) waits until its claim meets each key: a claim
+ * of one task then reads the few rows of one key, not every running task
+ * of the action.  An action with a book has it rebuilt from the count
+ * (flow_books.c), and goes by it if it may and the count fits; else what
+ * the book has in flight (claims that may not have written their rows)
+ * is counted too, or, where keys matter, the claim takes none of it.
  */
-TaskqFlow *
-taskq_flow_begin(List *actions, bool all_actions)
+static void
+count_locked(TaskqFlow *f, FlowAction *a)
+{
+	uint64		mark = 0;
+	int			inflight;
+	bool		book = bookable(&a->limit);
+
+	a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate;
+	if (a->book != NULL)
+		mark = taskq_book_rebuild_begin(a->book);
+	f->collect = a->book != NULL && book;
+	f->ntasks = 0;
+	if (!a->lazy)
+		(void) count_rows(f, a, NULL);
+	f->collect = false;
+	if (a->book == NULL)
+		return;
+	inflight = taskq_book_rebuild_end(a->book, mark, a->limit.version, f->tasks, f->ntasks,
+									  book, &a->by_book);
+	if (a->by_book || inflight == 0)
+		return;
+	if (a->limit.has_per_key || (a->limit.has_rate && a->limit.rate_by_key))
+		a->blocked = true;
+	else
+		a->running += inflight;
+}
+
+/*
+ * The limiter of a claim (claims: else an extension of an expired lease)
+ * of these actions (all_actions: of any): NULL if none of them is limited,
+ * the common case, at the cost of a flag.  An action limited by
+ * max_running alone, whose book is for the limits read now and has room,
+ * is claimed by its book, without a lock; a full book is rebuilt under the
+ * lock (a lease may have ended without telling it).  The others' locks are taken, in name order,
+ * their limits read again under them and their running tasks counted.
+ * Called before the claim reads the ready rows.
+ */
+static TaskqFlow *
+flow_begin(List *actions, bool all_actions, bool claims)
 {
 	HTAB	   *limits = current_limits();
 	TaskqFlow  *f;
 	ListCell   *lc;
 	int			max;
+	bool		any_locked = false;
 
 	if (limits == NULL)
 		return NULL;
 	f = palloc0(sizeof(TaskqFlow));
-	f->claims = true;
+	f->claims = claims;
 	max = all_actions ? (int) hash_get_num_entries(limits) : list_length(actions);
 	f->actions = palloc0(sizeof(FlowAction) * Max(max, 1));
 	if (all_actions)
@@ -548,15 +619,31 @@ taskq_flow_begin(List *actions, bool all_actions)
 	if (f->n == 0)
 		return NULL;
 	qsort(f->actions, f->n, sizeof(FlowAction), compare_names);
+	refresh_limits(f);
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowAction *a = &f->actions[i];
+		FlowLimit  *kl = limit_of(limits, a->limit.action);
 		HASHCTL		ctl;
 
+		/* the book, looked up once a session (a book is never given up) */
+		if (kl != NULL && (!kl->book_looked || (kl->book == NULL && bookable(&a->limit))))
+		{
+			kl->book = taskq_book_of(kl->action, bookable(&a->limit));
+			kl->book_looked = true;
+		}
+		a->book = kl != NULL ? kl->book : NULL;
+		if (claims && a->book != NULL && bookable(&a->limit) &&
+			taskq_book_room(a->book, a->limit.version, a->limit.max_running))
+		{
+			a->by_book = true;
+			continue;
+		}
 		SET_LOCKTAG_ADVISORY(a->tag, MyDatabaseId, FLOW_LOCK_CLASS,
 							 hash_bytes((const unsigned char *) a->limit.action,
 										strlen(a->limit.action)), 2);
 		(void) LockAcquire(&a->tag, ExclusiveLock, false, false);
+		a->locked = any_locked = true;
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = TASKQ_MAX_CONCURRENCY_KEY_LEN + 1;
 		ctl.entrysize = sizeof(KeyCount);
@@ -564,13 +651,23 @@ taskq_flow_begin(List *actions, bool all_actions)
 		a->keys = hash_create("taskq running per key", 16, &ctl,
 							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 	}
-	refresh_limits(f);
-	count_running(f);
+	if (!any_locked)
+		return f;
+	refresh_limits(f);			/* under the locks */
+	for (int i = 0; i < f->n; i++)
+		if (f->actions[i].locked)
+			count_locked(f, &f->actions[i]);
 	f->at = GetCurrentTimestamp();	/* the claims' clock time, under the locks */
 	for (int i = 0; i < f->n; i++)
-		if (f->actions[i].limit.has_rate)
+		if (f->actions[i].locked && f->actions[i].limit.has_rate)
 			count_window(f, &f->actions[i]);
 	return f;
+}
+
+TaskqFlow *
+taskq_flow_begin(List *actions, bool all_actions)
+{
+	return flow_begin(actions, all_actions, true);
 }
 
 /* Is the action at a limit in all (no task of it may be taken)? */
@@ -581,18 +678,20 @@ taskq_flow_action_full(TaskqFlow *f, const char *action)
 
 	if (a == NULL)
 		return false;
-	if (a->limit.has_max && a->running >= a->limit.max_running)
+	if (a->by_book)
+		return !taskq_book_room(a->book, a->limit.version, a->limit.max_running);
+	if (a->blocked || (a->limit.has_max && a->running >= a->limit.max_running))
 		return true;
 	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
 		a->window >= a->limit.rate_max;
 }
 
 /*
- * May a task of action with key (NULL: none) be taken now?  If so, it is
+ * May task id of action with key (NULL: none) be taken now?  If so, it is
  * counted as taken: the caller takes it, or calls taskq_flow_untake.
  */
 bool
-taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
+taskq_flow_take(TaskqFlow *f, const char *action, const char *key, const char *id)
 {
 	FlowAction *a = f ? flow_find(f, action) : NULL;
 	KeyCount   *k;
@@ -600,6 +699,16 @@ taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
 
 	if (a == NULL)
 		return true;			/* not limited */
+	if (a->by_book)
+	{
+		if (!taskq_book_reserve(a->book, a->limit.version, a->limit.max_running,
+								taskq_book_task(id)))
+			return false;
+		a->taken++;
+		return true;
+	}
+	if (a->blocked)
+		return false;
 	if (key != NULL && strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
 		return false;			/* not a key taskq wrote */
 	k = key_count(f, a, key);
@@ -634,13 +743,19 @@ taskq_flow_take(TaskqFlow *f, const char *action, const char *key)
 
 /* The task taskq_flow_take let through last was not taken after all. */
 void
-taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
+taskq_flow_untake(TaskqFlow *f, const char *action, const char *key, const char *id)
 {
 	FlowAction *a = f ? flow_find(f, action) : NULL;
 	KeyCount   *k;
 
 	if (a == NULL)
 		return;
+	if (a->by_book)
+	{
+		taskq_book_unreserve(a->book, taskq_book_task(id));
+		a->taken--;
+		return;
+	}
 	k = key_count(f, a, key);
 	a->running--;
 	a->taken--;
@@ -657,68 +772,16 @@ taskq_flow_untake(TaskqFlow *f, const char *action, const char *key)
 	}
 }
 
-/* The claims of rate-limited actions logged, at the claim's clock time. */
-static TaskqPlan log_plan = {
-	"INSERT INTO taskq.flow_claims (action, key, claimed_at)"
-	" SELECT $1, k, $3 FROM pg_catalog.unnest($2::text[]) AS k",
-	3, {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID}, NULL, true
-};
-
-/* Claims that left the window; rows the worker is deleting are skipped. */
-static TaskqPlan prune_plan = {
-	"DELETE FROM taskq.flow_claims WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT ctid FROM taskq.flow_claims"
-	"   WHERE action OPERATOR(pg_catalog.=) $1 AND claimed_at OPERATOR(pg_catalog.<=) $2"
-	"   FOR UPDATE SKIP LOCKED))",
-	2, {TEXTOID, TIMESTAMPTZOID}, NULL, true
-};
-
 /*
- * Log the claims a took (its lock held to the end of the transaction),
- * delete those that left the window (rows the worker is deleting are
- * skipped, never waited for), and have the worker wake when the window
- * reopens.
- */
-static void
-log_claims(TaskqFlow *f, FlowAction *a)
-{
-	Datum		prune_args[2];
-	Datum		args[3];
-	int			n = list_length(a->taken_keys);
-	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-	ListCell   *lc;
-
-	foreach(lc, a->taken_keys)
-	{
-		int			i = foreach_current_index(lc);
-
-		nulls[i] = lfirst(lc) == NULL;
-		keys[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(lfirst(lc));
-	}
-	args[0] = CStringGetTextDatum(a->limit.action);
-	args[1] = PointerGetDatum(construct_md_array(keys, nulls, 1, dims, lbs, TEXTOID, -1,
-												 false, TYPALIGN_INT));
-	args[2] = TimestampTzGetDatum(f->at);
-	taskq_execute(&log_plan, args, NULL, false, 0);
-	prune_args[0] = args[0];
-	prune_args[1] = window_start(f, a);
-	taskq_execute_latest(&prune_plan, prune_args, NULL, false);
-	taskq_note_due(DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-														   TimestampTzGetDatum(f->at),
-														   IntervalPGetDatum(&a->limit.rate_per))));
-}
-
-/*
- * The claim is done, its rows written: the claims of rate-limited actions
- * are logged, and those locks held to the end of the transaction, so that
- * the next claim reads the log with them.  The other locks are let go: the
- * next claim counts the rows this one wrote as running before they commit
- * (count_running's dirty snapshot).  An extension keeps its lock to its
- * end: the row it extends counts only once it commits.  Runs SQL: the
- * caller has read its own statement's rows.
+ * The claim is done, its rows written: its entries in books are bound (a
+ * rebuild's count would now see their rows); the claims of rate-limited
+ * actions are logged, and those locks held to the end of the transaction,
+ * so that the next claim reads the log with them.  The other locks are let
+ * go: the next claim counts the rows this one wrote as running before they
+ * commit (count_rows' dirty snapshot).  An extension keeps its lock to its
+ * end: the row it extends counts only once it commits (and its entry in a
+ * book is bound before that row is written: no rebuild may run between).
+ * Runs SQL: the caller has read its own statement's rows.
  */
 void
 taskq_flow_end(TaskqFlow *f)
@@ -736,8 +799,12 @@ taskq_flow_end(TaskqFlow *f)
 	{
 		FlowAction *a = &f->actions[i];
 
+		if (a->by_book && a->taken > 0)
+			taskq_book_bind(a->book);
+		if (!a->locked)
+			continue;
 		if (a->taken > 0 && f->claims && a->limit.has_rate)
-			log_claims(f, a);
+			taskq_flow_log_claims(a->limit.action, a->taken_keys, f->at, &a->limit.rate_per);
 		else if (a->taken == 0 || f->claims)
 			LockRelease(&a->tag, ExclusiveLock, false);
 	}
@@ -762,22 +829,33 @@ taskq_flow_maybe_limited(void)
 }
 
 /*
- * A task of action left its lease (returned, released, expired, ended):
- * if the action is limited, the action is announced and one more waiting
- * claim of it woken when this transaction commits (no task became ready:
- * one slot came free).  Waking two, as for a task made ready, made the
- * second take the limiter lock to find the action full again, and the
- * worker that freed the slot usually claims at once as well.
+ * Task id of action left its lease (returned, released, retried, ended):
+ * if the action is limited, its entry in the action's book goes when this
+ * transaction commits, and unless the caller wakes claims of the action
+ * anyway (woken: the task is ready again), the action is announced and
+ * one more waiting claim of it woken then (no task became ready: one slot
+ * came free).  Waking two, as for a task made ready, made the second find
+ * the action full again, and the worker that freed the slot usually
+ * claims at once as well.
  */
 void
-taskq_flow_freed(const char *action)
+taskq_flow_freed(const char *action, const char *id, bool woken)
 {
 	FlowLimit  *l;
 
 	if (!taskq_flow_maybe_limited())
 		return;					/* known: no limits at all */
 	l = limit_of(current_limits(), action);
-	if (l != NULL)
+	if (l == NULL)
+		return;
+	if (!l->book_looked)
+	{
+		l->book = taskq_book_of(action, false);
+		l->book_looked = true;
+	}
+	if (l->book != NULL)
+		taskq_book_free_at_commit(l->book, id);
+	if (!woken)
 		taskq_note_ready_tasks(action, 0);
 }
 
@@ -788,88 +866,16 @@ taskq_flow_freed(const char *action)
  * as a claim's.
  */
 bool
-taskq_flow_extend_ok(const char *action, const char *key)
+taskq_flow_extend_ok(const char *action, const char *key, const char *id)
 {
 	TaskqFlow  *f;
 	bool		ok;
 
-	f = taskq_flow_begin(list_make1(pstrdup(action)), false);
+	/* an extension is no claim: the rate does not count it, and it locks */
+	f = flow_begin(list_make1(pstrdup(action)), false, false);
 	if (f == NULL)
 		return true;
-	f->claims = false;			/* an extension is no claim: the rate does not count it */
-	ok = taskq_flow_take(f, action, key);
+	ok = taskq_flow_take(f, action, key, id);
 	taskq_flow_end(f);
 	return ok;
-}
-
-/* ----------
- * Rate windows that reopen, for the background worker
- * ----------
- */
-/* rows a claim is deleting are skipped: the worker never waits for a claim */
-static TaskqPlan reopened_plan = {
-	"DELETE FROM taskq.flow_claims AS d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-	"  SELECT c.ctid FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
-	"      ON f.action OPERATOR(pg_catalog.=) c.action"
-	"   WHERE c.claimed_at OPERATOR(pg_catalog.<=) ($1 OPERATOR(pg_catalog.-) f.rate_per)"
-	"   FOR UPDATE OF c SKIP LOCKED))"
-	" RETURNING d.action",
-	1, {TIMESTAMPTZOID}
-};
-
-static TaskqPlan next_reopen_plan = {
-	"SELECT pg_catalog.min(c.claimed_at OPERATOR(pg_catalog.+) f.rate_per)"
-	"  FROM taskq.flow_claims AS c JOIN taskq.flow_limits AS f"
-	"    ON f.action OPERATOR(pg_catalog.=) c.action",
-	0, {0}
-};
-
-/* Has this database the rate limits' log (0.6)? */
-static bool
-claims_installed(void)
-{
-	Oid			nsp = get_namespace_oid("taskq", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("flow_claims", nsp));
-}
-
-/*
- * The actions whose rate window reopened by now: their claims that left
- * the window are deleted, and each action named once (for the worker to
- * announce and wake its waiting claims).
- */
-List *
-taskq_flow_reopened(TimestampTz now)
-{
-	List	   *actions = NIL;
-	Datum		arg = TimestampTzGetDatum(now);
-
-	if (!claims_installed())
-		return NIL;
-	taskq_execute(&reopened_plan, &arg, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		char	   *action = taskq_get_text(r, 1, NULL);
-
-		if (!taskq_string_member(actions, action))
-			actions = lappend(actions, action);
-	}
-	return actions;
-}
-
-/* When the next rate window reopens (false: no claim is in a window). */
-bool
-taskq_flow_next_reopen(TimestampTz *next)
-{
-	bool		isnull;
-	Datum		d;
-
-	if (!claims_installed())
-		return false;
-	taskq_execute(&next_reopen_plan, NULL, NULL, true, 0);
-	d = taskq_get_datum(0, 1, &isnull);
-	if (isnull)
-		return false;
-	*next = DatumGetTimestampTz(d);
-	return true;
 }

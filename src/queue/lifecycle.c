@@ -172,7 +172,7 @@ taskq_finish_row(const char *id, TaskqStatus code, const char *status)
 	taskq_metric_count(action, -1,
 					   code == TASKQ_COMPLETED ? TASKQ_M_COMPLETED : TASKQ_M_ABORTED, 1);
 	taskq_task_finished(id, code);
-	taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
+	taskq_flow_freed(action, id, false);	/* its slot, if it held one (flow_limits.c) */
 	return succs;
 }
 
@@ -339,7 +339,12 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 	taskq_execute(&retry_plan, values, nulls, false, 0);
 	taskq_metric_count_result(0, 2, TASKQ_M_RETRIED);
 	if (taskq_get_bool(0, 1, NULL))
-		taskq_note_ready(taskq_get_text(0, 2, NULL));	/* no delay: ready now */
+	{
+		char	   *action = taskq_get_text(0, 2, NULL);
+
+		taskq_note_ready(action);	/* no delay: ready now */
+		taskq_flow_freed(action, id, true);
+	}
 	else
 	{
 		bool		isnull;
@@ -348,7 +353,7 @@ taskq_task_retry(const char *id, TaskqStatus cur, const char *status,
 
 		if (!isnull)
 			taskq_note_due(DatumGetTimestampTz(nb));	/* the worker wakes for it */
-		taskq_flow_freed(action);	/* its slot, if it held one (flow_limits.c) */
+		taskq_flow_freed(action, id, false);	/* its slot, if it held one (flow_limits.c) */
 	}
 }
 
@@ -402,7 +407,7 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 			char	   *action = taskq_get_text(0, 1, NULL);
 			char	   *key = taskq_get_text(0, 2, &nokey);
 
-			if (!taskq_flow_extend_ok(action, nokey ? NULL : key))
+			if (!taskq_flow_extend_ok(action, nokey ? NULL : key, id))
 				return false;
 		}
 	}
@@ -434,10 +439,13 @@ void
 taskq_task_release(const char *id, TaskqStatus cur)
 {
 	Datum		a = CStringGetTextDatum(id);
+	bool		ready;
 
 	(void) taskq_status_transition(cur, TASKQ_RELEASE, id);
 	taskq_execute(&release_plan, &a, NULL, false, 0);
 	taskq_metric_count_result(0, 2, TASKQ_M_RELEASED);
-	if (taskq_get_int32(0, 1, NULL) == 0)
+	ready = taskq_get_int32(0, 1, NULL) == 0;
+	if (ready)
 		taskq_note_ready(taskq_get_text(0, 2, NULL));
+	taskq_flow_freed(taskq_get_text(0, 2, NULL), id, ready);	/* its slot (flow_limits.c) */
 }

@@ -71,12 +71,33 @@ extern void taskq_insert_rows(List *specs, const int32 *inherited, bool if_absen
 typedef struct TaskqFlow TaskqFlow;
 extern TaskqFlow *taskq_flow_begin(List *actions, bool all_actions);
 extern bool taskq_flow_action_full(TaskqFlow *f, const char *action);
-extern bool taskq_flow_take(TaskqFlow *f, const char *action, const char *key);
-extern void taskq_flow_untake(TaskqFlow *f, const char *action, const char *key);
+extern bool taskq_flow_take(TaskqFlow *f, const char *action, const char *key,
+							const char *id);
+extern void taskq_flow_untake(TaskqFlow *f, const char *action, const char *key,
+							  const char *id);
 extern void taskq_flow_end(TaskqFlow *f);
 extern bool taskq_flow_maybe_limited(void);
-extern void taskq_flow_freed(const char *action);
-extern bool taskq_flow_extend_ok(const char *action, const char *key);
+extern void taskq_flow_freed(const char *action, const char *id, bool woken);
+extern bool taskq_flow_extend_ok(const char *action, const char *key, const char *id);
+
+/* flow_rates.c: the log of rate limits */
+extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at,
+								  Interval *per);
+
+/* flow_books.c: the slot books of actions limited by max_running alone */
+#define TASKQ_BOOKS			64	/* books in the server */
+#define TASKQ_BOOK_SLOTS	128 /* entries of a book: the highest max_running booked */
+typedef struct TaskqBook TaskqBook;
+extern uint64 taskq_book_task(const char *id);
+extern TaskqBook *taskq_book_of(const char *action, bool create);
+extern bool taskq_book_room(TaskqBook *b, TransactionId version, int32 max);
+extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task);
+extern void taskq_book_unreserve(TaskqBook *b, uint64 task);
+extern void taskq_book_bind(TaskqBook *b);
+extern void taskq_book_free_at_commit(TaskqBook *b, const char *id);
+extern uint64 taskq_book_rebuild_begin(TaskqBook *b);
+extern int	taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
+								   const uint64 *tasks, int n, bool install, bool *installed);
 
 /* action_policy.c: the actions' policies, kept per session */
 extern List *taskq_policy_max_tries(List *specs, List **tries);

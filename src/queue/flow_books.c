@@ -1,0 +1,412 @@
+/*-------------------------------------------------------------------------
+ *
+ * flow_books.c
+ *	  The slot books of actions limited by max_running alone: in shared
+ *	  memory, an entry for each task that may hold one of the action's
+ *	  slots, so that a claim takes a slot under a spinlock instead of the
+ *	  action's limiter lock and a count of its running rows
+ *	  (flow_limits.c, which decides when a book is used).
+ *
+ * A book may count more tasks than hold a slot, never fewer.  Each way in
+ * and out keeps that:
+ *	- a claim reserves an entry before it writes the task's row (refused
+ *	  when the book holds max_running entries), and marks it bound once its
+ *	  rows are written (taskq_book_bind); a claim that does not take the
+ *	  task removes it, and a transaction that aborts removes every entry it
+ *	  made, after its rows died;
+ *	- a transaction that ends a lease (a return, a release, a retry) has the
+ *	  task's entry removed after it commits, when the row no longer counts;
+ *	  so that this can never remove the entry of a later claim of the same
+ *	  task, it removes only an entry reserved before it noted the free (a
+ *	  later claim reserves only after this commit made the task claimable);
+ *	- what ends a lease any other way (an expiry, an abort of a savepoint,
+ *	  a path that does not tell) leaves its entry behind: too many, never
+ *	  too few.  A claim that finds the book full rebuilds it from the rows
+ *	  under the action's limiter lock (flow_limits.c counts them with a
+ *	  dirty snapshot): the entries become the tasks the rows say run, plus
+ *	  every entry not yet bound or bound after the count began (the count
+ *	  may have missed their rows).  An entry bound before the count began
+ *	  has its row in the index before the count began, so the count sees it
+ *	  if it still runs.  Rebuilds never overlap (the limiter lock), and an
+ *	  extension of an expired lease, which reserves before its row is
+ *	  written, holds that lock to its commit, so no rebuild runs between.
+ * A book is for one version of the action's limits (the xmin of its row in
+ * taskq.flow_limits): a claim that reads another version rebuilds it,
+ * because claims made while the action had no such limit reserved nothing.
+ *
+ * Books live until the server stops (a crash restarts shared memory, and
+ * the first claim rebuilds them from the rows); there are TASKQ_BOOKS of
+ * them for the whole server, of TASKQ_BOOK_SLOTS entries: an action beyond
+ * them, or with a higher limit, is counted from its rows on each claim.
+ *
+ * Locking: the table's LWLock, shared to find a book and exclusive to add
+ * one; each book's spinlock for its entries (a few hundred instructions at
+ * most: never a call that may fail or sleep).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+
+#include "common/limits.h"
+#include "common/pg_compat.h"
+#include "queue/queue_internal.h"
+
+typedef struct BookEntry
+{
+	uint64		task;			/* hash of the task's id */
+	uint64		reserved;		/* the book's reservation number when made */
+	uint64		bound;			/* ... when its row was written; 0: not yet */
+	int32		owner;			/* the claim's backend, until its commit; -1: none */
+	uint32		tag;			/* ... and its transaction there */
+} BookEntry;
+
+struct TaskqBook
+{
+	slock_t		mutex;
+	Oid			dboid;			/* InvalidOid: unused */
+	char		action[TASKQ_MAX_ACTION_LEN + 1];
+	TransactionId version;		/* the limits' row it is for; invalid: none yet */
+	uint64		next;			/* reservation and binding numbers */
+	int			n;
+	BookEntry	entries[TASKQ_BOOK_SLOTS];
+};
+
+typedef struct BookTable
+{
+	LWLock	   *lock;
+	TaskqBook	books[TASKQ_BOOKS];
+} BookTable;
+
+static BookTable *table = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* what this backend's transaction did to books, for its end */
+typedef struct BookFree
+{
+	TaskqBook  *book;
+	uint64		task;
+	uint64		before;			/* reservations up to this one */
+} BookFree;
+
+static uint32 my_tag = 1;		/* this backend's transaction, for its entries */
+static List *touched = NIL;		/* books this transaction reserved in */
+static List *frees = NIL;		/* BookFree, applied at commit */
+
+static void
+books_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(BookTable)));
+	RequestNamedLWLockTranche("taskq slot books", 1);
+}
+
+static void
+books_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	table = ShmemInitStruct("taskq slot books", sizeof(BookTable), &found);
+	if (!found)
+	{
+		memset(table, 0, sizeof(BookTable));
+		table->lock = &(GetNamedLWLockTranche("taskq slot books"))[0].lock;
+		for (int i = 0; i < TASKQ_BOOKS; i++)
+			SpinLockInit(&table->books[i].mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Remove entry i of b (under its mutex). */
+static inline void
+drop_entry(TaskqBook *b, int i)
+{
+	b->entries[i] = b->entries[--b->n];
+}
+
+/*
+ * The end of a transaction: at its commit, the entries of leases it ended
+ * are removed (their rows no longer count) and its own entries are no
+ * longer its; at its abort, the entries it made are removed (their rows
+ * died).  Called after the transaction's end is visible to others.
+ */
+static void
+books_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
+	bool		aborted = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
+
+	/* a prepared transaction keeps its entries: too many, never too few */
+	if (!commit && !aborted && event != XACT_EVENT_PREPARE)
+		return;
+	if (commit)
+		foreach(lc, frees)
+		{
+			BookFree   *f = lfirst(lc);
+			TaskqBook  *b = f->book;
+
+			SpinLockAcquire(&b->mutex);
+			for (int i = 0; i < b->n; i++)
+				if (b->entries[i].task == f->task && b->entries[i].reserved <= f->before)
+				{
+					drop_entry(b, i);
+					break;
+				}
+			SpinLockRelease(&b->mutex);
+		}
+	foreach(lc, touched)
+	{
+		TaskqBook  *b = lfirst(lc);
+
+		SpinLockAcquire(&b->mutex);
+		for (int i = b->n - 1; i >= 0; i--)
+		{
+			BookEntry  *e = &b->entries[i];
+
+			if (e->owner != TASKQ_PROC_NUMBER || e->tag != my_tag)
+				continue;
+			if (aborted)
+				drop_entry(b, i);
+			else
+				e->owner = -1;
+		}
+		SpinLockRelease(&b->mutex);
+	}
+	/* the lists lived in the transaction's memory, which goes now */
+	touched = NIL;
+	frees = NIL;
+	my_tag++;
+}
+
+/* Called once from _PG_init: shared memory only when preloaded. */
+void
+taskq_books_init(void)
+{
+	if (process_shared_preload_libraries_in_progress)
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = books_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = books_shmem_startup;
+	}
+	RegisterXactCallback(books_xact_callback, NULL);
+}
+
+/* The hash a book keeps of a task's id. */
+uint64
+taskq_book_task(const char *id)
+{
+	return hash_bytes_extended((const unsigned char *) id, strlen(id), 0);
+}
+
+/*
+ * The book of action in this database; with create, made if there is room
+ * (an unused one, valid for no version yet).  NULL: no book (none, no
+ * room, or no shared memory).
+ */
+TaskqBook *
+taskq_book_of(const char *action, bool create)
+{
+	TaskqBook  *found = NULL;
+
+	if (table == NULL || strlen(action) > TASKQ_MAX_ACTION_LEN)
+		return NULL;
+	LWLockAcquire(table->lock, create ? LW_EXCLUSIVE : LW_SHARED);
+	for (int i = 0; i < TASKQ_BOOKS && found == NULL; i++)
+	{
+		TaskqBook  *b = &table->books[i];
+
+		if (b->dboid == MyDatabaseId && strcmp(b->action, action) == 0)
+			found = b;
+		else if (create && !OidIsValid(b->dboid))
+		{
+			SpinLockAcquire(&b->mutex);
+			b->dboid = MyDatabaseId;
+			strlcpy(b->action, action, sizeof(b->action));
+			b->version = InvalidTransactionId;
+			b->n = 0;
+			SpinLockRelease(&b->mutex);
+			found = b;
+		}
+	}
+	LWLockRelease(table->lock);
+	return found;
+}
+
+/* Is b for this version of its limits, and below max entries? */
+bool
+taskq_book_room(TaskqBook *b, TransactionId version, int32 max)
+{
+	bool		room;
+
+	SpinLockAcquire(&b->mutex);
+	room = b->version == version && b->n < max;
+	SpinLockRelease(&b->mutex);
+	return room;
+}
+
+/*
+ * Reserve an entry for the task (its id's hash) if b is for this version
+ * and holds fewer than max.  The entry is this transaction's until it ends.
+ */
+bool
+taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task)
+{
+	bool		ok;
+
+	if (!list_member_ptr(touched, b))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		touched = lappend(touched, b);
+		MemoryContextSwitchTo(old);
+	}
+	SpinLockAcquire(&b->mutex);
+	ok = b->version == version && b->n < max && b->n < TASKQ_BOOK_SLOTS;
+	if (ok)
+	{
+		BookEntry  *e = &b->entries[b->n++];
+
+		e->task = task;
+		e->reserved = ++b->next;
+		e->bound = 0;
+		e->owner = TASKQ_PROC_NUMBER;
+		e->tag = my_tag;
+	}
+	SpinLockRelease(&b->mutex);
+	return ok;
+}
+
+/* The task this transaction reserved last in b was not taken after all. */
+void
+taskq_book_unreserve(TaskqBook *b, uint64 task)
+{
+	SpinLockAcquire(&b->mutex);
+	for (int i = b->n - 1; i >= 0; i--)
+	{
+		BookEntry  *e = &b->entries[i];
+
+		if (e->task == task && e->bound == 0 &&
+			e->owner == TASKQ_PROC_NUMBER && e->tag == my_tag)
+		{
+			drop_entry(b, i);
+			break;
+		}
+	}
+	SpinLockRelease(&b->mutex);
+}
+
+/* The rows of this transaction's reservations in b are written. */
+void
+taskq_book_bind(TaskqBook *b)
+{
+	SpinLockAcquire(&b->mutex);
+	for (int i = 0; i < b->n; i++)
+	{
+		BookEntry  *e = &b->entries[i];
+
+		if (e->bound == 0 && e->owner == TASKQ_PROC_NUMBER && e->tag == my_tag)
+			e->bound = ++b->next;
+	}
+	SpinLockRelease(&b->mutex);
+}
+
+/*
+ * When this transaction commits, the entry of task id (a lease it ended)
+ * is removed from b: only an entry reserved before now.
+ */
+void
+taskq_book_free_at_commit(TaskqBook *b, const char *id)
+{
+	MemoryContext old;
+	BookFree   *f;
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	f = palloc(sizeof(BookFree));
+	f->book = b;
+	f->task = taskq_book_task(id);
+	SpinLockAcquire(&b->mutex);
+	f->before = b->next;
+	SpinLockRelease(&b->mutex);
+	frees = lappend(frees, f);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A count of b's action begins (under the action's limiter lock): its
+ * mark, a number of its own (never 0, which an entry not bound has).
+ */
+uint64
+taskq_book_rebuild_begin(TaskqBook *b)
+{
+	uint64		mark;
+
+	SpinLockAcquire(&b->mutex);
+	mark = ++b->next;
+	SpinLockRelease(&b->mutex);
+	return mark;
+}
+
+/*
+ * The count of b's action that began at mark ends, with the tasks counted
+ * (n hashes).  Returns how many entries the count may have missed: those
+ * not bound before it began (claims in flight, or whose rows it may not
+ * have seen).  With install, b's entries become the tasks counted plus
+ * those, for this version of the limits, if they fit (*installed).
+ * Otherwise b is for no version: until a count installs it again, no claim
+ * reserves in it, and each counts the rows plus what b still has in flight.
+ */
+int
+taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
+					   const uint64 *tasks, int n, bool install, bool *installed)
+{
+	int			kept = 0;
+
+	SpinLockAcquire(&b->mutex);
+	for (int i = 0; i < b->n; i++)
+		if (b->entries[i].bound == 0 || b->entries[i].bound > mark)
+			kept++;
+	*installed = install && kept + n <= TASKQ_BOOK_SLOTS;
+	if (*installed)
+	{
+		int			m = 0;
+
+		for (int i = 0; i < b->n; i++)
+			if (b->entries[i].bound == 0 || b->entries[i].bound > mark)
+				b->entries[m++] = b->entries[i];
+		for (int i = 0; i < n; i++)
+		{
+			BookEntry  *e = &b->entries[m++];
+
+			e->task = tasks[i];
+			e->reserved = mark;
+			e->bound = mark;
+			e->owner = -1;
+			e->tag = 0;
+		}
+		b->n = m;
+		b->version = version;
+	}
+	else
+	{
+		/* every entry stays (they may be leases still held): none is reserved */
+		b->version = InvalidTransactionId;
+	}
+	SpinLockRelease(&b->mutex);
+	return kept;
+}
