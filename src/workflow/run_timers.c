@@ -232,7 +232,7 @@ fire_one(const DueTimer *t, TimestampTz now)
 	if (run == NULL || taskq_run_status_finished(run->status))
 		return true;			/* stale: the run ended */
 	if (strcmp(t->kind, "timeout") == 0)
-		taskq_machine_timeout_fire(run, state);
+		taskq_machine_timeout_fire(run, state, due_at);
 	else if (!no_deadline)
 		deadline_exceeded(run);
 	taskq_finished_dispatch();	/* the steps it cancelled, in this subtransaction */
