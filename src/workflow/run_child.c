@@ -82,6 +82,31 @@ taskq_run_lock_parent(const char *id)
 		taskq_run_lock(parent);
 }
 
+/*
+ * taskq_run_lock without waiting (the background worker's timers): the
+ * ancestors' locks first, then the run's; false as soon as one is held by
+ * another transaction (those taken stay to the transaction's end, in the
+ * same order, and wait for nothing).
+ */
+bool
+taskq_run_try_lock(const char *id)
+{
+	if (taskq_run_is_child_id(id))
+	{
+		Datum		arg = CStringGetTextDatum(id);
+
+		taskq_execute_latest(&parent_plan, &arg, NULL, true);
+		if (SPI_processed > 0)
+		{
+			char	   *parent = taskq_get_text(0, 1, NULL);
+
+			if (parent != NULL && !taskq_run_try_lock(parent))
+				return false;
+		}
+	}
+	return taskq_try_lock_workflow(id);
+}
+
 /* ----------
  * Start
  * ----------
