@@ -234,9 +234,10 @@ timeout_context(TaskqRun *run, TaskqMachineState *s, TimestampTz due)
 	/* ISO 8601, as "due" is: the same text whatever the session's styles */
 	interval2itm(*s->timeout, &itm);
 	EncodeInterval(&itm, INTSTYLE_ISO_8601, buf);
-	taskq_json_push_text(&st, "after", buf);
+	taskq_json_push_text(&st, "after", pstrdup(buf));	/* kept until the end */
 	taskq_json_push_text(&st, "due",
-						 JsonEncodeDateTime(buf, TimestampTzGetDatum(due), TIMESTAMPTZOID, NULL));
+						 pstrdup(JsonEncodeDateTime(buf, TimestampTzGetDatum(due),
+													TIMESTAMPTZOID, NULL)));
 	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	one = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	return DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(run->context),
