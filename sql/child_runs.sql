@@ -264,6 +264,39 @@ SELECT count(*) AS runs FROM taskq.runs WHERE id LIKE 'cro1%';
 SELECT count(*) AS children, count(*) FILTER (WHERE id ~ '^[^/]+/k[0-9]+$') AS child_ids
   FROM taskq.runs WHERE parent IS NOT NULL AND id LIKE 'cr%';
 
+-- ---------------------------------------------------------------
+-- A child that ends from a fan-in batch ends as every run does: the
+-- batch's first instance succeeds, the others end merged (a success for
+-- their parents), an aborted batch fails them all; each parent moves once
+-- ---------------------------------------------------------------
+SELECT taskq.define_machine('cr_fkid', '{"states": [
+    {"name": "F", "action": "fk", "initial": true, "final": true, "fan_in": 60}]}') AS fan_in_kid;
+SELECT taskq.define_machine('cr_fparent', '{"states": [
+    {"name": "C", "action": null, "initial": true, "child": {"machine": "cr_fkid"},
+     "transitions": [{"event": "child_succeeded", "to": "Ok"}, {"event": "child_failed", "to": "Bad"}]},
+    {"name": "Ok", "action": "fok", "final": true},
+    {"name": "Bad", "action": "fbad", "final": true}]}') AS fan_in_parent;
+SELECT taskq.start_machine('cr_fparent', 'crf1', '{"n": 1}'), taskq.start_machine('cr_fparent', 'crf2', '{"n": 2}');
+SELECT count(DISTINCT m.batch) AS batches, count(*) AS instances FROM taskq.fan_in_members AS m
+  WHERE m.run LIKE 'crf%';
+UPDATE taskq.tasks SET not_before = now() WHERE action = 'fk';
+SELECT s.id ~ '^crf1/k[0-9]+/1$' AS batch_of_first, pg_temp.tr(s.id, NULL, '{"sum": 3}') AS next
+  FROM (SELECT pg_temp.take('fk') AS id) AS s;
+SELECT * FROM pg_temp.runs('crf1');
+SELECT * FROM pg_temp.runs('crf2');
+SELECT workflow, count(*) AS moves FROM taskq.tasks WHERE action IN ('fok', 'fbad')
+ GROUP BY workflow ORDER BY workflow;
+-- an aborted batch fails every instance: each parent moves on child_failed
+SELECT taskq.start_machine('cr_fparent', 'crf3', '{}'), taskq.start_machine('cr_fparent', 'crf4', '{}');
+UPDATE taskq.tasks SET not_before = now() WHERE action = 'fk' AND status_code = 'pending';
+SELECT s.id ~ '^crf3/k[0-9]+/1$' AS batch_of_first, public.ret(s.id, 'aborted', 'broken') AS ret
+  FROM (SELECT pg_temp.take('fk') AS id) AS s;
+SELECT id, status, state, context->'child'->>'status' AS child_status, error
+  FROM taskq.runs WHERE id LIKE 'crf3%' OR id LIKE 'crf4%' ORDER BY created_at, id;
+SELECT workflow, action, count(*) AS moves FROM taskq.tasks WHERE action IN ('fok', 'fbad')
+ GROUP BY workflow, action ORDER BY workflow;
+SELECT count(*) AS members_left FROM taskq.fan_in_members WHERE run LIKE 'crf%';
+
 -- clean up: the runs, their tasks, the sequence of forks as it was
 DELETE FROM taskq.saga_steps WHERE run LIKE 'cr%';
 DELETE FROM taskq.runs WHERE id LIKE 'cr%';

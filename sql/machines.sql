@@ -92,7 +92,7 @@ SELECT taskq.start_machine('order', 'o1', '{"qty": 1}');
 SELECT public.expect_error($$SELECT taskq.start_machine('order', 'o1')$$) AS duplicate_run;
 SELECT taskq.create_job('job-1');
 SELECT public.expect_error($$SELECT taskq.start_machine('order', 'job-1')$$) AS clash_with_job;
-SELECT id, kind, definition, version, status, state, context, parent FROM taskq.runs;
+SELECT id, kind, definition, version, status, state, context, parent FROM taskq.runs ORDER BY id;
 SELECT id, action, body, workflow, status_code FROM taskq.tasks WHERE workflow = 'o1';
 
 -- ---------------------------------------------------------------

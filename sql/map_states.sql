@@ -211,10 +211,26 @@ SELECT count(*) FROM public.own('w', 1, ARRAY['mapitg']);
 SELECT pg_temp.done('g1/3', '1');
 SELECT taskq.run_graph('g1');
 SELECT taskq.run_graph('g1', 'mermaid');
+-- statistics: a visit of a map state counts once, whatever its items
+SELECT state, in_state, entered, succeeded, failed_tries
+  FROM taskq.state_stats WHERE definition = 'mpg' ORDER BY state;
 SELECT taskq.cancel_run('g1');
+-- an initial map state: the edge out of it is drawn, its visit counted once
+SELECT taskq.define_machine('mpi', '{"states": [
+    {"name": "M", "action": null, "initial": true, "map": {"items": "xs", "action": "mapiti"},
+     "transitions": [{"event": "mapped", "to": "E"}]},
+    {"name": "E", "action": "map_e", "final": true}]}');
+SELECT taskq.start_machine('mpi', 'gi1', '{"xs": [1, 2, 3]}');
+SELECT count(*) FROM public.own('w', 3, ARRAY['mapiti']);
+SELECT pg_temp.done(id, '1') FROM taskq.tasks WHERE workflow = 'gi1' AND body ? 'index' ORDER BY id;
+SELECT status, state FROM pg_temp.run('gi1');
+SELECT taskq.run_graph('gi1');
+SELECT state, in_state, entered, succeeded, failed_tries
+  FROM taskq.state_stats WHERE definition = 'mpi' ORDER BY state;
+SELECT taskq.cancel_run('gi1');
 
 DELETE FROM public.tokens AS k USING taskq.tasks AS t
- WHERE k.id = t.id AND t.workflow IN (SELECT id FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg'));
-DELETE FROM taskq.tasks WHERE workflow IN (SELECT id FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg'));
-DELETE FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg');
-DELETE FROM taskq.definitions WHERE name IN ('mp', 'mp2', 'mpg');
+ WHERE k.id = t.id AND t.workflow IN (SELECT id FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg', 'mpi'));
+DELETE FROM taskq.tasks WHERE workflow IN (SELECT id FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg', 'mpi'));
+DELETE FROM taskq.runs WHERE definition IN ('mp', 'mp2', 'mpg', 'mpi');
+DELETE FROM taskq.definitions WHERE name IN ('mp', 'mp2', 'mpg', 'mpi');

@@ -123,7 +123,7 @@ SELECT taskq.definition_graph('approval', 'dot');
 -- the timeout fires: the run moves on on_timeout, as send_event would
 SELECT taskq.start_machine('approval', 'tm-a1');
 SELECT id FROM public.own('w', 1, ARRAY['t_ask']);
-SELECT pg_temp.tr('tm-a1/1', 'asked') AS next_state;
+SELECT pg_temp.tr('tm-a1/1', 'asked', '{"order": 7}') AS next_state;
 SELECT * FROM pg_temp.run('tm-a1');
 SELECT * FROM pg_temp.timers('tm-a1');
 SELECT taskq._fire_timers() IS NOT NULL AS timers_left;
@@ -131,6 +131,13 @@ SELECT * FROM pg_temp.run('tm-a1');
 SELECT pg_temp.due('tm-a1', 'timeout');
 SELECT taskq._fire_timers() IS NULL AS none_left;
 SELECT * FROM pg_temp.run('tm-a1');
+-- the timeout is in the context the next state reads: the state, its
+-- timeout and when the timer was due, over the run's own keys
+SELECT context - 'timeout' AS own_keys, context->'timeout'->>'state' AS state,
+       context->'timeout'->>'after' AS after,
+       (context->'timeout'->>'due')::timestamptz BETWEEN now() - interval '1 minute' AND now() AS due
+  FROM taskq.runs WHERE id = 'tm-a1';
+SELECT body->'context'->'timeout'->>'state' AS step_reads FROM taskq.tasks WHERE id = 'tm-a1/2';
 SELECT * FROM pg_temp.timers('tm-a1');
 -- a later visit of the state starts a new timer
 SELECT id FROM public.own('w', 1, ARRAY['t_remind']);
@@ -247,6 +254,39 @@ SELECT pg_temp.due('tm-s1', 'deadline');
 SELECT pg_temp.fire();
 SELECT * FROM pg_temp.run('tm-s1');
 SELECT id, action, status_code FROM taskq.tasks WHERE workflow = 'tm-s1' ORDER BY id;
+-- its undo gives up (dismal); redrive_run's undo has no deadline: it runs
+-- to the end however long ago the deadline passed
+SELECT taskq.return_step(id, pg_temp.tok(id), 'fatal') IS NOT NULL AS undo_gave_up
+  FROM public.own('w', 1, ARRAY['t_unfly']);
+SELECT * FROM pg_temp.run('tm-s1');
+SELECT taskq.redrive_run('tm-s1') AS redriven;
+SELECT * FROM pg_temp.timers('tm-s1');
+UPDATE taskq.runs SET deadline = now() - interval '1 day' WHERE id = 'tm-s1';
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-s1');
+SELECT taskq.return_step(id, pg_temp.tok(id), 'success') IS NOT NULL AS undone
+  FROM public.own('w', 1, ARRAY['t_unfly']);
+SELECT * FROM pg_temp.run('tm-s1');
+-- dismal before its deadline, redriven: the deadline that comes during the
+-- redriven undo changes nothing (an undoing saga goes on undoing)
+SELECT taskq.start_saga('trip', 'tm-s3', '{}', NULL, '1 day');
+SELECT taskq.return_step(id, pg_temp.tok(id), 'success') IS NOT NULL AS flown
+  FROM public.own('w', 1, ARRAY['t_fly']);
+SELECT taskq.return_step(id, pg_temp.tok(id), 'fatal', NULL, 'no rooms') IS NOT NULL AS no_hotel
+  FROM public.own('w', 1, ARRAY['t_hotel']);
+SELECT taskq.return_step(id, pg_temp.tok(id), 'success') IS NOT NULL AS hotel_undone
+  FROM public.own('w', 1, ARRAY['t_unhotel']);
+SELECT taskq.return_step(id, pg_temp.tok(id), 'fatal') IS NOT NULL AS undo_gave_up
+  FROM public.own('w', 1, ARRAY['t_unfly']);
+SELECT * FROM pg_temp.run('tm-s3');
+SELECT taskq.redrive_run('tm-s3') AS redriven;
+SELECT * FROM pg_temp.timers('tm-s3');
+SELECT pg_temp.due('tm-s3', 'deadline');
+SELECT pg_temp.fire();
+SELECT * FROM pg_temp.run('tm-s3');
+SELECT taskq.return_step(id, pg_temp.tok(id), 'success') IS NOT NULL AS undone
+  FROM public.own('w', 1, ARRAY['t_unfly']);
+SELECT * FROM pg_temp.run('tm-s3');
 
 -- the arguments of v2 keep their meaning
 SELECT taskq.start_saga('trip', 'tm-s2', '{"k": 1}');

@@ -10,7 +10,9 @@
  * somebody else owns it (which replaces the token); if its tries are used
  * up it is aborted with the cascade instead.  Rows are taken with FOR
  * UPDATE SKIP LOCKED: a sweep never waits for a row another transaction
- * holds; the next sweep finds it.
+ * holds; the next sweep finds it.  Before it locks the rows it will abort,
+ * the workflow layer locks the runs of those that are steps
+ * (taskq_expiring_hook): run locks come before task rows, as in a return.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +66,19 @@ static TaskqPlan expired_exhausted_plan = {
 	0, {0}
 };
 
+/* the tasks expired_exhausted_plan is about to lock that have a workflow key */
+static TaskqPlan expired_exhausted_keyed_plan = {
+	"SELECT e.id FROM taskq.tasks AS e"
+	" WHERE e.status_code OPERATOR(pg_catalog.=) 'in_progress'::taskq.status"
+	"   AND e.action_deadline OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"   AND (e.num_tries OPERATOR(pg_catalog.>=) e.max_tries OR e.cancelled)"
+	"   AND e.workflow IS NOT NULL"
+	" ORDER BY e.action_deadline LIMIT 64",
+	0, {0}
+};
+
+taskq_expiring_hook_type taskq_expiring_hook = NULL;
+
 StaticAssertDecl(TASKQ_SWEEP_BATCH == 64, "TASKQ_SWEEP_BATCH is spelt out in the sweep plans");
 
 /*
@@ -103,6 +118,20 @@ taskq_sweep_expired(void)
 			taskq_attempt_end(ids[i], actions[i], "expired", NULL, NULL, false);
 	}
 
+	/* the workflow layer's locks come before the rows (queue.h) */
+	if (taskq_expiring_hook != NULL)
+	{
+		taskq_execute(&expired_exhausted_keyed_plan, NULL, NULL, false, 0);
+		if (SPI_processed > 0)
+		{
+			int			n = (int) SPI_processed;
+			char	  **ids = palloc(sizeof(char *) * n);
+
+			for (int i = 0; i < n; i++)
+				ids[i] = taskq_get_text(i, 1, NULL);
+			taskq_expiring_hook(ids, n);
+		}
+	}
 	taskq_execute(&expired_exhausted_plan, NULL, NULL, false, 0);
 	if (SPI_processed > 0)
 	{

@@ -206,6 +206,17 @@ extern void taskq_finished_dispatch(void);
 typedef void (*taskq_return_hook_type) (TaskqReturnItem *items, int n, bool release);
 extern PGDLLIMPORT taskq_return_hook_type taskq_return_hook;
 
+/*
+ * And before the expiry sweep locks the rows of tasks whose last try's
+ * lease expired (it aborts them, and the finished hook hands them on), the
+ * workflow layer sees their ids (those with a workflow key, read without
+ * locks) and takes the locks of the runs they belong to: the same order as
+ * a return's, so a sweep and a worker's return never wait for each other
+ * in opposite orders.
+ */
+typedef void (*taskq_expiring_hook_type) (char **ids, int n);
+extern PGDLLIMPORT taskq_expiring_hook_type taskq_expiring_hook;
+
 /* ----------
  * The dependency graph and workflow locks (graph.c)
  * ----------

@@ -2220,7 +2220,8 @@ GRANT EXECUTE ON FUNCTION taskq.metrics_text() TO taskq_monitor, taskq_admin;
 -- was entered, succeeded, the tries that failed, and the seconds from the
 -- claim of the last try to done of its successful visits (the wait in the
 -- queue is not the state's).  A saga's undo of a step has a row of its own,
--- "<step>:undo", after the step's.
+-- "<step>:undo", after the step's.  A map state counts its visits (its join
+-- task), not its items.
 CREATE VIEW taskq.state_stats AS
 WITH states AS (
     SELECT d.name AS definition, d.kind, d.version,
@@ -2247,6 +2248,8 @@ WITH states AS (
            pg_catalog.date_part('epoch', t.finished_at OPERATOR(pg_catalog.-) t.claimed_at) AS seconds
       FROM taskq.runs AS r
       JOIN taskq.tasks AS t ON t.workflow OPERATOR(pg_catalog.=) r.id
+     -- a map state's items are its work, not visits: its join is the visit
+     WHERE NOT t.body OPERATOR(pg_catalog.?&) ARRAY['index', 'item']
 ), now_in AS (
     SELECT r.definition, r.version, r.state, pg_catalog.count(*) AS n
       FROM taskq.runs AS r
@@ -2559,6 +2562,17 @@ BEGIN
                             WHERE s2.st OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) a.state
                               AND t2.value OPERATOR(pg_catalog.->>) 'event' OPERATOR(pg_catalog.=) a.event
                               AND t2.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) (w.st OPERATOR(pg_catalog.->>) 'name'))
+            UNION ALL
+            -- out of an initial state without a task of its own (a map, child
+            -- or waiting state): to the first step's state
+            SELECT i.st OPERATOR(pg_catalog.->>) 'name', tr.value OPERATOR(pg_catalog.->>) 'to',
+                   tr.value OPERATOR(pg_catalog.->>) 'event'
+              FROM steps AS b, states AS i,
+                   pg_catalog.jsonb_array_elements(COALESCE(i.st OPERATOR(pg_catalog.->) 'transitions', '[]')) AS tr
+             WHERE b.k OPERATOR(pg_catalog.=) 1
+               AND (i.st OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
+               AND COALESCE((i.st OPERATOR(pg_catalog.->>) 'initial')::boolean, false)
+               AND tr.value OPERATOR(pg_catalog.->>) 'to' OPERATOR(pg_catalog.=) b.state
         ), visited AS (
             SELECT state AS name FROM steps UNION SELECT src FROM moves UNION SELECT dst FROM moves
             UNION SELECT r.state WHERE r.state IS NOT NULL

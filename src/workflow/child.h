@@ -22,6 +22,7 @@ extern char *taskq_child_start(TaskqRun *parent, const char *kind, const char *n
 extern void taskq_run_cancel_children(TaskqRun *run);
 extern bool taskq_run_cancel_child(const char *parent, const char *child);
 extern Jsonb *taskq_child_outcome(TaskqRun *child);
+extern bool taskq_child_succeeded(TaskqRun *child);
 
 /* machine_child.c */
 extern void taskq_machine_child_enter(TaskqRun *run, TaskqMachineState *s);

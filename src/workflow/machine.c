@@ -460,8 +460,8 @@ machine_step(TaskqRun *run, const char *task_id, pg_uuid_t *token,
 		/* a batch: its first instance goes on, the others are merged */
 		if (members == NIL)
 			members = taskq_batch_members(task_id);
-		taskq_batch_forget(task_id);
 		taskq_batch_end_members(list_delete_first(members), "merged", NULL);
+		taskq_batch_forget(task_id);
 	}
 	return move_on(mr, event, context, isnull);
 }
@@ -529,8 +529,8 @@ machine_step_finished(TaskqRun *run, const TaskqFinished *task)
 	members = taskq_batch_members(task->id);
 	if (members != NIL)
 	{
-		taskq_batch_forget(task->id);
 		taskq_batch_end_members(members, "failed", error);
+		taskq_batch_forget(task->id);
 		return;
 	}
 	if (run->status != TASKQ_RUN_RUNNING || run->step_task == NULL ||

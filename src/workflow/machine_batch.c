@@ -42,6 +42,7 @@
 #include "ipc/wakeup.h"
 #include "queue/queue.h"
 #include "workflow/machine_batch.h"
+#include "workflow/run.h"
 
 static TaskqPlan open_batch_plan = {
 	"SELECT batch FROM taskq.fan_in_open"
@@ -86,7 +87,7 @@ static TaskqPlan end_members_plan = {
 	"       finished_at = pg_catalog.now()"
 	" WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
 	"   AND status OPERATOR(pg_catalog.=) 'running'"
-	" RETURNING id",
+	" RETURNING id, parent, context",
 	3, {TEXTARRAYOID, TEXTOID, TEXTOID}
 };
 
@@ -300,16 +301,27 @@ taskq_batch_forget(const char *batch)
 
 /*
  * End the runs of a batch (but the one going on) as merged or failed, and
- * wake their waiters at commit.
+ * wake their waiters at commit.  A child run among them ends as every run
+ * does (taskq_run_ended: its parent moves, its children are cancelled if
+ * it failed): its lock, with its ancestors' first, is taken before its row
+ * is written, and before the caller forgets the batch's rows, so that a
+ * parent's cancel, which holds those locks and then leaves the batch, is
+ * waited for rather than waiting for this transaction.  Runs that are not
+ * children pay nothing more than the statement.
  */
 void
 taskq_batch_end_members(List *runs, const char *status, const char *error)
 {
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
+	List	   *ended = NIL;
+	ListCell   *lc;
 
 	if (runs == NIL)
 		return;
+	foreach(lc, runs)
+		if (taskq_run_is_child_id(lfirst(lc)))
+			taskq_run_lock(lfirst(lc));
 	args[0] = taskq_text_array_datum(runs);
 	args[1] = CStringGetTextDatum(status);
 	if (error)
@@ -318,7 +330,29 @@ taskq_batch_end_members(List *runs, const char *status, const char *error)
 		nulls[2] = 'n';
 	taskq_execute(&end_members_plan, args, nulls, false, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
-		taskq_note_finished(taskq_get_text(i, 1, NULL));
+	{
+		char	   *id = taskq_get_text(i, 1, NULL);
+		char	   *parent = taskq_get_text(i, 2, NULL);
+		TaskqRun   *run;
+		bool		isnull;
+		Datum		context;
+
+		taskq_note_finished(id);
+		if (parent == NULL || !taskq_run_is_child_id(id))
+			continue;
+		context = taskq_get_datum(i, 3, &isnull);
+		run = palloc0(sizeof(TaskqRun));
+		run->id = id;
+		run->kind = "machine";
+		run->parent = parent;
+		run->status = taskq_run_status_from_label(status);
+		run->context = isnull ? NULL : DatumGetJsonbPCopy(context);
+		run->error = error ? pstrdup(error) : NULL;
+		ended = lappend(ended, run);
+	}
+	/* after the statement's rows are read: the end runs statements of its own */
+	foreach(lc, ended)
+		taskq_run_ended(lfirst(lc));
 }
 
 /*

@@ -44,7 +44,7 @@ taskq_machine_child_outcome(TaskqRun *run, TaskqMachineState *s, TaskqRun *child
 {
 	JsonbParseState *st = NULL;
 	Jsonb	   *one;
-	bool		ok = child->status == TASKQ_RUN_SUCCEEDED;
+	bool		ok = taskq_child_succeeded(child);
 
 	if (run->status != TASKQ_RUN_RUNNING || s->child_name == NULL ||
 		run->fork == NULL || strcmp(run->fork, child->id) != 0)

@@ -4,9 +4,10 @@
  *	  Time in state machines: a transition's "after" (the next state's
  *	  task is inserted with not_before that much after the transition) and
  *	  a waiting state's "timeout" / "on_timeout" (the run moves on
- *	  on_timeout as though send_event had been called, unless an event
- *	  moved it first).  The definition's keys are parsed and checked here
- *	  for machine_def.c; the run's side is called by machine.c.
+ *	  on_timeout as though send_event had been called, its context with
+ *	  the key "timeout" over it, unless an event moved it first).  The
+ *	  definition's keys are parsed and checked here for machine_def.c; the
+ *	  run's side is called by machine.c.
  *
  * A delayed task is an ordinary task with not_before: the queue's delayed
  * tasks, its waiting claims and the worker's sleep already handle it, and
@@ -25,8 +26,12 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
+#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -209,12 +214,44 @@ parse_machine(Jsonb *def)
 }
 
 /*
- * The timeout of the run's visit of state came (run_timers.c, the run
- * locked, its row fetched with that lock): if the run still waits there,
- * it moves on on_timeout as send_event would move it.
+ * The context a fired timeout moves the run with: the run's own, with the
+ * key "timeout" = {"state", "after" (the state's timeout, an ISO 8601
+ * duration), "due" (when the timer was due, ISO 8601)} over it, as a
+ * child's outcome goes under "child".
+ */
+static Jsonb *
+timeout_context(TaskqRun *run, TaskqMachineState *s, TimestampTz due)
+{
+	JsonbParseState *st = NULL;
+	char		buf[MAXDATELEN + 1];
+	struct pg_itm itm;
+	Jsonb	   *one;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	taskq_json_push_key(&st, "timeout");
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	taskq_json_push_text(&st, "state", s->name);
+	/* ISO 8601, as "due" is: the same text whatever the session's styles */
+	interval2itm(*s->timeout, &itm);
+	EncodeInterval(&itm, INTSTYLE_ISO_8601, buf);
+	taskq_json_push_text(&st, "after", pstrdup(buf));	/* kept until the end */
+	taskq_json_push_text(&st, "due",
+						 pstrdup(JsonEncodeDateTime(buf, TimestampTzGetDatum(due),
+													TIMESTAMPTZOID, NULL)));
+	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	one = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+	return DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(run->context),
+											  JsonbPGetDatum(one)));
+}
+
+/*
+ * The timeout of the run's visit of state, due at due, came (run_timers.c,
+ * the run locked, its row fetched with that lock): if the run still waits
+ * there, it moves on on_timeout as send_event would move it, with the
+ * timeout under the context key "timeout".
  */
 void
-taskq_machine_timeout_fire(TaskqRun *run, const char *state)
+taskq_machine_timeout_fire(TaskqRun *run, const char *state, TimestampTz due)
 {
 	TaskqMachineDef *m;
 	int			si;
@@ -228,5 +265,6 @@ taskq_machine_timeout_fire(TaskqRun *run, const char *state)
 	if (si < 0 || m->states[si].on_timeout == NULL)
 		return;					/* migrated to a version without it */
 	/* copied: send_event may parse the definition again, in place of m */
-	(void) taskq_machine_send_event(run->id, pstrdup(m->states[si].on_timeout), NULL, &isnull);
+	(void) taskq_machine_send_event(run->id, pstrdup(m->states[si].on_timeout),
+									timeout_context(run, &m->states[si], due), &isnull);
 }

@@ -81,6 +81,7 @@ extern char *taskq_run_root(const char *id);
 /* Child runs (run_child.c): their ids, their parent's lock, a run's end. */
 extern bool taskq_run_is_child_id(const char *id);
 extern void taskq_run_lock_parent(const char *id);
+extern bool taskq_run_try_lock(const char *id);
 extern void taskq_run_ended(TaskqRun *run);
 
 #endif							/* TASKQ_RUN_H */

@@ -9,7 +9,8 @@
  *	  in the same transaction (the kinds' side: machine_child.c and
  *	  saga.c); when a run fails or is cancelled, its running children are
  *	  cancelled (taskq_run_cancel_children, called from the end of every
- *	  run: taskq_run_store and taskq_saga_finish call taskq_run_ended).
+ *	  run: taskq_run_store, taskq_saga_finish and the end of a fan-in
+ *	  batch's other instances, machine_batch.c, call taskq_run_ended).
  *
  * Locking: ancestors first.  A child's end takes its parent's lock, and a
  * parent's cancel takes its children's: so that the two never wait for
@@ -81,6 +82,31 @@ taskq_run_lock_parent(const char *id)
 		taskq_run_lock(parent);
 }
 
+/*
+ * taskq_run_lock without waiting (the background worker's timers): the
+ * ancestors' locks first, then the run's; false as soon as one is held by
+ * another transaction (those taken stay to the transaction's end, in the
+ * same order, and wait for nothing).
+ */
+bool
+taskq_run_try_lock(const char *id)
+{
+	if (taskq_run_is_child_id(id))
+	{
+		Datum		arg = CStringGetTextDatum(id);
+
+		taskq_execute_latest(&parent_plan, &arg, NULL, true);
+		if (SPI_processed > 0)
+		{
+			char	   *parent = taskq_get_text(0, 1, NULL);
+
+			if (parent != NULL && !taskq_run_try_lock(parent))
+				return false;
+		}
+	}
+	return taskq_try_lock_workflow(id);
+}
+
 /* ----------
  * Start
  * ----------
@@ -139,6 +165,16 @@ taskq_child_outcome(TaskqRun *child)
 	taskq_json_push_jsonb(&st, "context", child->context);
 	taskq_json_push_text(&st, "error", child->error);
 	return JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+}
+
+/*
+ * Did the child succeed, for its parent?  A machine child merged into
+ * another instance by a fan-in batch did: the batch took its work on.
+ */
+bool
+taskq_child_succeeded(TaskqRun *child)
+{
+	return child->status == TASKQ_RUN_SUCCEEDED || child->status == TASKQ_RUN_MERGED;
 }
 
 /*

@@ -39,7 +39,11 @@
  * continuation forks are runs of their own and go on.
  *
  * Locking: the run's lock (run.c), taken without waiting, before anything
- * else of the run; the timer row is written only under it.
+ * else of the run, and for a child run its ancestors' before it, as
+ * taskq_run_lock takes them (taskq_run_try_lock): a timer of a child does
+ * not hold the child's lock while it waits for its parent's, which a
+ * cancel of the parent holds while it waits for the child's.  The timer
+ * row is written only under it.
  *
  *-------------------------------------------------------------------------
  */
@@ -209,7 +213,7 @@ fire_one(const DueTimer *t, TimestampTz now)
 	bool		no_deadline;
 	TaskqRun   *run;
 
-	if (!taskq_try_lock_workflow(t->run_id))
+	if (!taskq_run_try_lock(t->run_id))
 		return false;
 	args[0] = CStringGetTextDatum(t->run_id);
 	args[1] = CStringGetTextDatum(t->kind);
@@ -232,7 +236,7 @@ fire_one(const DueTimer *t, TimestampTz now)
 	if (run == NULL || taskq_run_status_finished(run->status))
 		return true;			/* stale: the run ended */
 	if (strcmp(t->kind, "timeout") == 0)
-		taskq_machine_timeout_fire(run, state);
+		taskq_machine_timeout_fire(run, state, due_at);
 	else if (!no_deadline)
 		deadline_exceeded(run);
 	taskq_finished_dispatch();	/* the steps it cancelled, in this subtransaction */
@@ -256,7 +260,7 @@ timeout_failed(const DueTimer *t, const char *message)
 {
 	TaskqRun   *run;
 
-	if (!taskq_try_lock_workflow(t->run_id))
+	if (!taskq_run_try_lock(t->run_id))
 		return;
 	run = taskq_run_fetch(t->run_id);
 	if (run == NULL || run->status != TASKQ_RUN_WAITING)
@@ -283,7 +287,11 @@ fire_in_subxact(const DueTimer *t, TimestampTz now)
 	PG_TRY();
 	{
 		done = fire_one(t, now);
-		ReleaseCurrentSubTransaction();
+		/* not fired (a lock held): the ancestors' locks it took go too */
+		if (done)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{

@@ -50,7 +50,7 @@ taskq_saga_child_ended(TaskqRun *run, TaskqRun *child)
 {
 	TaskqFinished task = {child->id, TASKQ_COMPLETED};
 
-	if (child->status == TASKQ_RUN_SUCCEEDED)
+	if (taskq_child_succeeded(child))
 		run->context = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
 														  JsonbPGetDatum(run->context),
 														  JsonbPGetDatum(child->context)));

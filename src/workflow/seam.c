@@ -16,9 +16,12 @@
  * Either way the kind writes its bookkeeping through the queue's C API in
  * that transaction: it commits or rolls back with the step, exactly once.
  * (The finished hook takes the run's lock after the queue locked the task
- * row; only the background worker's expiry sweep and a cancel get there
- * that way, and a deadlock with a worker's return, were it to happen, is
- * broken by PostgreSQL and retried by the worker loop.)
+ * row only where nothing can wait for that row under the run's lock: the
+ * expiry sweep locks the runs of the steps it will abort before their rows
+ * (taskq_expiring_hook), and a cancel of a step comes from its kind, which
+ * holds the run's lock already.  The exception is a map state's join,
+ * completed by the return of its last item, a plain task whose return
+ * does not lock the run: see machine_map.c.)
  *
  * A kind's own calls into the queue (taskq_step_return, taskq_step_release)
  * pass the return hook by, and the finished hook leaves the completions
@@ -132,19 +135,17 @@ step_work(void *arg)
 }
 
 /*
- * Return hook: lock the runs of the returned items that are steps (in id
- * order, before any task row), then hand each step to its kind.
+ * Lock the runs of the items that are steps, in id order (each with its
+ * ancestors first, taskq_run_lock): the runs locked.
  */
-static void
-workflow_returned(TaskqReturnItem *items, int n, bool release)
+static List *
+lock_step_runs(TaskqReturnItem *items, int n)
 {
 	List	   *candidates = NIL;
 	List	   *runs = NIL;
 	Datum		arg;
 	ListCell   *lc;
 
-	if (direct_depth > 0)
-		return;
 	for (int i = 0; i < n; i++)
 	{
 		char	   *run = taskq_run_of_task(items[i].id);
@@ -153,7 +154,7 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 			candidates = lappend(candidates, run);
 	}
 	if (candidates == NIL || !taskq_schema_at_least_0_5())
-		return;					/* no runs, or a schema from before runs */
+		return NIL;				/* no runs, or a schema from before runs */
 	arg = taskq_text_array_datum(candidates);
 	taskq_execute(&runs_plan, &arg, NULL, false, 0);
 	for (uint64 r = 0; r < SPI_processed; r++)
@@ -161,6 +162,23 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 			runs = lappend(runs, taskq_get_text(r, 1, NULL));
 	foreach(lc, runs)
 		taskq_run_lock(lfirst(lc));
+	return runs;
+}
+
+/*
+ * Return hook: lock the runs of the returned items that are steps (in id
+ * order, before any task row), then hand each step to its kind.
+ */
+static void
+workflow_returned(TaskqReturnItem *items, int n, bool release)
+{
+	List	   *runs;
+
+	if (direct_depth > 0)
+		return;
+	runs = lock_step_runs(items, n);
+	if (runs == NIL)
+		return;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -178,6 +196,23 @@ workflow_returned(TaskqReturnItem *items, int n, bool release)
 		if (c.taken)
 			items[i].done = true;
 	}
+}
+
+/*
+ * Expiring hook: the expiry sweep is about to lock and abort these tasks
+ * (their last try's lease expired): the runs of those that are steps are
+ * locked first, as a return locks them, so the finished hook's lock below
+ * is held already and a sweep and a worker's return of the same run take
+ * the run's lock and the task's row in the same order.
+ */
+static void
+workflow_expiring(char **ids, int n)
+{
+	TaskqReturnItem *items = palloc0(sizeof(TaskqReturnItem) * n);
+
+	for (int i = 0; i < n; i++)
+		items[i].id = ids[i];
+	(void) lock_step_runs(items, n);
 }
 
 /* Finished hook: each finished task that is a step goes to its kind. */
@@ -256,6 +291,7 @@ taskq_workflow_register_kind(const TaskqWorkflowKind *kind)
 	kinds[nkinds++] = kind;
 	taskq_finished_hook = workflow_finished;
 	taskq_return_hook = workflow_returned;
+	taskq_expiring_hook = workflow_expiring;
 }
 
 /* Called once from _PG_init: the workflow kinds register here. */

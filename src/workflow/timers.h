@@ -23,7 +23,7 @@
 /* machine_timers.c: runs */
 extern TimestampTz taskq_machine_after_time(const Interval *after);
 extern void taskq_machine_timeout_set(TaskqRun *run, TaskqMachineState *s);
-extern void taskq_machine_timeout_fire(TaskqRun *run, const char *state);
+extern void taskq_machine_timeout_fire(TaskqRun *run, const char *state, TimestampTz due);
 
 /* run_timers.c */
 extern void taskq_run_timer_set(const char *run_id, const char *kind, const char *state,
