@@ -43,6 +43,8 @@ taskq_tasks_written(PG_FUNCTION_ARGS)
 						"taskq.tasks_written")));
 	taskq_claim_start_rows_written(trigdata->tg_relation, trigdata->tg_oldtable,
 								   trigdata->tg_newtable);
+	/* held tasks changed: the slot books of limited actions may be told */
+	taskq_flow_rows_written(trigdata->tg_relation, trigdata->tg_oldtable);
 	/* rows deleted: their attempts go with them */
 	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		taskq_attempts_tasks_deleted(trigdata->tg_relation, trigdata->tg_oldtable);

@@ -335,6 +335,10 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 	taskq_attempts_claim_begin();
 	/* the limiter of limited actions (NULL, at the cost of a flag, if none) */
 	flow = taskq_flow_begin(req->actions, req->all_actions);
+	if (flow != NULL && req->lease != NULL)
+		taskq_flow_lease(flow, DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+																	   TimestampTzGetDatum(req->now),
+																	   IntervalPGetDatum(req->lease))));
 	direct = taskq_claim_direct(req, flow, out, outdesc);
 	if (direct >= 0)
 	{

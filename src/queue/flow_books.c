@@ -56,6 +56,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "common/limits.h"
 #include "common/pg_compat.h"
@@ -68,6 +69,7 @@ typedef struct BookEntry
 	uint64		bound;			/* ... when its row was written; 0: not yet */
 	int32		owner;			/* the claim's backend, until its commit; -1: none */
 	uint32		tag;			/* ... and its transaction there */
+	TimestampTz ends;			/* its lease's deadline as claimed (DT_NOEND: none) */
 } BookEntry;
 
 struct TaskqBook
@@ -77,6 +79,8 @@ struct TaskqBook
 	char		action[TASKQ_MAX_ACTION_LEN + 1];
 	TransactionId version;		/* the limits' row it is for; invalid: none yet */
 	uint64		next;			/* reservation and binding numbers */
+	bool		dirty;			/* a lease may have ended untold: count when full */
+	TimestampTz counted_at;		/* when the rows were last counted into it */
 	int			n;
 	BookEntry	entries[TASKQ_BOOK_SLOTS];
 };
@@ -102,6 +106,7 @@ typedef struct BookFree
 static uint32 my_tag = 1;		/* this backend's transaction, for its entries */
 static List *touched = NIL;		/* books this transaction reserved in */
 static List *frees = NIL;		/* BookFree, applied at commit */
+static List *written = NIL;		/* BookFree: held tasks an SQL statement changed */
 
 static void
 books_shmem_request(void)
@@ -169,11 +174,34 @@ books_xact_callback(XactEvent event, void *arg)
 				}
 			SpinLockRelease(&b->mutex);
 		}
+	/* a held task an SQL statement changed, and no lease end told: count again */
+	if (commit)
+		foreach(lc, written)
+		{
+			BookFree   *w = lfirst(lc);
+			ListCell   *fc;
+			bool		told = false;
+
+			foreach(fc, frees)
+			{
+				BookFree   *f = lfirst(fc);
+
+				told |= f->book == w->book && f->task == w->task;
+			}
+			if (!told)
+			{
+				SpinLockAcquire(&w->book->mutex);
+				w->book->dirty = true;
+				SpinLockRelease(&w->book->mutex);
+			}
+		}
 	foreach(lc, touched)
 	{
 		TaskqBook  *b = lfirst(lc);
 
 		SpinLockAcquire(&b->mutex);
+		if (event == XACT_EVENT_PREPARE)
+			b->dirty = true;	/* its entries stay to the prepared end */
 		for (int i = b->n - 1; i >= 0; i--)
 		{
 			BookEntry  *e = &b->entries[i];
@@ -190,7 +218,30 @@ books_xact_callback(XactEvent event, void *arg)
 	/* the lists lived in the transaction's memory, which goes now */
 	touched = NIL;
 	frees = NIL;
+	written = NIL;
 	my_tag++;
+}
+
+/*
+ * A savepoint rolled back: the entries its claims made stay, for rows that
+ * died; the next claim that finds the book full counts the rows again.
+ */
+static void
+books_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, touched)
+	{
+		TaskqBook  *b = lfirst(lc);
+
+		SpinLockAcquire(&b->mutex);
+		b->dirty = true;
+		SpinLockRelease(&b->mutex);
+	}
 }
 
 /* Called once from _PG_init: shared memory only when preloaded. */
@@ -205,6 +256,7 @@ taskq_books_init(void)
 		shmem_startup_hook = books_shmem_startup;
 	}
 	RegisterXactCallback(books_xact_callback, NULL);
+	RegisterSubXactCallback(books_subxact_callback, NULL);
 }
 
 /* The hash a book keeps of a task's id. */
@@ -248,16 +300,33 @@ taskq_book_of(const char *action, bool create)
 	return found;
 }
 
-/* Is b for this version of its limits, and below max entries? */
-bool
-taskq_book_room(TaskqBook *b, TransactionId version, int32 max)
+/*
+ * What b says for a claim at now, under this version of its limits: room,
+ * full, or stale: to be counted again from the rows (it is for another
+ * version, or it is full and a lease may have ended without telling it: a
+ * deadline in it passed, a statement changed a task it holds, a savepoint
+ * rolled back, or the last count is a second old, for ways out of a lease
+ * that do not tell).
+ */
+TaskqBookState
+taskq_book_state(TaskqBook *b, TransactionId version, int32 max, TimestampTz now)
 {
-	bool		room;
+	TaskqBookState state = TASKQ_BOOK_ROOM;
 
 	SpinLockAcquire(&b->mutex);
-	room = b->version == version && b->n < max;
+	if (b->version != version)
+		state = TASKQ_BOOK_STALE;
+	else if (b->n >= max)
+	{
+		state = TASKQ_BOOK_FULL;
+		if (b->dirty || now - b->counted_at >= USECS_PER_SEC)
+			state = TASKQ_BOOK_STALE;
+		for (int i = 0; i < b->n && state == TASKQ_BOOK_FULL; i++)
+			if (b->entries[i].ends <= now)
+				state = TASKQ_BOOK_STALE;
+	}
 	SpinLockRelease(&b->mutex);
-	return room;
+	return state;
 }
 
 /*
@@ -265,7 +334,8 @@ taskq_book_room(TaskqBook *b, TransactionId version, int32 max)
  * and holds fewer than max.  The entry is this transaction's until it ends.
  */
 bool
-taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task)
+taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
+				   TimestampTz ends)
 {
 	bool		ok;
 
@@ -287,6 +357,7 @@ taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task)
 		e->bound = 0;
 		e->owner = TASKQ_PROC_NUMBER;
 		e->tag = my_tag;
+		e->ends = ends;
 	}
 	SpinLockRelease(&b->mutex);
 	return ok;
@@ -348,6 +419,24 @@ taskq_book_free_at_commit(TaskqBook *b, const char *id)
 }
 
 /*
+ * An SQL statement of this transaction changed task id, which held a lease
+ * of b's action: unless the transaction tells the lease's end
+ * (taskq_book_free_at_commit), b is counted again when next found full.
+ */
+void
+taskq_book_note_written(TaskqBook *b, const char *id)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	BookFree   *w = palloc(sizeof(BookFree));
+
+	w->book = b;
+	w->task = taskq_book_task(id);
+	w->before = 0;
+	written = lappend(written, w);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * A count of b's action begins (under the action's limiter lock): its
  * mark, a number of its own (never 0, which an entry not bound has).
  */
@@ -372,8 +461,8 @@ taskq_book_rebuild_begin(TaskqBook *b)
  * reserves in it, and each counts the rows plus what b still has in flight.
  */
 int
-taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
-					   const uint64 *tasks, int n, bool install, bool *installed)
+taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version, const uint64 *tasks,
+					   const TimestampTz *ends, int n, bool install, bool *installed)
 {
 	int			kept = 0;
 
@@ -398,9 +487,12 @@ taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
 			e->bound = mark;
 			e->owner = -1;
 			e->tag = 0;
+			e->ends = ends[i];
 		}
 		b->n = m;
 		b->version = version;
+		b->dirty = false;
+		b->counted_at = GetCurrentTimestamp();
 	}
 	else
 	{

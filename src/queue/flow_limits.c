@@ -2,8 +2,8 @@
  *
  * flow_limits.c
  *	  Concurrency and rate limits per action (taskq.set_concurrency_limit,
- *	  taskq.set_rate_limit): which actions have them, kept per session; the
- *	  limiter a claim of such an action goes through; the wake when one of
+ *	  taskq.set_rate_limit): the limiter a claim of a limited action goes
+ *	  through (flow_kept.c says which are); the wake when one of
  *	  their tasks lets go of its slot or a rate window reopens; the rule for
  *	  extending an expired lease.
  *
@@ -53,12 +53,8 @@
  * never waits for a row while it holds a limiter lock.  Returns take no
  * limiter lock.
  *
- * Which actions have limits is kept per session and dropped on a relcache
- * invalidation of taskq.flow_limits, which its triggers send for every
- * write (api/cache_triggers.c), as queue/action_policy.c does for
- * policies.  With no limits at all, a claim, return or expiry pays one
- * look at a flag.  If the triggers are missing, nothing is kept and each
- * claim reads the table.
+ * With no limits at all, a claim, return or expiry pays one look at a
+ * flag (flow_kept.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -89,163 +85,12 @@
 #include "common/pg_compat.h"
 #include "common/plan.h"
 #include "ipc/wakeup.h"
+#include "queue/flow.h"
 #include "queue/queue_internal.h"
 
 /* The advisory lock of an action's limiter: key1 "lmt\0", key2 its hash. */
 #define FLOW_LOCK_CLASS 0x6C6D7400
 
-typedef struct FlowLimit
-{
-	char		action[TASKQ_MAX_ACTION_LEN + 1];	/* key */
-	bool		has_max;
-	int32		max_running;
-	bool		has_per_key;
-	int32		max_per_key;
-	bool		has_rate;
-	int32		rate_max;
-	Interval	rate_per;
-	bool		rate_by_key;
-	TransactionId version;		/* the xmin of its row, read under the locks */
-	TaskqBook  *book;			/* its slot book, once looked up (flow_books.c) */
-	bool		book_looked;
-} FlowLimit;
-
-/* the limits kept, valid while kept_generation == generation */
-static HTAB *kept = NULL;
-static bool kept_valid = false;
-static uint64 generation = 0;
-static uint64 kept_generation = 0;
-static Oid	limits_relid = InvalidOid;
-
-/*
- * Until the table is known (an extension not updated to 0.6 has none),
- * any relcache invalidation may be the update that made it.
- */
-static void
-limits_invalidate(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == limits_relid || !OidIsValid(limits_relid))
-		generation++;
-}
-
-static TaskqPlan limits_plan = {
-	"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
-	"  FROM taskq.flow_limits"
-	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL OR rate_max IS NOT NULL",
-	0, {0}
-};
-
-/* Are taskq.flow_limits' triggers there, enabled ALWAYS, for every kind of write? */
-static bool
-triggers_tell(Oid relid)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	bool		tell = taskq_triggers_tell(rel, "flow_limits_written");
-
-	table_close(rel, AccessShareLock);
-	return tell;
-}
-
-/* Row r of limits_plan into *l (its action aside). */
-static void
-read_limit_row(uint64 r, FlowLimit *l)
-{
-	bool		isnull;
-
-	l->max_running = taskq_get_int32(r, 2, &isnull);
-	l->has_max = !isnull;
-	l->max_per_key = taskq_get_int32(r, 3, &isnull);
-	l->has_per_key = !isnull;
-	l->rate_max = taskq_get_int32(r, 4, &isnull);
-	l->has_rate = !isnull;
-	if (l->has_rate)
-	{
-		l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
-		l->rate_by_key = taskq_get_bool(r, 6, NULL);
-	}
-}
-
-/*
- * The limits of every limited action, as a hash table (NULL: none), kept
- * if the triggers tell of every change.  Runs in the caller's SPI
- * connection.
- */
-static HTAB *
-current_limits(void)
-{
-	static bool registered = false;
-	Oid			nsp;
-	Oid			relid;
-	uint64		seen;
-	bool		keep;
-	HTAB	   *h = NULL;
-	HASHCTL		ctl;
-
-	if (!registered)
-	{
-		CacheRegisterRelcacheCallback(limits_invalidate, (Datum) 0);
-		registered = true;
-	}
-	AcceptInvalidationMessages();
-	if (kept_valid && kept_generation == generation)
-		return kept;
-	if (kept != NULL)
-		hash_destroy(kept);
-	kept = NULL;
-	kept_valid = false;
-
-	seen = generation;
-	nsp = get_namespace_oid("taskq", true);
-	relid = OidIsValid(nsp) ? get_relname_relid("flow_limits", nsp) : InvalidOid;
-	limits_relid = relid;
-	if (!OidIsValid(relid))
-	{
-		/* an extension not updated to 0.6: no limits, until an invalidation */
-		kept_valid = seen == generation;
-		kept_generation = seen;
-		return NULL;
-	}
-	keep = triggers_tell(relid);
-
-	taskq_execute(&limits_plan, NULL, NULL, true, 0);
-	if (SPI_processed > 0)
-	{
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = TASKQ_MAX_ACTION_LEN + 1;
-		ctl.entrysize = sizeof(FlowLimit);
-		ctl.hcxt = keep ? TopMemoryContext : CurrentMemoryContext;
-		h = hash_create("taskq flow limits", Max(SPI_processed, 16), &ctl,
-						HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			char	   *action = taskq_get_text(r, 1, NULL);
-			FlowLimit  *l;
-
-			if (strlen(action) > TASKQ_MAX_ACTION_LEN)
-				continue;		/* no task can have it */
-			l = hash_search(h, action, HASH_ENTER, NULL);
-			read_limit_row(r, l);
-			l->book = NULL;
-			l->book_looked = false;
-		}
-	}
-	if (keep && seen == generation)
-	{
-		kept = h;
-		kept_valid = true;
-		kept_generation = generation;
-	}
-	return h;
-}
-
-/* The limits of action, or NULL if it has none. */
-static FlowLimit *
-limit_of(HTAB *limits, const char *action)
-{
-	if (limits == NULL || strlen(action) > TASKQ_MAX_ACTION_LEN)
-		return NULL;
-	return hash_search(limits, action, HASH_FIND, NULL);
-}
 
 /* ----------
  * The limiter of a claim
@@ -283,6 +128,8 @@ struct TaskqFlow
 	FlowAction *actions;		/* in name order */
 	bool		claims;			/* a claim (else an extension: no rate counted) */
 	TimestampTz at;				/* the claim's clock time, under the locks */
+	TimestampTz now;			/* its clock time when it began */
+	TimestampTz lease_end;		/* the deadline of the leases it gives (DT_NOEND: none) */
 	/* what count_running reads, opened once (taskq_flow_end closes it) */
 	Relation	rel;			/* taskq.tasks, NULL until opened */
 	Relation	idx;			/* tasks_running_idx */
@@ -291,9 +138,10 @@ struct TaskqFlow
 	AttrNumber	key_col;
 	AttrNumber	id_col;
 	SnapshotData dirty;
-	/* the tasks count_rows found, hashed, while a book is rebuilt */
+	/* the tasks count_rows found, hashed, and their deadlines, while a book is rebuilt */
 	bool		collect;
 	uint64	   *tasks;
+	TimestampTz *ends;
 	int			ntasks;
 	int			maxtasks;
 };
@@ -510,7 +358,11 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 				f->maxtasks = Max(16, f->maxtasks * 2);
 				f->tasks = f->tasks ? repalloc(f->tasks, sizeof(uint64) * f->maxtasks) :
 					palloc(sizeof(uint64) * f->maxtasks);
+				f->ends = f->ends ? repalloc(f->ends, sizeof(TimestampTz) * f->maxtasks) :
+					palloc(sizeof(TimestampTz) * f->maxtasks);
 			}
+			d = slot_getattr(f->slot, f->deadline_col, &isnull);
+			f->ends[f->ntasks] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
 			d = slot_getattr(f->slot, f->id_col, &isnull);
 			f->tasks[f->ntasks++] = taskq_book_task(TextDatumGetCString(d));
 		}
@@ -564,8 +416,8 @@ count_locked(TaskqFlow *f, FlowAction *a)
 	f->collect = false;
 	if (a->book == NULL)
 		return;
-	inflight = taskq_book_rebuild_end(a->book, mark, a->limit.version, f->tasks, f->ntasks,
-									  book, &a->by_book);
+	inflight = taskq_book_rebuild_end(a->book, mark, a->limit.version, f->tasks, f->ends,
+									  f->ntasks, book, &a->by_book);
 	if (a->by_book || inflight == 0)
 		return;
 	if (a->limit.has_per_key || (a->limit.has_rate && a->limit.rate_by_key))
@@ -578,16 +430,16 @@ count_locked(TaskqFlow *f, FlowAction *a)
  * The limiter of a claim (claims: else an extension of an expired lease)
  * of these actions (all_actions: of any): NULL if none of them is limited,
  * the common case, at the cost of a flag.  An action limited by
- * max_running alone, whose book is for the limits read now and has room,
- * is claimed by its book, without a lock; a full book is rebuilt under the
- * lock (a lease may have ended without telling it).  The others' locks are taken, in name order,
+ * max_running alone, whose book is for the limits read now and not stale,
+ * is claimed by its book, without a lock; a stale one is rebuilt under the
+ * lock (flow_books.c says when).  The others' locks are taken, in name order,
  * their limits read again under them and their running tasks counted.
  * Called before the claim reads the ready rows.
  */
 static TaskqFlow *
 flow_begin(List *actions, bool all_actions, bool claims)
 {
-	HTAB	   *limits = current_limits();
+	HTAB	   *limits = taskq_flow_limits();
 	TaskqFlow  *f;
 	ListCell   *lc;
 	int			max;
@@ -597,6 +449,8 @@ flow_begin(List *actions, bool all_actions, bool claims)
 		return NULL;
 	f = palloc0(sizeof(TaskqFlow));
 	f->claims = claims;
+	f->now = GetCurrentTimestamp();
+	f->lease_end = DT_NOEND;
 	max = all_actions ? (int) hash_get_num_entries(limits) : list_length(actions);
 	f->actions = palloc0(sizeof(FlowAction) * Max(max, 1));
 	if (all_actions)
@@ -611,7 +465,7 @@ flow_begin(List *actions, bool all_actions, bool claims)
 	else
 		foreach(lc, actions)
 		{
-			FlowLimit  *l = limit_of(limits, lfirst(lc));
+			FlowLimit  *l = taskq_flow_limit_of(limits, lfirst(lc));
 
 			if (l != NULL && flow_find(f, l->action) == NULL)
 				f->actions[f->n++].limit = *l;
@@ -623,7 +477,7 @@ flow_begin(List *actions, bool all_actions, bool claims)
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowAction *a = &f->actions[i];
-		FlowLimit  *kl = limit_of(limits, a->limit.action);
+		FlowLimit  *kl = taskq_flow_limit_of(limits, a->limit.action);
 		HASHCTL		ctl;
 
 		/* the book, looked up once a session (a book is never given up) */
@@ -634,7 +488,8 @@ flow_begin(List *actions, bool all_actions, bool claims)
 		}
 		a->book = kl != NULL ? kl->book : NULL;
 		if (claims && a->book != NULL && bookable(&a->limit) &&
-			taskq_book_room(a->book, a->limit.version, a->limit.max_running))
+			taskq_book_state(a->book, a->limit.version, a->limit.max_running,
+							 f->now) != TASKQ_BOOK_STALE)
 		{
 			a->by_book = true;
 			continue;
@@ -670,6 +525,14 @@ taskq_flow_begin(List *actions, bool all_actions)
 	return flow_begin(actions, all_actions, true);
 }
 
+/* The deadline of the leases the claim gives (DT_NOEND: none), for books. */
+void
+taskq_flow_lease(TaskqFlow *f, TimestampTz end)
+{
+	if (f != NULL)
+		f->lease_end = end;
+}
+
 /* Is the action at a limit in all (no task of it may be taken)? */
 bool
 taskq_flow_action_full(TaskqFlow *f, const char *action)
@@ -679,7 +542,8 @@ taskq_flow_action_full(TaskqFlow *f, const char *action)
 	if (a == NULL)
 		return false;
 	if (a->by_book)
-		return !taskq_book_room(a->book, a->limit.version, a->limit.max_running);
+		return taskq_book_state(a->book, a->limit.version, a->limit.max_running,
+								f->now) != TASKQ_BOOK_ROOM;
 	if (a->blocked || (a->limit.has_max && a->running >= a->limit.max_running))
 		return true;
 	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
@@ -702,7 +566,7 @@ taskq_flow_take(TaskqFlow *f, const char *action, const char *key, const char *i
 	if (a->by_book)
 	{
 		if (!taskq_book_reserve(a->book, a->limit.version, a->limit.max_running,
-								taskq_book_task(id)))
+								taskq_book_task(id), f->lease_end))
 			return false;
 		a->taken++;
 		return true;
@@ -816,19 +680,6 @@ taskq_flow_end(TaskqFlow *f)
  */
 
 /*
- * Has any action limits?  Read as a claim reads it (in the caller's SPI
- * connection, kept until an invalidation): with none, the paths that let
- * go of slots skip collecting their actions.
- */
-bool
-taskq_flow_maybe_limited(void)
-{
-	if (kept_valid && kept_generation == generation)
-		return kept != NULL;
-	return current_limits() != NULL;
-}
-
-/*
  * Task id of action left its lease (returned, released, retried, ended):
  * if the action is limited, its entry in the action's book goes when this
  * transaction commits, and unless the caller wakes claims of the action
@@ -845,15 +696,10 @@ taskq_flow_freed(const char *action, const char *id, bool woken)
 
 	if (!taskq_flow_maybe_limited())
 		return;					/* known: no limits at all */
-	l = limit_of(current_limits(), action);
+	l = taskq_flow_limit_of(taskq_flow_limits(), action);
 	if (l == NULL)
 		return;
-	if (!l->book_looked)
-	{
-		l->book = taskq_book_of(action, false);
-		l->book_looked = true;
-	}
-	if (l->book != NULL)
+	if (taskq_flow_limit_book(l) != NULL)
 		taskq_book_free_at_commit(l->book, id);
 	if (!woken)
 		taskq_note_ready_tasks(action, 0);
@@ -866,7 +712,7 @@ taskq_flow_freed(const char *action, const char *id, bool woken)
  * as a claim's.
  */
 bool
-taskq_flow_extend_ok(const char *action, const char *key, const char *id)
+taskq_flow_extend_ok(const char *action, const char *key, const char *id, TimestampTz end)
 {
 	TaskqFlow  *f;
 	bool		ok;
@@ -875,6 +721,7 @@ taskq_flow_extend_ok(const char *action, const char *key, const char *id)
 	f = flow_begin(list_make1(pstrdup(action)), false, false);
 	if (f == NULL)
 		return true;
+	f->lease_end = end;
 	ok = taskq_flow_take(f, action, key, id);
 	taskq_flow_end(f);
 	return ok;

@@ -406,8 +406,11 @@ taskq_extend(const char *id, Datum token, const char *actor, Interval *lease)
 			bool		nokey;
 			char	   *action = taskq_get_text(0, 1, NULL);
 			char	   *key = taskq_get_text(0, 2, &nokey);
+			Datum		end = DirectFunctionCall2(timestamptz_pl_interval,
+												  TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+												  values[3]);
 
-			if (!taskq_flow_extend_ok(action, nokey ? NULL : key, id))
+			if (!taskq_flow_extend_ok(action, nokey ? NULL : key, id, DatumGetTimestampTz(end)))
 				return false;
 		}
 	}

@@ -237,6 +237,7 @@ extern void taskq_claim_start_init(void);
 extern void taskq_books_init(void);
 extern void taskq_claim_start_reset(Oid dboid);
 /* The rows an SQL statement wrote (the trigger taskq.tasks_written()). */
+extern void taskq_flow_rows_written(Relation rel, Tuplestorestate *oldtable);
 extern void taskq_claim_start_rows_written(Relation rel, Tuplestorestate *oldtable,
 										   Tuplestorestate *newtable);
 /* The rows an SQL statement deleted: their attempts go too (attempts.c). */

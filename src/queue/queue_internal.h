@@ -78,7 +78,9 @@ extern void taskq_flow_untake(TaskqFlow *f, const char *action, const char *key,
 extern void taskq_flow_end(TaskqFlow *f);
 extern bool taskq_flow_maybe_limited(void);
 extern void taskq_flow_freed(const char *action, const char *id, bool woken);
-extern bool taskq_flow_extend_ok(const char *action, const char *key, const char *id);
+extern bool taskq_flow_extend_ok(const char *action, const char *key, const char *id,
+								 TimestampTz end);
+extern void taskq_flow_lease(TaskqFlow *f, TimestampTz end);
 
 /* flow_rates.c: the log of rate limits */
 extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at,
@@ -90,14 +92,24 @@ extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at
 typedef struct TaskqBook TaskqBook;
 extern uint64 taskq_book_task(const char *id);
 extern TaskqBook *taskq_book_of(const char *action, bool create);
-extern bool taskq_book_room(TaskqBook *b, TransactionId version, int32 max);
-extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task);
+typedef enum TaskqBookState
+{
+	TASKQ_BOOK_ROOM,			/* a slot may be reserved */
+	TASKQ_BOOK_FULL,			/* none, and the book is exact enough */
+	TASKQ_BOOK_STALE			/* count the rows again */
+} TaskqBookState;
+extern TaskqBookState taskq_book_state(TaskqBook *b, TransactionId version, int32 max,
+									   TimestampTz now);
+extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
+							   TimestampTz ends);
+extern void taskq_book_note_written(TaskqBook *b, const char *id);
 extern void taskq_book_unreserve(TaskqBook *b, uint64 task);
 extern void taskq_book_bind(TaskqBook *b);
 extern void taskq_book_free_at_commit(TaskqBook *b, const char *id);
 extern uint64 taskq_book_rebuild_begin(TaskqBook *b);
 extern int	taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
-								   const uint64 *tasks, int n, bool install, bool *installed);
+								   const uint64 *tasks, const TimestampTz *ends, int n,
+								   bool install, bool *installed);
 
 /* action_policy.c: the actions' policies, kept per session */
 extern List *taskq_policy_max_tries(List *specs, List **tries);
