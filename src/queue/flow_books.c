@@ -21,9 +21,13 @@
  *	  later claim reserves only after this commit made the task claimable);
  *	- what ends a lease any other way (an expiry, an abort of a savepoint,
  *	  a path that does not tell) leaves its entry behind: too many, never
- *	  too few.  A claim that finds the book full rebuilds it from the rows
- *	  under the action's limiter lock (flow_limits.c counts them with a
- *	  dirty snapshot): the entries become the tasks the rows say run, plus
+ *	  too few.  A claim that finds the book full and stale (taskq_book_state:
+ *	  a deadline in it passed, an SQL statement changed a task it holds and
+ *	  its transaction told no end, a savepoint rolled back, or a second since
+ *	  the last count) rebuilds it from the rows under the action's limiter
+ *	  lock (flow_limits.c counts them with a dirty snapshot); one that finds
+ *	  it full and not stale takes nothing without a lock, and a waiting one
+ *	  sleeps.  A rebuild's entries become the tasks the rows say run, plus
  *	  every entry not yet bound or bound after the count began (the count
  *	  may have missed their rows).  An entry bound before the count began
  *	  has its row in the index before the count began, so the count sees it
