@@ -14,11 +14,11 @@
  *	  rows are written (taskq_book_bind); a claim that does not take the
  *	  task removes it, and a transaction that aborts removes every entry it
  *	  made, after its rows died;
- *	- a transaction that ends a lease (a return, a release, a retry) has the
- *	  task's entry removed after it commits, when the row no longer counts;
- *	  so that this can never remove the entry of a later claim of the same
- *	  task, it removes only an entry reserved before it noted the free (a
- *	  later claim reserves only after this commit made the task claimable);
+ *	- a transaction that ends a lease (a return, a release, a retry) marks
+ *	  the task's entry as ending when it does (no later claim of the task
+ *	  can have one yet: the task is claimable only once this commits), and
+ *	  removes the entry it marked after it commits, when the row no longer
+ *	  counts (an abort unmarks it);
  *	- what ends a lease any other way (an expiry, an abort of a savepoint,
  *	  a path that does not tell) leaves its entry behind: too many, never
  *	  too few.  A claim that finds the book full and stale (taskq_book_state:
@@ -73,6 +73,8 @@ typedef struct BookEntry
 	uint64		bound;			/* ... when its row was written; 0: not yet */
 	int32		owner;			/* the claim's backend, until its commit; -1: none */
 	uint32		tag;			/* ... and its transaction there */
+	int32		ender;			/* the backend ending its lease, until then; -1: none */
+	uint32		ender_tag;		/* ... and its transaction there */
 	TimestampTz ends;			/* its lease's deadline as claimed (DT_NOEND: none) */
 } BookEntry;
 
@@ -104,7 +106,6 @@ typedef struct BookFree
 {
 	TaskqBook  *book;
 	uint64		task;
-	uint64		before;			/* reservations up to this one */
 } BookFree;
 
 static uint32 my_tag = 1;		/* this backend's transaction, for its entries */
@@ -163,21 +164,32 @@ books_xact_callback(XactEvent event, void *arg)
 	/* a prepared transaction keeps its entries: too many, never too few */
 	if (!commit && !aborted && event != XACT_EVENT_PREPARE)
 		return;
-	if (commit)
-		foreach(lc, frees)
-		{
-			BookFree   *f = lfirst(lc);
-			TaskqBook  *b = f->book;
+	/* the entries this transaction marked as ending: removed, or unmarked */
+	foreach(lc, frees)
+	{
+		BookFree   *f = lfirst(lc);
+		TaskqBook  *b = f->book;
 
-			SpinLockAcquire(&b->mutex);
-			for (int i = 0; i < b->n; i++)
-				if (b->entries[i].task == f->task && b->entries[i].reserved <= f->before)
-				{
+		SpinLockAcquire(&b->mutex);
+		for (int i = 0; i < b->n; i++)
+		{
+			BookEntry  *e = &b->entries[i];
+
+			if (e->ender == TASKQ_PROC_NUMBER && e->ender_tag == my_tag && e->task == f->task)
+			{
+				if (commit)
 					drop_entry(b, i);
-					break;
+				else
+				{
+					e->ender = -1;
+					if (event == XACT_EVENT_PREPARE)
+						b->dirty = true;	/* its end commits elsewhere */
 				}
-			SpinLockRelease(&b->mutex);
+				break;
+			}
 		}
+		SpinLockRelease(&b->mutex);
+	}
 	/* a held task an SQL statement changed, and no lease end told: count again */
 	if (commit)
 		foreach(lc, written)
@@ -361,6 +373,7 @@ taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
 		e->bound = 0;
 		e->owner = TASKQ_PROC_NUMBER;
 		e->tag = my_tag;
+		e->ender = -1;
 		e->ends = ends;
 	}
 	SpinLockRelease(&b->mutex);
@@ -402,8 +415,8 @@ taskq_book_bind(TaskqBook *b)
 }
 
 /*
- * When this transaction commits, the entry of task id (a lease it ended)
- * is removed from b: only an entry reserved before now.
+ * This transaction ends the lease of task id, which b may hold: its entry
+ * is marked as ending now, and removed when the transaction commits.
  */
 void
 taskq_book_free_at_commit(TaskqBook *b, const char *id)
@@ -415,11 +428,21 @@ taskq_book_free_at_commit(TaskqBook *b, const char *id)
 	f = palloc(sizeof(BookFree));
 	f->book = b;
 	f->task = taskq_book_task(id);
-	SpinLockAcquire(&b->mutex);
-	f->before = b->next;
-	SpinLockRelease(&b->mutex);
 	frees = lappend(frees, f);
 	MemoryContextSwitchTo(old);
+	SpinLockAcquire(&b->mutex);
+	for (int i = 0; i < b->n; i++)
+	{
+		BookEntry  *e = &b->entries[i];
+
+		if (e->task == f->task && e->ender == -1)
+		{
+			e->ender = TASKQ_PROC_NUMBER;
+			e->ender_tag = my_tag;
+			break;
+		}
+	}
+	SpinLockRelease(&b->mutex);
 }
 
 /*
@@ -435,7 +458,6 @@ taskq_book_note_written(TaskqBook *b, const char *id)
 
 	w->book = b;
 	w->task = taskq_book_task(id);
-	w->before = 0;
 	written = lappend(written, w);
 	MemoryContextSwitchTo(old);
 }
@@ -459,41 +481,68 @@ taskq_book_rebuild_begin(TaskqBook *b)
  * The count of b's action that began at mark ends, with the tasks counted
  * (n hashes).  Returns how many entries the count may have missed: those
  * not bound before it began (claims in flight, or whose rows it may not
- * have seen).  With install, b's entries become the tasks counted plus
+ * have seen), and every entry of a task whose lease a transaction is
+ * ending (the count may have seen its row before or after that end, or a
+ * later claim's: its entries stay as they are, and its end removes its
+ * own).  With install, b's entries become the tasks counted plus
  * those, for this version of the limits, if they fit (*installed).
  * Otherwise b is for no version: until a count installs it again, no claim
  * reserves in it, and each counts the rows plus what b still has in flight.
  */
+/* Has b an entry of task whose lease is ending (under b's mutex)? */
+static bool
+ending(TaskqBook *b, uint64 task)
+{
+	for (int i = 0; i < b->n; i++)
+		if (b->entries[i].task == task && b->entries[i].ender != -1)
+			return true;
+	return false;
+}
+
+/* Does the count that began at mark keep entry e (under b's mutex)? */
+static bool
+keeps(TaskqBook *b, BookEntry *e, uint64 mark)
+{
+	return e->bound == 0 || e->bound > mark || ending(b, e->task);
+}
+
 int
 taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version, const uint64 *tasks,
 					   const TimestampTz *ends, int n, bool install, bool *installed)
 {
 	int			kept = 0;
+	bool		keep[TASKQ_BOOK_SLOTS];
 
 	SpinLockAcquire(&b->mutex);
 	for (int i = 0; i < b->n; i++)
-		if (b->entries[i].bound == 0 || b->entries[i].bound > mark)
-			kept++;
+	{
+		keep[i] = keeps(b, &b->entries[i], mark);
+		kept += keep[i];
+	}
 	*installed = install && kept + n <= TASKQ_BOOK_SLOTS;
 	if (*installed)
 	{
 		int			m = 0;
 
 		for (int i = 0; i < b->n; i++)
-			if (b->entries[i].bound == 0 || b->entries[i].bound > mark)
+			if (keep[i])
 				b->entries[m++] = b->entries[i];
+		b->n = m;
 		for (int i = 0; i < n; i++)
 		{
-			BookEntry  *e = &b->entries[m++];
+			BookEntry  *e;
 
+			if (ending(b, tasks[i]))
+				continue;		/* its entries stay as they are */
+			e = &b->entries[b->n++];
 			e->task = tasks[i];
 			e->reserved = mark;
 			e->bound = mark;
 			e->owner = -1;
 			e->tag = 0;
+			e->ender = -1;
 			e->ends = ends[i];
 		}
-		b->n = m;
 		b->version = version;
 		b->dirty = false;
 		b->counted_at = GetCurrentTimestamp();

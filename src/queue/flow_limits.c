@@ -407,6 +407,14 @@ count_locked(TaskqFlow *f, FlowAction *a)
 	bool		book = bookable(&a->limit);
 
 	a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate;
+	/* another claim may have counted it while this one waited for the lock */
+	if (a->book != NULL && book &&
+		taskq_book_state(a->book, a->limit.version, a->limit.max_running,
+						 GetCurrentTimestamp()) != TASKQ_BOOK_STALE)
+	{
+		a->by_book = true;
+		return;
+	}
 	if (a->book != NULL)
 		mark = taskq_book_rebuild_begin(a->book);
 	f->collect = a->book != NULL && book;
