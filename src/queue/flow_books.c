@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * flow_books.c
- *	  The slot books of actions limited by max_running alone: in shared
- *	  memory, an entry for each task that may hold one of the action's
- *	  slots, so that a claim takes a slot under a spinlock instead of the
- *	  action's limiter lock and a count of its running rows
+ *	  The slot books of actions with concurrency limits (max_running,
+ *	  max_running_per_key) and no rate limit: in shared memory, an entry
+ *	  (task, key) for each task that may hold one of the action's slots, so
+ *	  that a claim takes a slot under a spinlock instead of the action's
+ *	  limiter lock and a count of its running rows
  *	  (flow_limits.c, which decides when a book is used).
  *
  * A book may count more tasks than hold a slot, never fewer.  Each way in
@@ -69,6 +70,7 @@
 typedef struct BookEntry
 {
 	uint64		task;			/* hash of the task's id */
+	uint64		key;			/* hash of its concurrency_key; 0: none */
 	uint64		reserved;		/* the book's reservation number when made */
 	uint64		bound;			/* ... when its row was written; 0: not yet */
 	int32		owner;			/* the claim's backend, until its commit; -1: none */
@@ -86,6 +88,7 @@ struct TaskqBook
 	TransactionId version;		/* the limits' row it is for; invalid: none yet */
 	uint64		next;			/* reservation and binding numbers */
 	bool		dirty;			/* a lease may have ended untold: count when full */
+	TransactionId overflow;		/* the version whose running tasks did not fit */
 	TimestampTz counted_at;		/* when the rows were last counted into it */
 	int			n;
 	BookEntry	entries[TASKQ_BOOK_SLOTS];
@@ -139,6 +142,28 @@ books_shmem_startup(void)
 			SpinLockInit(&table->books[i].mutex);
 	}
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Does e count against the claims of this transaction?  Not if this
+ * transaction is ending its lease: its own claims may take the slot (if it
+ * commits, the lease ends; if it aborts, so do those claims).
+ */
+static inline bool
+counts(const BookEntry *e)
+{
+	return !(e->ender == TASKQ_PROC_NUMBER && e->ender_tag == my_tag);
+}
+
+/* The entries of b that count for this transaction (under its mutex). */
+static int
+counted(TaskqBook *b)
+{
+	int			n = 0;
+
+	for (int i = 0; i < b->n; i++)
+		n += counts(&b->entries[i]);
+	return n;
 }
 
 /* Remove entry i of b (under its mutex). */
@@ -282,6 +307,18 @@ taskq_book_task(const char *id)
 	return hash_bytes_extended((const unsigned char *) id, strlen(id), 0);
 }
 
+/* The hash a book keeps of a concurrency key (NULL: none, 0). */
+uint64
+taskq_book_key(const char *key)
+{
+	uint64		h;
+
+	if (key == NULL)
+		return 0;
+	h = hash_bytes_extended((const unsigned char *) key, strlen(key), 1);
+	return h == 0 ? 1 : h;
+}
+
 /*
  * The book of action in this database; with create, made if there is room
  * (an unused one, valid for no version yet).  NULL: no book (none, no
@@ -325,21 +362,30 @@ taskq_book_of(const char *action, bool create)
  * that do not tell).
  */
 TaskqBookState
-taskq_book_state(TaskqBook *b, TransactionId version, int32 max, TimestampTz now)
+taskq_book_state(TaskqBook *b, TransactionId version, int32 max, int32 per_key,
+				 TimestampTz now)
 {
 	TaskqBookState state = TASKQ_BOOK_ROOM;
 
 	SpinLockAcquire(&b->mutex);
-	if (b->version != version)
+	if (b->version != version || b->n >= TASKQ_BOOK_SLOTS)
 		state = TASKQ_BOOK_STALE;
-	else if (b->n >= max)
+	else
 	{
-		state = TASKQ_BOOK_FULL;
-		if (b->dirty || now - b->counted_at >= USECS_PER_SEC)
-			state = TASKQ_BOOK_STALE;
-		for (int i = 0; i < b->n && state == TASKQ_BOOK_FULL; i++)
-			if (b->entries[i].ends <= now)
+		bool		full = max >= 0 && counted(b) >= max;
+
+		/* a book of keys may be full for a key: it is looked at always */
+		if (full || per_key >= 0)
+		{
+			bool		stale = b->dirty || now - b->counted_at >= USECS_PER_SEC;
+
+			for (int i = 0; i < b->n && !stale; i++)
+				stale = b->entries[i].ends <= now;
+			if (stale)
 				state = TASKQ_BOOK_STALE;
+			else if (full)
+				state = TASKQ_BOOK_FULL;
+		}
 	}
 	SpinLockRelease(&b->mutex);
 	return state;
@@ -350,10 +396,11 @@ taskq_book_state(TaskqBook *b, TransactionId version, int32 max, TimestampTz now
  * and holds fewer than max.  The entry is this transaction's until it ends.
  */
 bool
-taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
-				   TimestampTz ends)
+taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, int32 per_key,
+				   uint64 task, uint64 key, TimestampTz ends)
 {
 	bool		ok;
+	int32		of_key = 0;
 
 	if (!list_member_ptr(touched, b))
 	{
@@ -363,12 +410,19 @@ taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
 		MemoryContextSwitchTo(old);
 	}
 	SpinLockAcquire(&b->mutex);
-	ok = b->version == version && b->n < max && b->n < TASKQ_BOOK_SLOTS;
+	ok = b->version == version && b->n < TASKQ_BOOK_SLOTS && (max < 0 || counted(b) < max);
+	if (ok && per_key >= 0 && key != 0)
+	{
+		for (int i = 0; i < b->n; i++)
+			of_key += b->entries[i].key == key && counts(&b->entries[i]);
+		ok = of_key < per_key;
+	}
 	if (ok)
 	{
 		BookEntry  *e = &b->entries[b->n++];
 
 		e->task = task;
+		e->key = key;
 		e->reserved = ++b->next;
 		e->bound = 0;
 		e->owner = TASKQ_PROC_NUMBER;
@@ -481,10 +535,10 @@ taskq_book_rebuild_begin(TaskqBook *b)
  * The count of b's action that began at mark ends, with the tasks counted
  * (n hashes).  Returns how many entries the count may have missed: those
  * not bound before it began (claims in flight, or whose rows it may not
- * have seen), and every entry of a task whose lease a transaction is
- * ending (the count may have seen its row before or after that end, or a
- * later claim's: its entries stay as they are, and its end removes its
- * own).  With install, b's entries become the tasks counted plus
+ * have seen).  Those are kept, and so is every entry of a task whose lease
+ * a transaction is ending (the count may have seen its row before or after
+ * that end, or a later claim's: its entries stay as they are, and its end
+ * removes its own).  With install, b's entries become the tasks counted plus
  * those, for this version of the limits, if they fit (*installed).
  * Otherwise b is for no version: until a count installs it again, no claim
  * reserves in it, and each counts the rows plus what b still has in flight.
@@ -508,16 +562,21 @@ keeps(TaskqBook *b, BookEntry *e, uint64 mark)
 
 int
 taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version, const uint64 *tasks,
-					   const TimestampTz *ends, int n, bool install, bool *installed)
+					   const uint64 *keys, const TimestampTz *ends, int n, bool install,
+					   bool *installed)
 {
 	int			kept = 0;
+	int			inflight = 0;
 	bool		keep[TASKQ_BOOK_SLOTS];
 
 	SpinLockAcquire(&b->mutex);
 	for (int i = 0; i < b->n; i++)
 	{
-		keep[i] = keeps(b, &b->entries[i], mark);
+		BookEntry  *e = &b->entries[i];
+
+		keep[i] = keeps(b, e, mark);
 		kept += keep[i];
+		inflight += e->bound == 0 || e->bound > mark;
 	}
 	*installed = install && kept + n <= TASKQ_BOOK_SLOTS;
 	if (*installed)
@@ -536,6 +595,7 @@ taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version, const u
 				continue;		/* its entries stay as they are */
 			e = &b->entries[b->n++];
 			e->task = tasks[i];
+			e->key = keys[i];
 			e->reserved = mark;
 			e->bound = mark;
 			e->owner = -1;
@@ -551,7 +611,28 @@ taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version, const u
 	{
 		/* every entry stays (they may be leases still held): none is reserved */
 		b->version = InvalidTransactionId;
+		if (install)
+		{
+			/* too many run: claims count the rows for a second */
+			b->overflow = version;
+			b->counted_at = GetCurrentTimestamp();
+		}
 	}
 	SpinLockRelease(&b->mutex);
-	return kept;
+	return inflight;
+}
+
+/*
+ * Did the running tasks of this version of b's limits not fit in it, less
+ * than a second ago?  Claims then count the rows, as without a book.
+ */
+bool
+taskq_book_overflowed(TaskqBook *b, TransactionId version, TimestampTz now)
+{
+	bool		over;
+
+	SpinLockAcquire(&b->mutex);
+	over = b->overflow == version && now - b->counted_at < USECS_PER_SEC;
+	SpinLockRelease(&b->mutex);
+	return over;
 }

@@ -9,8 +9,9 @@
  *
  * What counts as running is read from the task rows, never from a counter
  * alone: a task of the action holds a slot while it is in progress and its
- * lease deadline (if any) is after the clock.  An action limited by
- * max_running alone is claimed through its slot book (flow_books.c), which
+ * lease deadline (if any) is after the clock.  An action with concurrency
+ * limits and no rate limit (max_running at most TASKQ_BOOK_SLOTS, as many
+ * running) is claimed through its slot book (flow_books.c), which
  * never counts fewer tasks than the rows: a claim reserves an entry there
  * without any lock while the book has room, and only a claim that finds it
  * full (or made for other limits) counts the rows, as below, and rebuilds
@@ -138,9 +139,10 @@ struct TaskqFlow
 	AttrNumber	key_col;
 	AttrNumber	id_col;
 	SnapshotData dirty;
-	/* the tasks count_rows found, hashed, and their deadlines, while a book is rebuilt */
+	/* the tasks count_rows found, hashed, their keys and deadlines, while a book is rebuilt */
 	bool		collect;
 	uint64	   *tasks;
+	uint64	   *keys;
 	TimestampTz *ends;
 	int			ntasks;
 	int			maxtasks;
@@ -360,7 +362,11 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 					palloc(sizeof(uint64) * f->maxtasks);
 				f->ends = f->ends ? repalloc(f->ends, sizeof(TimestampTz) * f->maxtasks) :
 					palloc(sizeof(TimestampTz) * f->maxtasks);
+				f->keys = f->keys ? repalloc(f->keys, sizeof(uint64) * f->maxtasks) :
+					palloc(sizeof(uint64) * f->maxtasks);
 			}
+			d = slot_getattr(f->slot, f->key_col, &isnull);
+			f->keys[f->ntasks] = taskq_book_key(isnull ? NULL : TextDatumGetCString(d));
 			d = slot_getattr(f->slot, f->deadline_col, &isnull);
 			f->ends[f->ntasks] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
 			d = slot_getattr(f->slot, f->id_col, &isnull);
@@ -386,8 +392,17 @@ count_rows(TaskqFlow *f, FlowAction *a, const char *key)
 static bool
 bookable(const FlowLimit *l)
 {
-	return l->has_max && !l->has_per_key && !l->has_rate &&
-		l->max_running <= TASKQ_BOOK_SLOTS;
+	return !l->has_rate && (l->has_max || l->has_per_key) &&
+		(!l->has_max || l->max_running <= TASKQ_BOOK_SLOTS);
+}
+
+/* The state of a's book for this claim. */
+static TaskqBookState
+book_state(TaskqFlow *f, FlowAction *a, TimestampTz now)
+{
+	return taskq_book_state(a->book, a->limit.version,
+							a->limit.has_max ? a->limit.max_running : -1,
+							a->limit.has_per_key ? a->limit.max_per_key : -1, now);
 }
 
 /*
@@ -404,13 +419,15 @@ count_locked(TaskqFlow *f, FlowAction *a)
 {
 	uint64		mark = 0;
 	int			inflight;
-	bool		book = bookable(&a->limit);
+	TimestampTz now = GetCurrentTimestamp();
+	bool		book = bookable(&a->limit) &&
+		!(a->book != NULL && taskq_book_overflowed(a->book, a->limit.version, now));
 
-	a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate;
+	/* a book is rebuilt from every running task of the action */
+	a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate &&
+		!(a->book != NULL && book);
 	/* another claim may have counted it while this one waited for the lock */
-	if (a->book != NULL && book &&
-		taskq_book_state(a->book, a->limit.version, a->limit.max_running,
-						 GetCurrentTimestamp()) != TASKQ_BOOK_STALE)
+	if (a->book != NULL && book && book_state(f, a, now) != TASKQ_BOOK_STALE)
 	{
 		a->by_book = true;
 		return;
@@ -424,8 +441,8 @@ count_locked(TaskqFlow *f, FlowAction *a)
 	f->collect = false;
 	if (a->book == NULL)
 		return;
-	inflight = taskq_book_rebuild_end(a->book, mark, a->limit.version, f->tasks, f->ends,
-									  f->ntasks, book, &a->by_book);
+	inflight = taskq_book_rebuild_end(a->book, mark, a->limit.version, f->tasks, f->keys,
+									  f->ends, f->ntasks, book, &a->by_book);
 	if (a->by_book || inflight == 0)
 		return;
 	if (a->limit.has_per_key || (a->limit.has_rate && a->limit.rate_by_key))
@@ -437,10 +454,10 @@ count_locked(TaskqFlow *f, FlowAction *a)
 /*
  * The limiter of a claim (claims: else an extension of an expired lease)
  * of these actions (all_actions: of any): NULL if none of them is limited,
- * the common case, at the cost of a flag.  An action limited by
- * max_running alone, whose book is for the limits read now and not stale,
- * is claimed by its book, without a lock; a stale one is rebuilt under the
- * lock (flow_books.c says when).  The others' locks are taken, in name order,
+ * the common case, at the cost of a flag.  An action with concurrency
+ * limits and no rate limit, whose book is for the limits read now and not
+ * stale, is claimed by its book, without a lock; a stale one is rebuilt
+ * under the lock (flow_books.c says when).  The others' locks are taken, in name order,
  * their limits read again under them and their running tasks counted.
  * Called before the claim reads the ready rows.
  */
@@ -496,8 +513,8 @@ flow_begin(List *actions, bool all_actions, bool claims)
 		}
 		a->book = kl != NULL ? kl->book : NULL;
 		if (claims && a->book != NULL && bookable(&a->limit) &&
-			taskq_book_state(a->book, a->limit.version, a->limit.max_running,
-							 f->now) != TASKQ_BOOK_STALE)
+			!taskq_book_overflowed(a->book, a->limit.version, f->now) &&
+			book_state(f, a, f->now) != TASKQ_BOOK_STALE)
 		{
 			a->by_book = true;
 			continue;
@@ -550,8 +567,7 @@ taskq_flow_action_full(TaskqFlow *f, const char *action)
 	if (a == NULL)
 		return false;
 	if (a->by_book)
-		return taskq_book_state(a->book, a->limit.version, a->limit.max_running,
-								f->now) != TASKQ_BOOK_ROOM;
+		return book_state(f, a, f->now) != TASKQ_BOOK_ROOM;
 	if (a->blocked || (a->limit.has_max && a->running >= a->limit.max_running))
 		return true;
 	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
@@ -573,8 +589,12 @@ taskq_flow_take(TaskqFlow *f, const char *action, const char *key, const char *i
 		return true;			/* not limited */
 	if (a->by_book)
 	{
-		if (!taskq_book_reserve(a->book, a->limit.version, a->limit.max_running,
-								taskq_book_task(id), f->lease_end))
+		if (key != NULL && strlen(key) > TASKQ_MAX_CONCURRENCY_KEY_LEN)
+			return false;		/* not a key taskq wrote */
+		if (!taskq_book_reserve(a->book, a->limit.version,
+								a->limit.has_max ? a->limit.max_running : -1,
+								a->limit.has_per_key ? a->limit.max_per_key : -1,
+								taskq_book_task(id), taskq_book_key(key), f->lease_end))
 			return false;
 		a->taken++;
 		return true;

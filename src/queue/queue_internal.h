@@ -88,7 +88,7 @@ extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at
 
 /* flow_books.c: the slot books of actions limited by max_running alone */
 #define TASKQ_BOOKS			64	/* books in the server */
-#define TASKQ_BOOK_SLOTS	128 /* entries of a book: the highest max_running booked */
+#define TASKQ_BOOK_SLOTS	128 /* entries of a book: running tasks it can hold */
 typedef struct TaskqBook TaskqBook;
 extern uint64 taskq_book_task(const char *id);
 extern TaskqBook *taskq_book_of(const char *action, bool create);
@@ -98,18 +98,21 @@ typedef enum TaskqBookState
 	TASKQ_BOOK_FULL,			/* none, and the book is exact enough */
 	TASKQ_BOOK_STALE			/* count the rows again */
 } TaskqBookState;
+extern uint64 taskq_book_key(const char *key);
 extern TaskqBookState taskq_book_state(TaskqBook *b, TransactionId version, int32 max,
-									   TimestampTz now);
-extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, uint64 task,
-							   TimestampTz ends);
+									   int32 per_key, TimestampTz now);
+extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, int32 per_key,
+							   uint64 task, uint64 key, TimestampTz ends);
 extern void taskq_book_note_written(TaskqBook *b, const char *id);
 extern void taskq_book_unreserve(TaskqBook *b, uint64 task);
 extern void taskq_book_bind(TaskqBook *b);
 extern void taskq_book_free_at_commit(TaskqBook *b, const char *id);
 extern uint64 taskq_book_rebuild_begin(TaskqBook *b);
+extern bool taskq_book_overflowed(TaskqBook *b, TransactionId version, TimestampTz now);
 extern int	taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,
-								   const uint64 *tasks, const TimestampTz *ends, int n,
-								   bool install, bool *installed);
+								   const uint64 *tasks, const uint64 *keys,
+								   const TimestampTz *ends, int n, bool install,
+								   bool *installed);
 
 /* action_policy.c: the actions' policies, kept per session */
 extern List *taskq_policy_max_tries(List *specs, List **tries);
