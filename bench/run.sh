@@ -929,7 +929,7 @@ fi
 # MAP_CLIENTS psql workers; timed from the start (or the insert) to the
 # run's move (or the join's readiness), in seconds of the database clock.
 map_once() {
-    local sys=$1 r=$2 w pids=() t
+    local sys=$1 r=$2 w pids=() t c0 c1
     sql "TRUNCATE taskq.tasks, taskq.runs, taskq.definitions" "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE taskq.runs"
     sql "SELECT taskq.define_machine('bench_map', '{\"states\": [{\"name\": \"M\", \"action\": null, \"initial\": true, \"map\": {\"items\": \"xs\", \"action\": \"bmap\"}, \"transitions\": [{\"event\": \"mapped\", \"to\": \"E\"}]}, {\"name\": \"E\", \"action\": \"bmap_end\", \"final\": true}]}')" >/dev/null
     sql "CREATE OR REPLACE PROCEDURE public.bench_map_worker() LANGUAGE plpgsql AS \$\$
@@ -943,6 +943,8 @@ map_once() {
            PERFORM taskq.return_task(t.id, t.token, NULL, 'completed', NULL, to_jsonb(t.id));
            COMMIT;
          END LOOP; END \$\$" >/dev/null
+    c0=$(cluster_ticks)
+    profile_start "map $sys" "$r"
     t=$(sql "SELECT extract(epoch FROM clock_timestamp())")
     if [[ $sys == map ]]; then
         sql "SELECT taskq.start_machine('bench_map', 'm$r', jsonb_build_object('xs', (SELECT jsonb_agg(g) FROM generate_series(1, $MAP_ITEMS) AS g)))" >/dev/null
@@ -955,6 +957,12 @@ map_once() {
     until [[ $(sql "SELECT count(*) FROM taskq.tasks WHERE action = 'bmap_end' AND num_signals = 0") == 1 ]]; do sleep 0.05; done
     t=$(sql "SELECT round(($MAP_ITEMS / (extract(epoch FROM clock_timestamp()) - $t))::numeric, 0)")
     wait "${pids[@]}"
+    profile_stop
+    sleep 0.3   # the run's backends exit and are reaped
+    c1=$(cluster_ticks)
+    # the database's CPU per item (µs), the workers' idle end included
+    echo "$(( (c1 - c0) * TICK_US / MAP_ITEMS ))" >>"$TQ_WORK/cpu.map_$sys"
+    echo "  map $sys run $r: items/s=$t cpu_us_per_item=$(( (c1 - c0) * TICK_US / MAP_ITEMS ))" >&2
     echo "$t"
 }
 if want map; then
@@ -1186,9 +1194,9 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo
     fi
     if want map; then
-        echo "| map state against plain tasks with a join | clients | map | plain | ratio | every run, map; plain | target |"
-        echo "|---|---:|---:|---:|---:|---|---|"
-        echo "| $(fmt "$MAP_ITEMS") items of one map state, from start_machine to the run's move on \\\`mapped\\\` ÷ as many plain tasks with an all_done join, from the insert to the join's readiness, items/s | $MAP_CLIENTS | ${R[map.map]} | ${R[map.plain]} | $(ratio "${R[map.map]}" "${R[map.plain]}") | ${L[map.map]}; ${L[map.plain]} | ≥ 0.8 |"
+        echo "| map state against plain tasks with a join | clients | map | plain | ratio | every run, map; plain | CPU µs per item, map; plain | target |"
+        echo "|---|---:|---:|---:|---:|---|---|---|"
+        echo "| $(fmt "$MAP_ITEMS") items of one map state, from start_machine to the run's move on \\\`mapped\\\` ÷ as many plain tasks with an all_done join, from the insert to the join's readiness, items/s | $MAP_CLIENTS | ${R[map.map]} | ${R[map.plain]} | $(ratio "${R[map.map]}" "${R[map.plain]}") | ${L[map.map]}; ${L[map.plain]} | $(cpu_median map_map); $(cpu_median map_plain) | ≥ 0.8 |"
         echo
     fi
     if want machines; then

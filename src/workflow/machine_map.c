@@ -29,9 +29,10 @@
  * no limiter lock, no counter row.
  *
  * Items are plain tasks: a worker completes or aborts them with the
- * queue's returns, and the seam passes them by without the run's lock
- * (taskq_run_task_past_step: a task of a running run numbered past its
- * current step).  transition, continue_machine and the calls that change
+ * queue's returns, and the seam passes them by without the run's lock,
+ * having read of the run only its status and step task, never the context
+ * with the array (taskq_run_task_past_step: a task of a running run
+ * numbered past its current step).  transition, continue_machine and the calls that change
  * tasks one by one refuse them (55000).  Cancel and migrate cancel the
  * unfinished items with the join (taskq_map_unfinished), the items
  * detached from the join first: their aborts then signal only the next

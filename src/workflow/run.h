@@ -66,12 +66,14 @@ typedef struct TaskqRun
 extern char *taskq_run_of_task(const char *task_id);
 extern void taskq_run_lock(const char *id);
 extern TaskqRun *taskq_run_fetch(const char *id);
+extern TaskqRun *taskq_run_peek(const char *id);
 extern TaskqRun *taskq_run_get(const char *id);
 extern void taskq_run_insert(TaskqRun *run);
 extern void taskq_run_store(TaskqRun *run);
 
 /* The same without the executor, for the table as installed (run_row.c). */
 extern bool taskq_run_row_fetch(const char *id, TaskqRun **out);
+extern bool taskq_run_row_peek(const char *id, TaskqRun **out);
 extern bool taskq_run_row_store(TaskqRun *run);
 extern void taskq_run_set_status(TaskqRun *run, TaskqRunStatus to);
 extern char *taskq_run_next_task_id(TaskqRun *run);

@@ -249,6 +249,48 @@ taskq_run_row_fetch(const char *id, TaskqRun **out)
 	return true;
 }
 
+/*
+ * The status and step task of the run with this id into *out (its other
+ * fields zero), NULL if there is none: read without the run's lock and
+ * without the run's JSON, which a map's context makes large.  The seam's
+ * look at the run of each task it is handed (seam.c).  False if this path
+ * does not apply.
+ */
+bool
+taskq_run_row_peek(const char *id, TaskqRun **out)
+{
+	Relation	rel;
+	Relation	idx;
+	Snapshot	snap;
+	TupleTableSlot *slot;
+	ScanKeyData key;
+	TaskqRun   *run = NULL;
+
+	if (!run_tables())
+		return false;
+
+	CommandCounterIncrement();
+	snap = RegisterSnapshot(GetTransactionSnapshot());
+	rel = table_open(tables.runs, AccessShareLock);
+	idx = index_open(tables.runs_pkey, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(id));
+	key.sk_collation = idx->rd_indcollation[0];
+	if (taskq_fetch_by_key(rel, idx, snap, 1, &key, slot))
+	{
+		run = palloc0(sizeof(TaskqRun));
+		run->id = pstrdup(id);
+		run->status = taskq_run_status_from_label(slot_text(slot, RC_STATUS));
+		run->step_task = slot_text(slot, RC_STEP_TASK);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	UnregisterSnapshot(snap);
+	*out = run;
+	return true;
+}
+
 /* Column c of a new version: a value, a text or NULL, a jsonb or NULL. */
 static void
 set_datum(Datum *values, bool *nulls, int c, Datum d)

@@ -8,6 +8,14 @@
  *	  (queue/lifecycle.c).  Here both find the run a task belongs to and
  *	  hand the task to the kind of that run (state machines, sagas).
  *
+ * To tell a step from a plain task, a hook reads of the task's run only
+ * its status and step task, without the run's lock (taskq_run_peek): a
+ * map state's items, tasks numbered past their run's step, then pass by
+ * as plain tasks do, whatever the size of the run's context; a step's run
+ * is locked and read whole once.  (A look at each item's run that read
+ * the run whole, its context with the map's array, cost an item's return
+ * three times a plain task's.)
+ *
  * A workflow step is an ordinary task "<run id>/<n>".  A worker that
  * returns it with return_task, return_tasks or return_and_own reaches its
  * kind through the return hook, which takes the locks of the runs first
@@ -34,11 +42,7 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "utils/builtins.h"
-
 #include "common/args.h"
-#include "common/plan.h"
 #include "queue/queue.h"
 #include "workflow/run.h"
 #include "workflow/seam.h"
@@ -82,34 +86,30 @@ taskq_workflow_kind(const char *name)
 	return NULL;				/* keep compiler quiet */
 }
 
-static TaskqPlan runs_plan = {
-	"SELECT id, status::text, step_task FROM taskq.runs"
-	" WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id",
-	1, {TEXTARRAYOID}
-};
+/* The last run the hooks read without its lock (maybe_step). */
+typedef struct Peeked
+{
+	const char *id;				/* NULL: none read yet */
+	TaskqRun   *run;			/* NULL: no such run */
+} Peeked;
 
 /*
- * Does some item of items[0..n) belong to the run of the current row of
- * runs_plan as a step?  A task numbered past the run's current step is a
- * map item, a plain task: its run is not locked for it (the row is read
- * without the lock; see taskq_run_task_past_step).
+ * Is task_id, a task of run id, one of its steps, as far as the run's row
+ * read without its lock says?  A task numbered past the run's current step
+ * is a map item, a plain task: its run is neither locked nor read whole
+ * for it (see taskq_run_task_past_step).  No such run: no step.  The tasks
+ * a call hands over come sorted, those of one run side by side: the run is
+ * read once for them (p).
  */
 static bool
-has_step_of(uint64 row, TaskqReturnItem *items, int n)
+maybe_step(Peeked *p, const char *id, const char *task_id)
 {
-	TaskqRun	run = {0};
-
-	run.id = taskq_get_text(row, 1, NULL);
-	run.status = taskq_run_status_from_label(taskq_get_text(row, 2, NULL));
-	run.step_task = taskq_get_text(row, 3, NULL);
-	for (int i = 0; i < n; i++)
+	if (p->id == NULL || strcmp(p->id, id) != 0)
 	{
-		char	   *id = taskq_run_of_task(items[i].id);
-
-		if (id && strcmp(id, run.id) == 0 && !taskq_run_task_past_step(&run, items[i].id))
-			return true;
+		p->run = taskq_run_peek(id);
+		p->id = id;
 	}
-	return false;
+	return p->run != NULL && !taskq_run_task_past_step(p->run, task_id);
 }
 
 /* A step handed to its kind (the hooks' work under direct()). */
@@ -141,25 +141,21 @@ step_work(void *arg)
 static List *
 lock_step_runs(TaskqReturnItem *items, int n)
 {
-	List	   *candidates = NIL;
 	List	   *runs = NIL;
-	Datum		arg;
+	Peeked		peeked = {0};
 	ListCell   *lc;
 
 	for (int i = 0; i < n; i++)
 	{
 		char	   *run = taskq_run_of_task(items[i].id);
 
-		if (run && !taskq_string_member(candidates, run))
-			candidates = lappend(candidates, run);
+		if (run && !taskq_string_member(runs, run) && taskq_schema_at_least_0_5() &&
+			maybe_step(&peeked, run, items[i].id))
+			runs = lappend(runs, run);
 	}
-	if (candidates == NIL || !taskq_schema_at_least_0_5())
-		return NIL;				/* no runs, or a schema from before runs */
-	arg = taskq_text_array_datum(candidates);
-	taskq_execute(&runs_plan, &arg, NULL, false, 0);
-	for (uint64 r = 0; r < SPI_processed; r++)
-		if (has_step_of(r, items, n))
-			runs = lappend(runs, taskq_get_text(r, 1, NULL));
+	if (runs == NIL)
+		return NIL;				/* no steps, or a schema from before runs */
+	runs = taskq_sort_strings(runs);
 	foreach(lc, runs)
 		taskq_run_lock(lfirst(lc));
 	return runs;
@@ -219,6 +215,8 @@ workflow_expiring(char **ids, int n)
 static void
 workflow_finished(const TaskqFinished *tasks, int n)
 {
+	Peeked		peeked = {0};
+
 	for (int i = 0; i < n; i++)
 	{
 		char	   *id;
@@ -231,8 +229,7 @@ workflow_finished(const TaskqFinished *tasks, int n)
 		if (id == NULL || !taskq_schema_at_least_0_5())
 			continue;
 		/* a map item (read without the lock, as the return hook does) */
-		c.run = taskq_run_fetch(id);
-		if (c.run == NULL || taskq_run_task_past_step(c.run, tasks[i].id))
+		if (!maybe_step(&peeked, id, tasks[i].id))
 			continue;
 		taskq_run_lock(id);
 		c.run = taskq_run_fetch(id);
@@ -240,6 +237,7 @@ workflow_finished(const TaskqFinished *tasks, int n)
 			continue;
 		c.task = &tasks[i];
 		direct(step_work, &c);
+		peeked.id = NULL;		/* the kind may have moved the run */
 	}
 }
 
