@@ -31,6 +31,7 @@
 
 #include "common/direct_write.h"
 #include "ipc/wakeup.h"
+#include "queue/queue.h"
 
 PG_FUNCTION_INFO_V1(taskq_action_grants_changed);
 PG_FUNCTION_INFO_V1(taskq_action_policies_written);
@@ -96,6 +97,8 @@ taskq_flow_limits_written(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
+	if (CALLED_AS_TRIGGER(fcinfo))
+		taskq_books_limits_written();	/* kept limits are out of date at the commit */
 	if (CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 	{
 		wake_action(trigdata->tg_relation, trigdata->tg_trigtuple);

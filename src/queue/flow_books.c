@@ -55,6 +55,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -97,6 +98,7 @@ struct TaskqBook
 typedef struct BookTable
 {
 	LWLock	   *lock;
+	pg_atomic_uint64 limits_changes;	/* commits that wrote taskq.flow_limits */
 	TaskqBook	books[TASKQ_BOOKS];
 } BookTable;
 
@@ -115,6 +117,7 @@ static uint32 my_tag = 1;		/* this backend's transaction, for its entries */
 static List *touched = NIL;		/* books this transaction reserved in */
 static List *frees = NIL;		/* BookFree, applied at commit */
 static List *written = NIL;		/* BookFree: held tasks an SQL statement changed */
+static bool limits_written = false; /* this transaction wrote taskq.flow_limits */
 
 static void
 books_shmem_request(void)
@@ -138,6 +141,7 @@ books_shmem_startup(void)
 	{
 		memset(table, 0, sizeof(BookTable));
 		table->lock = &(GetNamedLWLockTranche("taskq slot books"))[0].lock;
+		pg_atomic_init_u64(&table->limits_changes, 0);
 		for (int i = 0; i < TASKQ_BOOKS; i++)
 			SpinLockInit(&table->books[i].mutex);
 	}
@@ -189,6 +193,10 @@ books_xact_callback(XactEvent event, void *arg)
 	/* a prepared transaction keeps its entries: too many, never too few */
 	if (!commit && !aborted && event != XACT_EVENT_PREPARE)
 		return;
+	/* (a prepared one counts now: a session that reads its limits early reads the old) */
+	if (limits_written && !aborted && table != NULL)
+		pg_atomic_fetch_add_u64(&table->limits_changes, 1);
+	limits_written = false;
 	/* the entries this transaction marked as ending: removed, or unmarked */
 	foreach(lc, frees)
 	{
@@ -298,6 +306,25 @@ taskq_books_init(void)
 	}
 	RegisterXactCallback(books_xact_callback, NULL);
 	RegisterSubXactCallback(books_subxact_callback, NULL);
+}
+
+/*
+ * This transaction wrote taskq.flow_limits: when it commits, before it
+ * wakes any waiting claim, every session's kept limits are out of date
+ * (taskq_books_limits_changes), before their relcache invalidation, which
+ * comes later, reaches them.
+ */
+void
+taskq_books_limits_written(void)
+{
+	limits_written = true;
+}
+
+/* How many commits wrote taskq.flow_limits since the server started (0 without books). */
+uint64
+taskq_books_limits_changes(void)
+{
+	return table != NULL ? pg_atomic_read_u64(&table->limits_changes) : 0;
 }
 
 /* The hash a book keeps of a task's id. */

@@ -41,6 +41,7 @@ static HTAB *kept = NULL;
 static bool kept_valid = false;
 static uint64 generation = 0;
 static uint64 kept_generation = 0;
+static uint64 kept_shared = 0;	/* the books' count of limit changes when kept */
 static Oid	limits_relid = InvalidOid;
 
 /*
@@ -55,7 +56,7 @@ limits_invalidate(Datum arg, Oid relid)
 }
 
 static TaskqPlan limits_plan = {
-	"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key"
+	"SELECT action, max_running, max_running_per_key, rate_max, rate_per, rate_by_key, xmin"
 	"  FROM taskq.flow_limits"
 	" WHERE max_running IS NOT NULL OR max_running_per_key IS NOT NULL OR rate_max IS NOT NULL",
 	0, {0}
@@ -89,6 +90,7 @@ read_limit_row(uint64 r, FlowLimit *l)
 		l->rate_per = *DatumGetIntervalP(taskq_get_datum(r, 5, &isnull));
 		l->rate_by_key = taskq_get_bool(r, 6, NULL);
 	}
+	l->version = DatumGetTransactionId(taskq_get_datum(r, 7, &isnull));
 }
 
 /*
@@ -103,6 +105,7 @@ taskq_flow_limits(void)
 	Oid			nsp;
 	Oid			relid;
 	uint64		seen;
+	uint64		shared;
 	bool		keep;
 	HTAB	   *h = NULL;
 	HASHCTL		ctl;
@@ -113,7 +116,12 @@ taskq_flow_limits(void)
 		registered = true;
 	}
 	AcceptInvalidationMessages();
-	if (kept_valid && kept_generation == generation)
+	/*
+	 * A change committed and told the books (at its commit, before it wakes
+	 * waiting claims) before its invalidation reaches this session.
+	 */
+	shared = taskq_books_limits_changes();
+	if (kept_valid && kept_generation == generation && kept_shared == shared)
 		return kept;
 	if (kept != NULL)
 		hash_destroy(kept);
@@ -129,11 +137,13 @@ taskq_flow_limits(void)
 		/* an extension not updated to 0.6: no limits, until an invalidation */
 		kept_valid = seen == generation;
 		kept_generation = seen;
+		kept_shared = shared;
 		return NULL;
 	}
 	keep = triggers_tell(relid);
 
-	taskq_execute(&limits_plan, NULL, NULL, true, 0);
+	/* the newest limits, even in a claim that has waited since its statement began */
+	taskq_execute_latest(&limits_plan, NULL, NULL, true);
 	if (SPI_processed > 0)
 	{
 		memset(&ctl, 0, sizeof(ctl));
@@ -160,6 +170,7 @@ taskq_flow_limits(void)
 		kept = h;
 		kept_valid = true;
 		kept_generation = generation;
+		kept_shared = shared;
 	}
 	return h;
 }

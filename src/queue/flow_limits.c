@@ -497,8 +497,8 @@ flow_begin(List *actions, bool all_actions, bool claims)
 		}
 	if (f->n == 0)
 		return NULL;
+	/* the kept limits are those last committed (flow_kept.c): read again under a lock */
 	qsort(f->actions, f->n, sizeof(FlowAction), compare_names);
-	refresh_limits(f);
 	for (int i = 0; i < f->n; i++)
 	{
 		FlowAction *a = &f->actions[i];

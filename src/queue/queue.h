@@ -235,6 +235,8 @@ extern int64 taskq_add_dependency_pairs(List *afters, List *runs);
 extern void taskq_claim_start_init(void);
 /* flow_books.c: the slot books of limited actions (after the wakeups' callbacks) */
 extern void taskq_books_init(void);
+/* The current transaction wrote taskq.flow_limits (its trigger, api/cache_triggers.c). */
+extern void taskq_books_limits_written(void);
 extern void taskq_claim_start_reset(Oid dboid);
 /* The rows an SQL statement wrote (the trigger taskq.tasks_written()). */
 extern void taskq_flow_rows_written(Relation rel, Tuplestorestate *oldtable);
