@@ -223,17 +223,22 @@ void
 taskq_flow_rows_written(Relation rel, Tuplestorestate *oldtable)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	status_col = taskq_column(desc, "status_code");
-	AttrNumber	action_col = taskq_column(desc, "action");
-	AttrNumber	id_col = taskq_column(desc, "id");
+	AttrNumber	status_col;
+	AttrNumber	action_col;
+	AttrNumber	id_col;
 	TupleTableSlot *slot;
 	Oid			in_progress;
 	HTAB	   *limits;
 
-	if (oldtable == NULL || !status_col || !action_col || !id_col)
+	if (oldtable == NULL)
 		return;
 	if (kept_valid && kept_generation == generation && kept == NULL)
 		return;					/* known: no limits at all */
+	status_col = taskq_column(desc, "status_code");
+	action_col = taskq_column(desc, "action");
+	id_col = taskq_column(desc, "id");
+	if (!status_col || !action_col || !id_col)
+		return;
 	/* a trigger: the limits are read in a connection of its own */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "taskq: SPI_connect failed");
