@@ -33,6 +33,6 @@ typedef struct FlowLimit
 
 extern HTAB *taskq_flow_limits(void);
 extern FlowLimit *taskq_flow_limit_of(HTAB *limits, const char *action);
-extern TaskqBook *taskq_flow_limit_book(FlowLimit *l);
+extern TaskqBook *taskq_flow_limit_book(FlowLimit *l, bool create);
 
 #endif							/* TASKQ_FLOW_H */

@@ -185,15 +185,16 @@ taskq_flow_limit_of(HTAB *limits, const char *action)
 }
 
 /*
- * The slot book of a kept action's limits, looked up once while they are
- * kept (NULL: none; a book is made by a claim, flow_limits.c).
+ * The slot book of a kept action's limits (NULL: none), looked up once
+ * while they are kept; with create, made if there is none yet (a claim
+ * that may use one, flow_limits.c).
  */
 TaskqBook *
-taskq_flow_limit_book(FlowLimit *l)
+taskq_flow_limit_book(FlowLimit *l, bool create)
 {
-	if (!l->book_looked)
+	if (!l->book_looked || (l->book == NULL && create))
 	{
-		l->book = taskq_book_of(l->action, false);
+		l->book = taskq_book_of(l->action, create);
 		l->book_looked = true;
 	}
 	return l->book;
@@ -261,7 +262,7 @@ taskq_flow_rows_written(Relation rel, Tuplestorestate *oldtable)
 		l = taskq_flow_limit_of(limits, TextDatumGetCString(slot_getattr(slot, action_col, &isnull)));
 		if (l == NULL)
 			continue;
-		if (taskq_flow_limit_book(l) != NULL)
+		if (taskq_flow_limit_book(l, false) != NULL)
 			taskq_book_note_written(l->book,
 									TextDatumGetCString(slot_getattr(slot, id_col, &isnull)));
 	}

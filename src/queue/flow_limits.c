@@ -11,12 +11,12 @@
  * alone: a task of the action holds a slot while it is in progress and its
  * lease deadline (if any) is after the clock.  An action with concurrency
  * limits and no rate limit (max_running at most TASKQ_BOOK_SLOTS, as many
- * running) is claimed through its slot book (flow_books.c), which
- * never counts fewer tasks than the rows: a claim reserves an entry there
- * without any lock while the book has room, and only a claim that finds it
- * full (or made for other limits) counts the rows, as below, and rebuilds
- * it.  A claim of any other limited action takes the action's limiter lock (an advisory lock of
- * the transaction, ("lmt", hash of the action)), exclusive, and then counts
+ * running) is claimed through its slot book (flow_books.c), which never
+ * counts fewer tasks than the rows: a claim reserves an entry there without
+ * any lock, and only a claim that finds it stale (or made for other
+ * limits) counts the rows, as below, and rebuilds it.  A claim of any other
+ * limited action takes the action's limiter lock (an advisory lock of the
+ * transaction, ("lmt", hash of the action)), exclusive, and then counts
  * those tasks, in all and per concurrency_key, from the entries of the
  * partial index tasks_running_idx, each row read under a dirty snapshot:
  * committed, or written by a transaction still in progress (an action
@@ -396,9 +396,9 @@ bookable(const FlowLimit *l)
 		(!l->has_max || l->max_running <= TASKQ_BOOK_SLOTS);
 }
 
-/* The state of a's book for this claim. */
+/* The state of a's book for a claim at now. */
 static TaskqBookState
-book_state(TaskqFlow *f, FlowAction *a, TimestampTz now)
+book_state(FlowAction *a, TimestampTz now)
 {
 	return taskq_book_state(a->book, a->limit.version,
 							a->limit.has_max ? a->limit.max_running : -1,
@@ -427,7 +427,7 @@ count_locked(TaskqFlow *f, FlowAction *a)
 	a->lazy = a->limit.has_per_key && !a->limit.has_max && !a->limit.has_rate &&
 		!(a->book != NULL && book);
 	/* another claim may have counted it while this one waited for the lock */
-	if (a->book != NULL && book && book_state(f, a, now) != TASKQ_BOOK_STALE)
+	if (a->book != NULL && book && book_state(a, now) != TASKQ_BOOK_STALE)
 	{
 		a->by_book = true;
 		return;
@@ -445,8 +445,8 @@ count_locked(TaskqFlow *f, FlowAction *a)
 									  f->ends, f->ntasks, book, &a->by_book);
 	if (a->by_book || inflight == 0)
 		return;
-	if (a->limit.has_per_key || (a->limit.has_rate && a->limit.rate_by_key))
-		a->blocked = true;
+	if (a->limit.has_per_key)
+		a->blocked = true;		/* their keys are not known */
 	else
 		a->running += inflight;
 }
@@ -457,8 +457,9 @@ count_locked(TaskqFlow *f, FlowAction *a)
  * the common case, at the cost of a flag.  An action with concurrency
  * limits and no rate limit, whose book is for the limits read now and not
  * stale, is claimed by its book, without a lock; a stale one is rebuilt
- * under the lock (flow_books.c says when).  The others' locks are taken, in name order,
- * their limits read again under them and their running tasks counted.
+ * under the lock (flow_books.c says when).  The others' locks are taken,
+ * in name order, their limits read again under them and their running
+ * tasks counted.
  * Called before the claim reads the ready rows.
  */
 static TaskqFlow *
@@ -505,16 +506,11 @@ flow_begin(List *actions, bool all_actions, bool claims)
 		FlowLimit  *kl = taskq_flow_limit_of(limits, a->limit.action);
 		HASHCTL		ctl;
 
-		/* the book, looked up once a session (a book is never given up) */
-		if (kl != NULL && (!kl->book_looked || (kl->book == NULL && bookable(&a->limit))))
-		{
-			kl->book = taskq_book_of(kl->action, bookable(&a->limit));
-			kl->book_looked = true;
-		}
-		a->book = kl != NULL ? kl->book : NULL;
+		/* made by the first claim that may use it (a book is never given up) */
+		a->book = kl != NULL ? taskq_flow_limit_book(kl, bookable(&a->limit)) : NULL;
 		if (claims && a->book != NULL && bookable(&a->limit) &&
 			!taskq_book_overflowed(a->book, a->limit.version, f->now) &&
-			book_state(f, a, f->now) != TASKQ_BOOK_STALE)
+			book_state(a, f->now) != TASKQ_BOOK_STALE)
 		{
 			a->by_book = true;
 			continue;
@@ -567,7 +563,7 @@ taskq_flow_action_full(TaskqFlow *f, const char *action)
 	if (a == NULL)
 		return false;
 	if (a->by_book)
-		return book_state(f, a, f->now) != TASKQ_BOOK_ROOM;
+		return book_state(a, f->now) != TASKQ_BOOK_ROOM;
 	if (a->blocked || (a->limit.has_max && a->running >= a->limit.max_running))
 		return true;
 	return f->claims && a->limit.has_rate && !a->limit.rate_by_key &&
@@ -727,7 +723,7 @@ taskq_flow_freed(const char *action, const char *id, bool woken)
 	l = taskq_flow_limit_of(taskq_flow_limits(), action);
 	if (l == NULL)
 		return;
-	if (taskq_flow_limit_book(l) != NULL)
+	if (taskq_flow_limit_book(l, false) != NULL)
 		taskq_book_free_at_commit(l->book, id);
 	if (!woken)
 		taskq_note_ready_tasks(action, 0);
