@@ -3,6 +3,8 @@
 # Owns: installing the Debian packages needed to build taskq and run every
 # suite. Idempotent and quiet: checks dpkg first, calls apt only for what is
 # missing, logs apt to a file and prints the log only when it fails.
+# `deps.sh cluster` adds the packages of the local sharded, highly available
+# cluster (tools/cluster.sh): pg_auto_failover and PL/Proxy.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -45,6 +47,19 @@ node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 # (test/t/014_no_jit.pl needs one); up to 17 it is in the server's.
 if apt-cache show "postgresql-$TQ_PG-jit" >/dev/null 2>&1; then
     PACKAGES+=("postgresql-$TQ_PG-jit")
+fi
+
+# The local cluster (tools/cluster.sh): pg_auto_failover's monitor
+# extension and pg_autoctl, and PL/Proxy for the proxy database.  A release
+# that lacks one (pg_auto_failover follows the server's majors late) is
+# named when tools/cluster.sh checks what it needs.
+if [[ ${1:-} == cluster ]]; then
+    for p in "postgresql-$TQ_PG-auto-failover" pg-auto-failover-cli "postgresql-$TQ_PG-plproxy"; do
+        if apt-cache show "$p" >/dev/null 2>&1; then PACKAGES+=("$p"); fi
+    done
+elif [[ -n ${1:-} ]]; then
+    echo "deps: unknown package group '$1' (known: cluster)" >&2
+    exit 2
 fi
 
 # One dpkg-query for all: "name ii " for each installed package.
