@@ -88,6 +88,7 @@ clean-taskq-worker:
 endif
 
 .PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist deb deb-test
+.PHONY: cluster cluster-stop demo-cluster cluster-test
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 # PG=17 or PG=18: the same suites against that major version, in a chroot
 # of the Debian release that packages it, made once and kept
@@ -118,6 +119,30 @@ demo:
 # Stop the cluster KEEP=1 make demo left running and remove its temp dir.
 demo-stop:
 	@bash test/bin/demo-stop.sh
+
+# A local sharded, highly available cluster, left running until make
+# cluster-stop (tools/cluster.sh; docs/scaling.md, "A local cluster"): a
+# pg_auto_failover monitor, SHARDS formations of a primary and a synchronous
+# standby with taskq, and a PL/Proxy proxy database; its state file is
+# /var/tmp/taskq-cluster/cluster.env.  As root it installs what it needs.
+SHARDS ?= 4
+cluster:
+	bash tools/cluster.sh start $(SHARDS)
+
+cluster-stop:
+	bash tools/cluster.sh stop
+
+# examples/cluster/demo.py: tasks of several routes through the proxy, a
+# worker per shard, and which shard served what (on the running cluster,
+# or on one started for it and stopped after unless KEEP=1; SWITCHOVER=1:
+# a switchover of shard0 while the workers run).
+demo-cluster:
+	bash tools/cluster.sh demo $(SHARDS)
+
+# Start 2 shards from nothing in /var/tmp/taskq-cluster-test, check them,
+# the demo with a switchover, stop, nothing left.  Not part of make test.
+cluster-test:
+	TASKQ_CLUSTER_DIR=/var/tmp/taskq-cluster-test bash tools/cluster.sh test
 
 # Longer runs than make test (every suite, with the long part stretched):
 # 100 kill -9 / immediate-stop iterations under load; an hour of sqlsmith

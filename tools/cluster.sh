@@ -28,6 +28,10 @@
 #   status      `pg_autoctl show state` per formation, and the proxy.
 #   node-start  starts the keeper of node NAME (e.g. shard0a) again, in the
 #               background, as start did (after a test stopped or killed it).
+#   demo [N]    examples/cluster/demo.py on the running cluster (or on one
+#               of N shards started for it and stopped after, unless KEEP=1).
+#   test        start 2 shards, check them, the demo with a switchover,
+#               stop, check that nothing is left (make cluster-test).
 # TASKQ_CLUSTER_DIR: where everything lives (default /var/tmp/taskq-cluster).
 set -euo pipefail
 
@@ -114,9 +118,7 @@ cl_install() {
     bash "$TQ_ROOT/test/bin/deps.sh" cluster
     cl_say "packages ($(cl_since "$t0"))"
     tq_ensure_user
-    t0=$(tq_now)
     cl_build
-    cl_say "taskq installed into the system's PostgreSQL $TQ_PG ($(cl_since "$t0"))"
 }
 
 # Build and install taskq from a copy of this tree, as make demo does,
@@ -124,7 +126,8 @@ cl_install() {
 # hash of what the build reads (the Makefile, the control files, the
 # sources) and of the installed library.
 cl_build() {
-    local tree lib f stamp=""
+    local tree lib f t0 stamp=""
+    t0=$(tq_now)
     unset TASKQ_PRIVATE_INSTALL
     tq_make_work
     local -a inputs=()
@@ -136,10 +139,11 @@ cl_build() {
     [[ -f $CL_STAMP ]] && stamp=$(cat "$CL_STAMP")
     lib=/usr/lib/postgresql/$TQ_PG/lib/taskq.so
     if [[ -f $lib && $stamp == "$tree $(sha256sum <"$lib" | cut -c1-64)" ]]; then
-        cl_say "taskq: the installed build is this tree's (build skipped)"
+        cl_say "taskq: the installed build is this tree's, not built again ($(cl_since "$t0"))"
     else
         tq_build_install || { tq_cleanup; cl_die "build or install failed"; }
         echo "$tree $(sha256sum <"$lib" | cut -c1-64)" >"$CL_STAMP"
+        cl_say "taskq built and installed into the system's PostgreSQL $TQ_PG ($(cl_since "$t0"))"
     fi
     tq_cleanup
 }
@@ -523,15 +527,26 @@ cl_ours() {
 }
 
 # Every pid the directory names: keepers (pg_autoctl's pid files) and
-# postmasters (postmaster.pid), of this cluster.
+# postmasters (postmaster.pid), of this cluster; of node $1 only if given.
 cl_pids() {
-    local f pid
+    local f pid node=${1:-} depth=2
+    [[ -z $node ]] || depth=1
     while IFS= read -r f; do
         pid=$(head -n 1 "$f" 2>/dev/null || true)
         cl_ours "$pid" && echo "$pid"
-    done < <(find "$CL_XDG/run" -name pg_autoctl.pid 2>/dev/null
-             find "$CL_DIR" -maxdepth 2 -name postmaster.pid 2>/dev/null)
+    done < <(find "$CL_XDG/run/pg_autoctl$CL_DIR/$node" -name pg_autoctl.pid 2>/dev/null
+             find "$CL_DIR/$node" -maxdepth "$depth" -name postmaster.pid 2>/dev/null) | sort -u
     return 0
+}
+
+# cl_wait_gone SECONDS [NODE]: until no pid of cl_pids is left.
+cl_wait_gone() {
+    local i
+    for ((i = 0; i < $1 * 4; i++)); do
+        [[ -z $(cl_pids "${2:-}") ]] && return 0
+        sleep 0.25
+    done
+    return 1
 }
 
 # The processes left: PostgreSQL's and pg_autoctl's programs whose command
@@ -552,7 +567,7 @@ cl_stragglers() {
 }
 
 cl_stop() {
-    local pids=() p i d
+    local pids=() p d t1
     if [[ ! -e $CL_DIR ]]; then
         cl_say "nothing to stop: no cluster in $CL_DIR"
         return 0
@@ -568,20 +583,22 @@ cl_stop() {
     for p in ${pids[@]+"${pids[@]}"}; do kill -CONT "$p" 2>/dev/null || true; done
     # The monitor first, so that stopping the primaries starts no failover.
     if [[ -d $CL_DIR/monitor ]]; then
+        t1=$(tq_now)
         cl_as pg_autoctl stop --pgdata "$CL_DIR/monitor" >/dev/null 2>&1 || true
+        cl_wait_gone 30 monitor || true
+        cl_say "monitor stopped ($(cl_since "$t1"))"
     fi
+    t1=$(tq_now)
     for d in "$CL_DIR"/shard*; do
         [[ -d $d ]] || continue
-        cl_as pg_autoctl stop --pgdata "$d" >/dev/null 2>&1 || true
+        cl_as pg_autoctl stop --pgdata "$d" >/dev/null 2>&1 &
     done
     if [[ -f $CL_DIR/proxy/postmaster.pid ]]; then
-        cl_as pg_ctl -D "$CL_DIR/proxy" -m fast -w -t 30 -s stop >/dev/null 2>&1 || true
+        cl_as pg_ctl -D "$CL_DIR/proxy" -m fast -w -t 30 -s stop >/dev/null 2>&1 &
     fi
-    for ((i = 0; i < 60; i++)); do
-        mapfile -t pids < <(cl_pids)
-        [[ ${#pids[@]} -eq 0 ]] && break
-        sleep 0.5
-    done
+    wait || true
+    cl_wait_gone 30 || true
+    cl_say "nodes and proxy stopped ($(cl_since "$t1"))"
     # What did not stop in 30 s, and whatever else runs from the directory.
     mapfile -t pids < <(cl_pids; cl_stragglers)
     if [[ ${#pids[@]} -gt 0 ]]; then
@@ -611,14 +628,120 @@ cl_node_start() {
     cl_say "$name: keeper started (log $CL_LOG/$name.log)"
 }
 
+# ---------------------------------------------------------------- demo, test
+
+CL_SELF=$TQ_ROOT/tools/cluster.sh
+
+# The demo (examples/cluster/demo.py) as the cluster's user, on the running
+# cluster, or on one started for it (N shards) and stopped after it unless
+# KEEP=1.
+cl_demo() {
+    local n=${1:-4} rc=0 started=0
+    if [[ ! -f $CL_ENV ]]; then
+        bash "$CL_SELF" start "$n"
+        started=1
+        echo
+    fi
+    cp "$TQ_ROOT/examples/cluster/demo.py" "$CL_DIR/tmp/demo.py"
+    tq_is_root && chown "$TQ_USER:" "$CL_DIR/tmp/demo.py"
+    cl_as env TASKQ_CLUSTER_DIR="$CL_DIR" TASKS="${TASKS:-5}" TIMEOUT="${TIMEOUT:-120}" \
+        SWITCHOVER="${SWITCHOVER:-0}" python3 "$CL_DIR/tmp/demo.py" || rc=$?
+    if [[ $started == 1 && ${KEEP:-0} != 1 ]]; then
+        echo
+        bash "$CL_SELF" stop || rc=1
+    elif [[ $started == 1 ]]; then
+        cl_say "KEEP=1: the cluster runs on (tools/cluster.sh status; make cluster-stop)"
+    fi
+    return "$rc"
+}
+
+# `make cluster-test`: start 2 shards from nothing, check them, run the
+# demo with a switchover, stop, check that nothing is left.  In its own
+# directory (the Makefile sets TASKQ_CLUSTER_DIR), beside a running cluster.
+CL_T_OK=0
+CL_T_BAD=0
+# cl_check WHAT cmd...: one check; the command's output is shown (as "#"
+# lines) when it fails, or always with CL_SHOW=1.
+cl_check() {
+    local what=$1 out line rc=0
+    shift
+    out=$("$@" 2>&1) || rc=$?
+    if [[ $rc -eq 0 ]]; then
+        echo "ok - $what"
+        CL_T_OK=$((CL_T_OK + 1))
+    else
+        echo "not ok - $what (exit $rc)"
+        CL_T_BAD=$((CL_T_BAD + 1))
+    fi
+    if [[ $rc -ne 0 || ${CL_SHOW:-0} == 1 ]] && [[ -n $out ]]; then
+        while IFS= read -r line; do echo "#   $line"; done <<<"$out"
+    fi
+}
+
+cl_test() {
+    local t0 k v p nodes
+    t0=$(tq_now)
+    [[ ! -e $CL_DIR ]] || bash "$CL_SELF" stop
+    trap 'bash "$CL_SELF" stop >/dev/null 2>&1 || true' EXIT
+    CL_SHOW=1 cl_check "start 2 shards" bash "$CL_SELF" start 2
+    [[ -f $CL_ENV ]] || { echo "cluster-test: start failed"; return 1; }
+    # shellcheck disable=SC1090
+    source "$CL_ENV"
+    cl_check "status" bash "$CL_SELF" status
+    cl_check "a second start is refused" bash -c "! bash '$CL_SELF' start 2"
+    for ((k = 0; k < TQC_SHARDS; k++)); do
+        v=TQC_SHARD_$k
+        cl_check "shard$k: taskq on the primary, commits wait for the standby" cl_sql_true "${!v}" \
+            "SELECT current_setting('synchronous_standby_names') LIKE 'ANY 1 (%)'
+                AND EXISTS (SELECT FROM pg_extension WHERE extname = 'taskq')
+                AND current_setting('shared_preload_libraries') LIKE '%taskq%'"
+        nodes=TQC_NODES_$k
+        p=${!nodes#* }    # the second node, shardKb: name:port:pgdata
+        p=${p#*:}
+        p=${p%%:*}
+        cl_check "shard$k: the standby is in recovery, with taskq" cl_sql_true \
+            "host=127.0.0.1 port=$p dbname=taskq user=$CL_DBUSER" \
+            "SELECT pg_is_in_recovery() AND EXISTS (SELECT FROM pg_extension WHERE extname = 'taskq')"
+    done
+    cl_check "proxy: plproxy and the server taskq with $TQC_SHARDS partitions" cl_sql_true "$TQC_PROXY" \
+        "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'plproxy')
+            AND (SELECT count(*) FROM pg_foreign_server, unnest(srvoptions) AS o
+                  WHERE srvname = 'taskq' AND o LIKE 'p_=%') = $TQC_SHARDS"
+    cl_check "the keepers' pid files name running processes" cl_keepers_alive
+    CL_SHOW=1 cl_check "the demo, with a switchover of shard0" env SWITCHOVER=1 TASKS=3 bash "$CL_SELF" demo
+    CL_SHOW=1 cl_check "stop" bash "$CL_SELF" stop
+    cl_check "the directory is gone" test ! -e "$CL_DIR"
+    cl_check "no process of the cluster is left" test -z "$(cl_stragglers)"
+    cl_check "a second stop is a no-op" bash "$CL_SELF" stop
+    trap - EXIT
+    echo "cluster-test: $CL_T_OK passed, $CL_T_BAD failed ($(cl_since "$t0"))"
+    [[ $CL_T_BAD -eq 0 ]]
+}
+
+cl_sql_true() {
+    [[ $(cl_as psql -X -At -d "$1" -c "$2") == t ]]
+}
+
+cl_keepers_alive() {
+    local k v e pid
+    for ((k = 0; k < TQC_SHARDS; k++)); do
+        v=TQC_KEEPERS_$k
+        for e in ${!v}; do
+            pid=$(head -n 1 "${e#*:}") && cl_ours "$pid" || return 1
+        done
+    done
+}
+
 cd /    # the cluster's user may not read the caller's directory
 case ${1:-} in
     start) cl_start "${2:-4}" ;;
     stop) cl_stop ;;
     status) cl_status ;;
     node-start) cl_node_start "${2:-}" ;;
+    demo) cl_demo "${2:-4}" ;;
+    test) cl_test ;;
     *)
-        echo "usage: tools/cluster.sh start [N] | stop | status | node-start NAME" >&2
+        echo "usage: tools/cluster.sh start [N] | stop | status | node-start NAME | demo [N] | test" >&2
         exit 2
         ;;
 esac
