@@ -293,13 +293,15 @@ cl_wait_formations() {
              AND count(*) FILTER (WHERE reportedstate = 'secondary' AND goalstate = 'secondary') = 1) AS f" "$secs"
 }
 
-# cl_proxy PORT N PORTS...: the proxy instance and its database.
+# cl_proxy PORT N PORTS...: the proxy instance and its database, in the
+# background beside the formations (its output to $CL_LOG/setup-proxy.log):
+# the partitions are connection strings, the shards need not run yet.
 cl_proxy() {
     local port=$1 n=$2 k opts="" have
     shift 2
     local -a ports=("$@")
-    cl_as initdb -D "$CL_DIR/proxy" -U "$CL_DBUSER" -A trust --no-locale -E UTF8 --no-instructions --no-sync \
-        >>"$CL_LOG/setup-proxy.log" 2>&1 || { cl_tail "$CL_LOG/setup-proxy.log"; return 1; }
+    set -e
+    cl_as initdb -D "$CL_DIR/proxy" -U "$CL_DBUSER" -A trust --no-locale -E UTF8 --no-instructions --no-sync
     { cl_settings proxy; echo "port = $port"; } | cl_as tee -a "$CL_DIR/proxy/postgresql.conf" >/dev/null
     cl_as pg_ctl -D "$CL_DIR/proxy" -l "$CL_LOG/proxy.log" -w -t 60 -s start ||
         { cl_tail "$CL_LOG/proxy.log"; return 1; }
@@ -319,7 +321,7 @@ cl_proxy() {
         fi
     } | cl_psql "$port" taskq_proxy -U "$CL_DBUSER"
     if [[ $have != 1 ]]; then
-        cl_say "proxy: the extension taskq_proxy is not installed: only plproxy and the server taskq"
+        echo "proxy: the extension taskq_proxy is not installed: only plproxy and the server taskq"
     fi
 }
 
@@ -436,24 +438,32 @@ cl_start() {
     cl_write_wrapper
 
     t1=$(tq_now)
+    local proxy_job
+    {
+        cl_proxy "$xport" "$n" "${ports[@]}"
+        echo "ready after $(cl_since "$t1")"
+    } >"$CL_LOG/setup-proxy.log" 2>&1 &
+    proxy_job=$!
+    CL_JOBS+=("$proxy_job")
     for ((k = 0; k < n; k++)); do
         cl_as pg_autoctl create formation --monitor "$CL_MONITOR_URI" --formation "shard$k" \
             --kind pgsql --dbname taskq --enable-secondary --number-sync-standbys 0 \
             >>"$CL_LOG/setup-monitor.log" 2>&1 || { cl_tail "$CL_LOG/setup-monitor.log"; return 1; }
     done
+    local -a jobs=()
     for ((k = 0; k < n; k++)); do
         cl_shard "$k" "${ports[2 * k]}" "${ports[2 * k + 1]}" >"$CL_LOG/setup-shard$k.log" 2>&1 &
+        jobs+=($!)
         CL_JOBS+=($!)
     done
     for ((k = 0; k < n; k++)); do
         rc=0
-        wait "${CL_JOBS[k]}" || rc=$?
+        wait "${jobs[k]}" || rc=$?
         if [[ $rc -ne 0 ]]; then
             failed+=("shard$k")
             cl_tail "$CL_LOG/setup-shard$k.log"
         fi
     done
-    CL_JOBS=()
     [[ ${#failed[@]} -eq 0 ]] || cl_die "could not create ${failed[*]}"
     cl_say "formations shard0..shard$((n - 1)) created: primaries with taskq, standbys cloned ($(cl_since "$t1"))"
     t1=$(tq_now)
@@ -463,7 +473,12 @@ cl_start() {
     fi
     cl_say "every formation has a primary and a synchronous secondary ($(cl_since "$t1"))"
 
-    cl_step "proxy on port $xport, database taskq_proxy" cl_proxy "$xport" "$n" "${ports[@]}"
+    rc=0
+    wait "$proxy_job" || rc=$?
+    CL_JOBS=()
+    [[ $rc -eq 0 ]] || { cl_tail "$CL_LOG/setup-proxy.log"; cl_die "could not create the proxy"; }
+    grep '^proxy: ' "$CL_LOG/setup-proxy.log" | sed 's/^/cluster: /' || true
+    cl_say "proxy on port $xport, database taskq_proxy (beside the formations: $(tail -n 1 "$CL_LOG/setup-proxy.log"))"
     cl_write_env "$n" "$mport" "$xport" "${ports[@]}"
     CL_STARTED=1
     trap - EXIT
