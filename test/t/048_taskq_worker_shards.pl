@@ -142,10 +142,11 @@ is($node->safe_psql('s1', "SELECT count(*) FROM taskq.workers"), '0',
 # --- --shards-from-proxy ----------------------------------------------------------
 # A stand-in for the taskq_proxy extension: partitions() with its signature.
 $node->safe_psql('postgres', 'CREATE DATABASE proxy');
+my %lit = map { $_ => $conn{$_} =~ s/'/''/gr } keys %conn;
 $node->safe_psql('proxy', <<"EOF");
 CREATE SCHEMA taskq_proxy;
 CREATE FUNCTION taskq_proxy.partitions() RETURNS TABLE (partition int, connstr text)
-LANGUAGE sql AS \$\$ VALUES (1, '$conn{s1}'), (0, '$conn{s0}') \$\$;
+LANGUAGE sql AS \$\$ VALUES (1, '$lit{s1}'), (0, '$lit{s0}') \$\$;
 EOF
 my $plog = "$dir/proxy.log";
 $w = spawn_logged($plog, $bin, '-d', $node->connstr('proxy'), '--shards-from-proxy', @common);
