@@ -7,7 +7,8 @@
 # served again once writable; --shards-from-proxy reads the partitions from
 # a proxy database's taskq_proxy.partitions() (here a plain SQL function
 # with the same signature); SIGTERM to the supervisor stops every shard's
-# process (exit 0).  Usage errors exit 2.
+# process (exit 0); a return whose connection was terminated while it
+# waited is made again after the reconnection.  Usage errors exit 2.
 use strict;
 use warnings;
 
@@ -168,7 +169,50 @@ ok(wait_until(sub { slurp($elog) =~ /reading the partitions again/ }, 10),
 ($rc) = stop_process($w, 10);
 is($rc, 0, 'SIGTERM while waiting for the proxy: exit 0');
 
-is(scalar(() = slurp("$dir/done") =~ /^done /mg), 28, 'every task ran once');
+# --- a return lost with its connection is made again (same token) ---------------
+# The child waits for the file go; meanwhile a session locks the task's row,
+# so that the return blocks; the worker's sessions are terminated while it
+# waits: the return is made again on the new connection once the lock goes.
+open($sf, '>', "$dir/held.sh") or die;
+print $sf <<"EOF";
+#!/bin/sh
+touch '$dir/held-started'
+while [ ! -f '$dir/go' ]; do sleep 0.05; done
+echo "done \$TASKQ_ID" >>'$dir/done'
+echo held >&2
+exit 0
+EOF
+close $sf;
+chmod 0755, "$dir/held.sh";
+my $hlog = "$dir/held.log";
+$w = spawn_logged($hlog, $bin, '-d', $conn{s0}, '-d', $conn{s1}, '--concurrency', '1',
+	'--poll', '1s', '--max-backoff', '1s', '--lease', '30s', '--run', "h=$dir/held.sh");
+$node->safe_psql('s0', q{SELECT taskq.insert_tasks('[{"id": "h-1", "action": "h"}]')});
+ok(wait_until(sub { -f "$dir/held-started" }, 20), 'the child of h-1 runs');
+my $holder = $node->background_psql('s0');
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+$holder->query_safe('BEGIN');
+$holder->query_safe("SELECT id FROM taskq.tasks WHERE id = 'h-1' FOR UPDATE");
+open(my $go, '>', "$dir/go") or die;
+close $go;
+ok( $node->poll_query_until('s0',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = 's0' AND pid <> $holder_pid AND wait_event_type = 'Lock'"),
+	'its return waits for the row lock');
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 's0' AND pid <> $holder_pid");
+ok(wait_until(sub { slurp($hlog) =~ /shard=0 [^\n]*to make again after the reconnection/ }, 10),
+	'the worker keeps the return to make it again');
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+ok(wait_until(sub { completed('s0', 'h-1') }, 20), 'h-1 is completed after the reconnection');
+is( $node->safe_psql('s0', "SELECT num_tries || '|' || status FROM taskq.tasks WHERE id = 'h-1'"),
+	'1|held', 'by the return of its first and only try');
+like(slurp($hlog), qr/ task shard=0 id=h-1 action=h try=1 outcome=completed/,
+	'logged as completed once');
+($rc) = stop_process($w, 20);
+is($rc, 0, 'the worker stops with exit 0');
+
+is(scalar(() = slurp("$dir/done") =~ /^done /mg), 29, 'every task ran once');
 
 $node->stop;
 done_testing();

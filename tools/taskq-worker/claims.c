@@ -341,6 +341,8 @@ take_answer(Claimed **out, bool cancelled)
 {
 	PGresult   *res;
 	PGresult   *r;
+	const char *state;
+	char		unavailable_state[8] = "";
 	bool		unavailable;
 	int			n;
 
@@ -353,8 +355,10 @@ take_answer(Claimed **out, bool cancelled)
 		wait_failed("no answer");
 		return -1;
 	}
-	unavailable = !cancelled &&
-		shard_unavailable(PQresultErrorField(res, PG_DIAG_SQLSTATE));
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	unavailable = !cancelled && shard_unavailable(state);
+	if (unavailable)
+		snprintf(unavailable_state, sizeof(unavailable_state), "%s", state);
 	n = claims_rows(res, cancelled ? NULL : "waiting claim", w_sent_ms, out, NULL, 0);
 	if (n < 0 || PQstatus(wconn) != CONNECTION_OK)
 	{
@@ -362,7 +366,11 @@ take_answer(Claimed **out, bool cancelled)
 		wait_retry_later();
 		/* read-only after a failover, shutting down, ...: the whole shard reconnects */
 		if (unavailable && db_connected())
+		{
+			log_msg("connection lost: the waiting claim failed with %s (the database is "
+					"unavailable); reconnecting", unavailable_state);
 			db_disconnect();
+		}
 	}
 	else
 		w_backoff = WAIT_RETRY_MS;

@@ -457,10 +457,14 @@ main(int argc, char **argv)
 			}
 		}
 
-		/* a lost connection stops every child */
+		/*
+		 * a lost connection stops every child (those that ended already are
+		 * returned after the reconnection, below and cycle.c)
+		 */
 		if (was_connected && !db_connected())
 		{
 			was_connected = false;
+			children_reap();
 			for (int i = 0; i < opts.concurrency; i++)
 				if (children[i].used && children[i].pid > 0)
 					child_stop(&children[i], STOP_CONNECTION_LOST);
