@@ -5,7 +5,7 @@
 # again the first is served again; a shard that turns read-only (25006, as
 # after a failover) is left with backoff while the other is served, and
 # served again once writable; --shards-from-proxy reads the partitions from
-# a proxy database's taskq_proxy.partitions() (here a plain SQL function
+# a proxy database's taskq_proxy.partitions() (the extension's, or a plain SQL function
 # with the same signature); SIGTERM to the supervisor stops every shard's
 # process (exit 0); a return whose connection was terminated while it
 # waited is made again after the reconnection.  Usage errors exit 2.
@@ -141,14 +141,21 @@ is($node->safe_psql('s1', "SELECT count(*) FROM taskq.workers"), '0',
 	'and they deleted their rows of taskq.workers');
 
 # --- --shards-from-proxy ----------------------------------------------------------
-# A stand-in for the taskq_proxy extension: partitions() with its signature.
+# The proxy database of taskq_proxy with the two shards as its partitions;
+# where PL/Proxy is not installed, a stand-in: partitions() with its signature.
 $node->safe_psql('postgres', 'CREATE DATABASE proxy');
 my %lit = map { $_ => $conn{$_} =~ s/'/''/gr } keys %conn;
-$node->safe_psql('proxy', <<"EOF");
+my $real_proxy = $node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_available_extensions WHERE name IN ('plproxy', 'taskq_proxy')") eq '2';
+$node->safe_psql('proxy', $real_proxy ? <<"REAL" : <<"STANDIN");
+CREATE EXTENSION plproxy;
+CREATE EXTENSION taskq_proxy;
+CREATE SERVER taskq FOREIGN DATA WRAPPER plproxy OPTIONS (p0 '$lit{s0}', p1 '$lit{s1}');
+REAL
 CREATE SCHEMA taskq_proxy;
 CREATE FUNCTION taskq_proxy.partitions() RETURNS TABLE (partition int, connstr text)
 LANGUAGE sql AS \$\$ VALUES (1, '$lit{s1}'), (0, '$lit{s0}') \$\$;
-EOF
+STANDIN
 my $plog = "$dir/proxy.log";
 $w = spawn_logged($plog, $bin, '-d', $node->connstr('proxy'), '--shards-from-proxy', @common);
 insert('s0', map { "pa-$_" } 1 .. 3);
@@ -161,7 +168,7 @@ like(slurp($plog), qr/ shard=1 .*id=pb-/, 'partition 1\'s process works on shard
 is($rc, 0, 'and it stops with exit 0');
 
 # a proxy without partitions: tried again with backoff, SIGTERM ends it
-$node->safe_psql('proxy', 'DROP SCHEMA taskq_proxy CASCADE');
+$node->safe_psql('proxy', $real_proxy ? 'DROP SERVER taskq CASCADE' : 'DROP SCHEMA taskq_proxy CASCADE');
 my $elog = "$dir/empty.log";
 $w = spawn_logged($elog, $bin, '-d', $node->connstr('proxy'), '--shards-from-proxy', @common);
 ok(wait_until(sub { slurp($elog) =~ /reading the partitions again/ }, 10),

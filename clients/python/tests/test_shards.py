@@ -166,12 +166,21 @@ def test_shards_from_proxy(dsn, db, name):
         db.execute(f"CREATE DATABASE {proxy}")
         try:
             with psycopg.connect(make_conninfo(dsn, dbname=proxy), autocommit=True) as c:
-                # a stand-in for the taskq_proxy extension: partitions() alone
-                c.execute("CREATE SCHEMA taskq_proxy")
-                c.execute(
-                    "CREATE FUNCTION taskq_proxy.partitions()"
-                    " RETURNS TABLE (partition int, connstr text) LANGUAGE sql"
-                    f" AS $$ VALUES (1, {psycopg.sql.quote(s1)}), (0, {psycopg.sql.quote(s0)}) $$")
+                real = c.execute("SELECT count(*) FROM pg_available_extensions"
+                                 " WHERE name IN ('plproxy', 'taskq_proxy')").fetchone()[0] == 2
+                if real:
+                    # the taskq_proxy extension, the two shards its partitions
+                    c.execute("CREATE EXTENSION plproxy")
+                    c.execute("CREATE EXTENSION taskq_proxy")
+                    c.execute("CREATE SERVER taskq FOREIGN DATA WRAPPER plproxy OPTIONS"
+                              f" (p0 {psycopg.sql.quote(s0)}, p1 {psycopg.sql.quote(s1)})")
+                else:
+                    # where PL/Proxy is not installed, a stand-in: partitions() alone
+                    c.execute("CREATE SCHEMA taskq_proxy")
+                    c.execute(
+                        "CREATE FUNCTION taskq_proxy.partitions()"
+                        " RETURNS TABLE (partition int, connstr text) LANGUAGE sql"
+                        f" AS $$ VALUES (1, {psycopg.sql.quote(s1)}), (0, {psycopg.sql.quote(s0)}) $$")
             w = taskq.Worker(make_conninfo(dsn, dbname=proxy), shards_from_proxy=True,
                              concurrency=1, poll_interval=0.5, lease=10, max_backoff=1)
             w.task(action)(lambda task: "ok")
