@@ -4,7 +4,7 @@
 # suite. Idempotent and quiet: checks dpkg first, calls apt only for what is
 # missing, logs apt to a file and prints the log only when it fails.
 # `deps.sh cluster` adds the packages of the local sharded, highly available
-# cluster (tools/cluster.sh): pg_auto_failover and PL/Proxy.
+# cluster (tools/cluster.sh): pg_auto_failover (PL/Proxy is in the base).
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -43,6 +43,12 @@ PACKAGES=(
 # dependencies do not accept), pg 8 from the npm registry into $TQ_NODE_DIR.
 node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 
+# PL/Proxy for taskq_proxy (test/t/050_proxy.pl): Debian 12 has it for 15;
+# the other majors' releases are asked (the test skips where it is missing).
+if [[ $TQ_PG == 15 ]] || apt-cache show "postgresql-$TQ_PG-plproxy" >/dev/null 2>&1; then
+    PACKAGES+=("postgresql-$TQ_PG-plproxy")
+fi
+
 # From 18, Debian ships the server's JIT provider as a package of its own
 # (test/t/014_no_jit.pl needs one); up to 17 it is in the server's.
 if apt-cache show "postgresql-$TQ_PG-jit" >/dev/null 2>&1; then
@@ -50,11 +56,11 @@ if apt-cache show "postgresql-$TQ_PG-jit" >/dev/null 2>&1; then
 fi
 
 # The local cluster (tools/cluster.sh): pg_auto_failover's monitor
-# extension and pg_autoctl, and PL/Proxy for the proxy database.  A release
-# that lacks one (pg_auto_failover follows the server's majors late) is
-# named when tools/cluster.sh checks what it needs.
+# extension and pg_autoctl.  A release that lacks one (pg_auto_failover
+# follows the server's majors late) is named when tools/cluster.sh checks
+# what it needs.
 if [[ ${1:-} == cluster ]]; then
-    for p in "postgresql-$TQ_PG-auto-failover" pg-auto-failover-cli "postgresql-$TQ_PG-plproxy"; do
+    for p in "postgresql-$TQ_PG-auto-failover" pg-auto-failover-cli; do
         if apt-cache show "$p" >/dev/null 2>&1; then PACKAGES+=("$p"); fi
     done
 elif [[ -n ${1:-} ]]; then
