@@ -134,7 +134,7 @@ def main():
     say(f"demo-cluster: {n} shards; {len(CUSTOMERS)} customers x {TASKS} tasks (run {run}),"
         f" one worker per shard")
     if via_proxy:
-        say(f"  producer: taskq.enqueue through the proxy ({st['TQC_PROXY']})")
+        say(f"  producer: insert_tasks_if_absent through the proxy ({st['TQC_PROXY']})")
     else:
         say("  producer: the proxy has no taskq_proxy: to each shard directly,"
             " partition = hashtext(customer) & (shards - 1)")
@@ -218,7 +218,7 @@ def main():
     per_shard = Counter(k for _, k, _ in served)
     say("")
     for k in range(n):
-        say(f"  shard{k}: {per_shard[k]} tasks, worker reconnects {workers[k].reconnects}")
+        say(f"  shard{k}: {per_shard[k]} tasks, failed connection attempts {workers[k].reconnects}")
     done = len({t for t, _, _ in served})
     missing = len(ids) - done
     say("")
