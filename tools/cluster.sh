@@ -554,11 +554,42 @@ cl_pids() {
     return 0
 }
 
-# cl_wait_gone SECONDS [NODE]: until no pid of cl_pids is left.
+# The keepers' process groups (each keeper runs in a session of its own:
+# the group's id is the keeper's pid, first line of its pid file), of node
+# $1 only if given.  Read before stopping: pg_autoctl stop removes the pid
+# file of a keeper that died, whose services ("pg_autoctl: node active",
+# their command line does not name the directory) and postmaster may live on.
+cl_groups() {
+    local f node=${1:-}
+    while IFS= read -r f; do
+        head -n 1 "$f" 2>/dev/null || true
+    done < <(find "$CL_XDG/run/pg_autoctl$CL_DIR/$node" -name pg_autoctl.pid 2>/dev/null)
+    return 0
+}
+
+# cl_members GROUP...: the cluster user's pg_autoctl and postgres processes
+# in those process groups.
+cl_members() {
+    [[ $# -gt 0 ]] || return 0
+    local uid
+    uid=$(id -u "$(cl_user)")
+    ps -e -o pgid=,pid=,uid=,comm= | awk -v uid="$uid" -v groups=" $* " '
+        index(groups, " " $1 " ") && $3 == uid && ($4 == "pg_autoctl" || $4 == "postgres") { print $2 }'
+}
+
+# cl_live NODE GROUP...: what of node NODE ("": of every node) still runs.
+cl_live() {
+    local node=$1
+    shift
+    { cl_pids "$node"; cl_members "$@"; } | sort -u
+}
+
+# cl_wait_gone SECONDS NODE GROUP...: until nothing of cl_live is left.
 cl_wait_gone() {
-    local i
-    for ((i = 0; i < $1 * 4; i++)); do
-        [[ -z $(cl_pids "${2:-}") ]] && return 0
+    local end=$((SECONDS + $1))
+    shift
+    while ((SECONDS < end)); do
+        [[ -z $(cl_live "$@") ]] && return 0
         sleep 0.25
     done
     return 1
@@ -591,36 +622,60 @@ cl_stop() {
     if ! tq_is_root && [[ ! -O $CL_MARK ]]; then
         cl_die "the cluster in $CL_DIR belongs to $(stat -c %U "$CL_MARK"): run stop as root or as that user"
     fi
-    local t0
+    local t0 g groups=() mgroups=()
     t0=$(tq_now)
-    mapfile -t pids < <(cl_pids; cl_stragglers)
+    mapfile -t groups < <(cl_groups)
+    mapfile -t mgroups < <(cl_groups monitor)
+    mapfile -t pids < <(cl_live "" ${groups[@]+"${groups[@]}"}; cl_stragglers)
     # A test may have stopped a node with SIGSTOP: let it see the signals.
     for p in ${pids[@]+"${pids[@]}"}; do kill -CONT "$p" 2>/dev/null || true; done
     # The monitor first, so that stopping the primaries starts no failover.
     if [[ -d $CL_DIR/monitor ]]; then
         t1=$(tq_now)
         cl_as pg_autoctl stop --pgdata "$CL_DIR/monitor" >/dev/null 2>&1 || true
-        cl_wait_gone 30 monitor || true
+        cl_wait_gone 20 monitor ${mgroups[@]+"${mgroups[@]}"} || true
         cl_say "monitor stopped ($(cl_since "$t1"))"
     fi
+    # The nodes at once, without a shutdown checkpoint: the directory goes.
     t1=$(tq_now)
     for d in "$CL_DIR"/shard*; do
         [[ -d $d ]] || continue
-        cl_as pg_autoctl stop --pgdata "$d" >/dev/null 2>&1 &
+        cl_as pg_autoctl stop --immediate --pgdata "$d" >/dev/null 2>&1 &
     done
     if [[ -f $CL_DIR/proxy/postmaster.pid ]]; then
-        cl_as pg_ctl -D "$CL_DIR/proxy" -m fast -w -t 30 -s stop >/dev/null 2>&1 &
+        cl_as pg_ctl -D "$CL_DIR/proxy" -m immediate -w -t 30 -s stop >/dev/null 2>&1 &
     fi
-    wait || true
-    cl_wait_gone 30 || true
-    cl_say "nodes and proxy stopped ($(cl_since "$t1"))"
-    # What did not stop in 30 s, and whatever else runs from the directory.
-    mapfile -t pids < <(cl_pids; cl_stragglers)
-    if [[ ${#pids[@]} -gt 0 ]]; then
-        cl_say "killing what did not stop: ${pids[*]}"
-        for p in "${pids[@]}"; do
-            if cl_ours "$p"; then kill -KILL "$p" 2>/dev/null || true; fi
+    # A keeper that was killed left its services and its postmaster, which
+    # no pg_autoctl stop reaches: end the services (which would start the
+    # postmaster again), then stop the postmaster.
+    local -a orphans=()
+    for g in ${groups[@]+"${groups[@]}"}; do
+        cl_ours "$g" && continue
+        for p in $(cl_members "$g"); do
+            read -r d 2>/dev/null <"/proc/$p/comm" || continue
+            if [[ $d == pg_autoctl ]]; then
+                kill -KILL "$p" 2>/dev/null || true
+            else
+                d=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^-D$/{n;p;q}')
+                [[ -n $d && $d == "$CL_DIR"/* ]] && orphans+=("$d")
+            fi
         done
+    done
+    for d in ${orphans[@]+"${orphans[@]}"}; do
+        cl_as pg_ctl -D "$d" -m immediate -w -t 30 -s stop >/dev/null 2>&1 &
+    done
+    wait || true
+    cl_wait_gone 30 "" ${groups[@]+"${groups[@]}"} || true
+    cl_say "nodes and proxy stopped ($(cl_since "$t1"))"
+    # What did not stop in 30 s (a keeper that was killed leaves its
+    # services and postmaster), and whatever else runs from the directory.
+    mapfile -t pids < <(cl_live "" ${groups[@]+"${groups[@]}"}; cl_stragglers)
+    if [[ ${#pids[@]} -gt 0 ]]; then
+        cl_say "killing what did not stop: $(printf '%s\n' "${pids[@]}" | sort -un | paste -sd' ')"
+        for g in ${groups[@]+"${groups[@]}"}; do
+            [[ -z $(cl_members "$g") ]] || kill -KILL -- "-$g" 2>/dev/null || true
+        done
+        for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
         sleep 1
     fi
     rm -rf "$CL_DIR"

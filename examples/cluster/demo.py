@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 import psycopg
 from psycopg.types.json import Jsonb
 
-CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
+CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "ivan", "judy", "sybil"]  # 2 per shard of 4
 TASKS = int(os.environ.get("TASKS", "5"))
 TIMEOUT = float(os.environ.get("TIMEOUT", "120"))
 SWITCHOVER = os.environ.get("SWITCHOVER", "0") not in ("", "0")
