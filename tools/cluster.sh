@@ -16,7 +16,7 @@
 # for one machine, not for a network.  pg_auto_failover does the failover:
 # the keepers run as `pg_autoctl run`, and nothing here promotes anything.
 #
-# Usage: tools/cluster.sh start [N] | stop | status | node-start NAME
+# Usage: tools/cluster.sh start [N] | stop | status | node-start NAME | demo [N] | test
 #   start       as root: installs the packages (deps.sh cluster), builds and
 #               installs taskq into the system's PostgreSQL (skipped when the
 #               installed build is this tree's), creates the user taskq; then
@@ -226,8 +226,8 @@ cl_run_keeper() {
 
 # cl_wait_sql PORT DB SQL SECONDS: until SQL returns t on the node.
 cl_wait_sql() {
-    local port=$1 db=$2 sql=$3 secs=$4 i
-    for ((i = 0; i < secs * 4; i++)); do
+    local port=$1 db=$2 sql=$3 end=$((SECONDS + $4))
+    while ((SECONDS < end)); do
         [[ $(cl_psql "$port" "$db" -At -c "$sql" 2>/dev/null) == t ]] && return 0
         sleep 0.25
     done
@@ -238,7 +238,7 @@ CL_MONITOR_URI=""
 cl_monitor() {
     local port=$1
     CL_MONITOR_URI="postgres://autoctl_node@127.0.0.1:$port/pg_auto_failover?sslmode=disable"
-    cl_as pg_autoctl create monitor --pgdata "$CL_DIR/monitor" --pgport "$port" \
+    cl_as setsid -w pg_autoctl create monitor --pgdata "$CL_DIR/monitor" --pgport "$port" \
         --listen 127.0.0.1 --hostname 127.0.0.1 --auth trust --ssl-mode disable --no-ssl \
         >>"$CL_LOG/setup-monitor.log" 2>&1 || { cl_tail "$CL_LOG/setup-monitor.log"; return 1; }
     cl_settings monitor | cl_as tee -a "$CL_DIR/monitor/postgresql.conf" >/dev/null
@@ -253,7 +253,9 @@ cl_tail() { { echo "--- last lines of $1:"; tail -n 30 "$1"; } >&2 2>/dev/null |
 # of a formation becomes its primary, the next one a standby cloned from it).
 cl_node() {
     local name=$1 port=$2 formation=$3
-    cl_as pg_autoctl create postgres --pgdata "$CL_DIR/$name" --pgport "$port" \
+    # In a session of its own (setsid -w waits for it), so that a start
+    # that is interrupted can end it with its services and its postmaster.
+    cl_as setsid -w pg_autoctl create postgres --pgdata "$CL_DIR/$name" --pgport "$port" \
         --listen 127.0.0.1 --hostname 127.0.0.1 --name "$name" --formation "$formation" \
         --monitor "$CL_MONITOR_URI" --auth trust --ssl-mode disable --no-ssl --dbname taskq
 }
@@ -595,6 +597,18 @@ cl_wait_gone() {
     return 1
 }
 
+# cl_leader PID: PID is a pg_autoctl of this cluster that leads its own
+# process group (a keeper, or a create: both run in sessions of their own).
+cl_leader() {
+    local stat comm
+    read -r comm 2>/dev/null <"/proc/$1/comm" || return 1
+    [[ $comm == pg_autoctl ]] && cl_ours "$1" || return 1
+    stat=$(<"/proc/$1/stat") || return 1
+    stat=${stat##*) }
+    read -r -a stat <<<"$stat"
+    [[ ${stat[2]} == "$1" ]]
+}
+
 # The processes left: PostgreSQL's and pg_autoctl's programs whose command
 # line names the directory (a keeper's services, an interrupted create).
 cl_stragglers() {
@@ -629,6 +643,12 @@ cl_stop() {
     mapfile -t pids < <(cl_live "" ${groups[@]+"${groups[@]}"}; cl_stragglers)
     # A test may have stopped a node with SIGSTOP: let it see the signals.
     for p in ${pids[@]+"${pids[@]}"}; do kill -CONT "$p" 2>/dev/null || true; done
+    # An interrupted start's pg_autoctl create: its session goes at once.
+    for p in ${pids[@]+"${pids[@]}"}; do
+        if cl_leader "$p" && [[ " $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" == *" create "* ]]; then
+            kill -KILL -- "-$p" 2>/dev/null || true
+        fi
+    done
     # The monitor first, so that stopping the primaries starts no failover.
     if [[ -d $CL_DIR/monitor ]]; then
         t1=$(tq_now)
@@ -675,7 +695,10 @@ cl_stop() {
         for g in ${groups[@]+"${groups[@]}"}; do
             [[ -z $(cl_members "$g") ]] || kill -KILL -- "-$g" 2>/dev/null || true
         done
-        for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+        for p in "${pids[@]}"; do
+            if cl_leader "$p"; then kill -KILL -- "-$p" 2>/dev/null || true; fi
+            kill -KILL "$p" 2>/dev/null || true
+        done
         sleep 1
     fi
     rm -rf "$CL_DIR"
