@@ -919,7 +919,11 @@ def scenario_metrics(ledger, events, parts):
         else:
             m["first_ok_s"] = round(first_ok - tf, 2) if first_ok else None
             m["recovered_s"] = 0.0
-        t_rec = tf + (m["recovered_s"] if m["recovered_s"] is not None else (t_stop - tf))
+        if errs and m["recovered_s"] is not None:
+            t_rec = tf + m["recovered_s"]
+        else:
+            # no outage seen (or no end of it): "during" is the fault's whole window
+            t_rec = t_stop
         others = [r for r in ledger if r["outcome"] != "ok" and r.get("shard") is not None
                   and r.get("shard") != k and tf <= r["t"] <= max(t_rec, tf) + 5]
         m["errors_on_other_shards"] = len(others)
@@ -951,7 +955,7 @@ def scenario_metrics(ledger, events, parts):
 def cmd_check(args):
     global WATCHDOG
     WATCHDOG = Watchdog()
-    shards, _ = config(args)
+    shards, proxy = config(args)
     n = len(shards)
     conns = [Conn(d, 120) for d in shards]
     ledger = read_jsonl(os.path.join(args.dir, "ledger.jsonl"))
@@ -963,6 +967,17 @@ def cmd_check(args):
     check_signals_and_ends(conns, fails, facts, args.settle)
     routes = sorted({r["route"] for r in ledger if r.get("route")})
     parts = dict(zip(routes, Partitions(n, shards).of(routes))) if routes else {}
+    if proxy and routes:
+        # the proxy's routing and the client's hash rule must agree
+        try:
+            rows, _ = Conn(proxy, 60).call("SELECT r, taskq_proxy.partition_of(r) FROM unnest(%s::text[]) AS r",
+                                           (routes[:2000],))
+            wrong = [(r, p, parts[r]) for r, p in rows if p != parts[r]]
+            facts["proxy_partition_of_agrees"] = not wrong
+            for r, p, q in wrong[:20]:
+                fails.add("L1", "the proxy puts route %s on partition %s, hashtext(route) & (N - 1) is %d" % (r, p, q))
+        except CallError as e:
+            facts["proxy_partition_of_agrees"] = "not asked: %s %s" % (e.sqlstate, e.msg)
     scen = scenario_metrics(ledger, events, parts)
     for m in scen:
         if m.get("writes_acknowledged_by_old_primary_after_promotion"):
@@ -994,6 +1009,8 @@ def print_report(res):
           " tried more than once: %d; retention %s"
           % (f["unknown_calls"], f["unknown_claims"], f["duplicates"], f["tasks_tried_more_than_once"],
              ",".join(sorted(set(f["retention"])))))
+    if "proxy_partition_of_agrees" in f:
+        print("        taskq_proxy.partition_of agrees with hashtext(route) & (N - 1): %s" % f["proxy_partition_of_agrees"])
     for k, c in res["checks"].items():
         print("%s %-4s %s%s" % ("ok  " if c["ok"] else "FAIL", k, NAMES[k],
                                 "" if c["ok"] else " (%d)" % c["failures"]))

@@ -141,15 +141,19 @@ node_pids() {  # the keeper and the postmaster of a PGDATA, with their children
         kill -0 "$p" 2>/dev/null && descendants "$p"
     done | sort -un
 }
-signal_node() {  # signal_node SIG NAME
+# signal_node SIG NAME [SCENARIO WHAT]: the node's processes are found first
+# (pg_autoctl takes a moment), then the fault is noted, then they are signalled.
+signal_node() {
     local pd pids
     pd=$(node_field "$2" 3)
     pids=$(node_pids "$pd")
     [[ -n $pids ]] || { say "no process found for node $2 ($pd)"; return 1; }
+    [[ -n ${3:-} ]] && fault "$3" "$4" "$SHARD"
     say "kill -$1 node $2: $(echo $pids)"
     # shellcheck disable=SC2086
     kill "-$1" $pids 2>/dev/null || true
 }
+now() { date +%s.%N; }
 # Start a node's keeper again (it starts its postgres).
 start_node() {  # start_node NAME [PGDATA]
     local pd=${2:-$(node_field "$1" 3)}
@@ -173,6 +177,7 @@ monitor_pgdata() {
     done
 }
 
+monitor_up() { [[ $(psql_at "$TQC_MONITOR" 'SELECT 1') == 1 ]]; }
 wait_until() {  # wait_until SECONDS WHAT cmd...: true when cmd succeeded in time
     local t_end=$((SECONDS + $1)) what=$2
     shift 2
@@ -240,7 +245,7 @@ scenario_switchover() {
     old=$(primary_port "$k")
     start_load switchover
     fault switchover "pg_autoctl perform switchover --formation shard$k" "$k"
-    t0=$(date +%s.%N)
+    t0=$(now)
     autoctl perform switchover --formation "shard$k" --monitor "$TQC_MONITOR" >>"$RUN/autoctl.log" 2>&1 ||
         failed "perform switchover failed"
     wait_until "$WAIT" "a new primary of shard $k" port_moved "$k" "$old" || failed "no new primary"
@@ -257,9 +262,8 @@ scenario_kill() {
     local k=$SHARD old name t0
     old=$(primary_port "$k"); name=$(node_of_port "$k" "$old")
     start_load kill
-    t0=$(date +%s.%N)
-    fault kill "kill -9 of primary $name (keeper and postgres)" "$k"
-    signal_node KILL "$name"
+    signal_node KILL "$name" kill "kill -9 of primary $name (keeper and postgres)"
+    t0=$(now)
     wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
     event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
     $PY "$here/haload.py" wait-ok --dir "$RUN" --shard "$k" --after "$t0" --timeout "$WAIT" >/dev/null ||
@@ -275,8 +279,7 @@ scenario_rejoin() {
     local k=$SHARD old name
     old=$(primary_port "$k"); name=$(node_of_port "$k" "$old")
     start_load rejoin
-    fault rejoin "kill -9 of primary $name" "$k"
-    signal_node KILL "$name"
+    signal_node KILL "$name" rejoin "kill -9 of primary $name"
     wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
     event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
     sleep "$AFTER"
@@ -289,7 +292,8 @@ scenario_rejoin() {
     heal "$k"
     check rejoin
 }
-is_secondary() { [[ $(formation_state "$1" | awk -v n="$2" '$1 == n { print $3 }') == secondary ]]; }
+is_secondary() { node_in "$1" "$2" secondary; }
+node_in() { [[ $(formation_state "$1" | awk -v n="$2" '$1 == n { print $3 }') == "$3" ]]; }  # node_in K NAME STATE
 
 # 4. The monitor is down: service goes on, no failover happens.
 scenario_monitor() {
@@ -304,7 +308,7 @@ scenario_monitor() {
     after=$(for ((k = 0; k < TQC_SHARDS; k++)); do primary_port "$k"; done)
     [[ $before == "$after" ]] || failed "primaries changed while the monitor was down: $before -> $after"
     start_node monitor "$mon"
-    wait_until "$WAIT" "the monitor back" psql_at "$TQC_MONITOR" 'SELECT 1' ||
+    wait_until "$WAIT" "the monitor back" monitor_up ||
         failed "the monitor did not come back"
     event repaired
     for ((k = 0; k < TQC_SHARDS; k++)); do heal "$k"; done
@@ -318,14 +322,16 @@ scenario_standby_then_primary() {
     old=$(primary_port "$k"); pname=$(node_of_port "$k" "$old")
     while IFS=: read -r n p pd; do [[ $n != "$pname" ]] && sname=$n; done < <(nodes_of "$k")
     start_load standby_then_primary
-    t0=$(date +%s.%N)
-    fault standby_then_primary "kill -9 of standby $sname" "$k"
-    signal_node KILL "$sname"
+    signal_node KILL "$sname" standby_then_primary "kill -9 of standby $sname"
+    # the monitor lets the primary commit without its standby (wait_primary)
+    wait_until "$WAIT" "$pname wait_primary" node_in "$k" "$pname" wait_primary ||
+        failed "the primary was not told to go on alone"
+    t0=$(now)
+    event alone "\"shard\": $k"
     $PY "$here/haload.py" wait-ok --dir "$RUN" --shard "$k" --after "$t0" --timeout "$WAIT" >/dev/null ||
         failed "writes did not go on without the standby"
     sleep "$AFTER"
-    fault standby_then_primary "kill -9 of primary $pname; standby $sname started again" "$k"
-    signal_node KILL "$pname"
+    signal_node KILL "$pname" standby_then_primary "kill -9 of primary $pname; standby $sname started again"
     start_node "$sname"
     sleep $((FAST == 1 ? 30 : 60))
     if [[ -n $(writable_nodes "$k") ]]; then
@@ -345,13 +351,11 @@ scenario_sigstop() {
     local k=$SHARD old name
     old=$(primary_port "$k"); name=$(node_of_port "$k" "$old")
     start_load sigstop
-    fault sigstop "SIGSTOP of primary $name (keeper and postgres)" "$k"
-    signal_node STOP "$name"
+    signal_node STOP "$name" sigstop "SIGSTOP of primary $name (keeper and postgres)"
     wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
     event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
     sleep "$AFTER"
-    fault sigstop "SIGCONT of old primary $name" "$k"
-    signal_node CONT "$name"
+    signal_node CONT "$name" sigstop "SIGCONT of old primary $name"
     sleep "$AFTER"
     [[ $(writable_nodes "$k" | wc -l) -le 1 ]] || failed "two writable nodes in shard $k"
     heal "$k"
