@@ -687,7 +687,7 @@ def cmd_load(args):
         clean = clean + 1 if all(x == 0 for x in left) else 0
         if clean >= 2:
             break
-        time.sleep(1)
+        time.sleep(0.5)
     log("load %s: drained %s; workers stop" % (ctx.tag, "" if clean >= 2 else "NOT (left per shard: %s)" % left))
     ctx.stop_workers.set()
     for kind, t in threads:

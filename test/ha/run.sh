@@ -152,6 +152,14 @@ signal_node() {
     say "kill -$1 node $2: $(echo $pids)"
     # shellcheck disable=SC2086
     kill "-$1" $pids 2>/dev/null || true
+    if [[ $1 == CONT ]]; then
+        # a parent that stopped itself with its child (runuser, su) goes on too
+        local p pp
+        for p in $pids; do
+            pp=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')
+            [[ -n $pp && $pp != 1 && $(ps -o stat= -p "$pp" 2>/dev/null) == T* ]] && kill -CONT "$pp"
+        done
+    fi
 }
 now() { date +%s.%N; }
 # Start a node's keeper again (it starts its postgres).
@@ -161,8 +169,11 @@ start_node() {  # start_node NAME [PGDATA]
     if [[ -x $root/tools/cluster.sh ]] && grep -q 'start-node' "$root/tools/cluster.sh"; then
         bash "$root/tools/cluster.sh" start-node "$1" >>"$OUT/driver.log" 2>&1 && return 0
     fi
-    as_user setsid pg_autoctl run --pgdata "$pd" >>"$OUT/node-$1.log" 2>&1 </dev/null &
-    disown
+    # setsid -f: the keeper's parent exits at once, so no runuser stays
+    # above it (runuser stops itself when its child is stopped, and a
+    # stopped parent never reaps the keeper's zombie, whose pid then still
+    # holds the keeper's pid file).
+    as_user setsid -f pg_autoctl run --pgdata "$pd" >>"$OUT/node-$1.log" 2>&1 </dev/null
 }
 # The monitor's PGDATA: TQC_MONITOR_PGDATA, else the running postmaster whose
 # postmaster.pid names the monitor's port (a postmaster's cwd is its PGDATA).

@@ -43,12 +43,16 @@ fi
 
 shards=()
 for k in 0 1 2 3; do
-    sql postgres "DROP DATABASE IF EXISTS ha_s$k" >/dev/null
-    sql postgres "CREATE DATABASE ha_s$k" >/dev/null
-    sql "ha_s$k" "CREATE EXTENSION taskq" >/dev/null
-    sql postgres "ALTER DATABASE ha_s$k SET taskq.retention = -1" >/dev/null
+    sql postgres "DROP DATABASE IF EXISTS ha_s$k" >/dev/null 2>&1
+    if [[ $k == 0 ]]; then
+        sql postgres "CREATE DATABASE ha_s0" >/dev/null
+        sql ha_s0 "CREATE EXTENSION taskq" >/dev/null
+    else
+        sql postgres "CREATE DATABASE ha_s$k TEMPLATE ha_s0" >/dev/null
+    fi
     shards+=(--shard "host=$host port=$port user=$user dbname=ha_s$k")
 done
+for k in 0 1 2 3; do sql postgres "ALTER DATABASE ha_s$k SET taskq.retention = -1" >/dev/null; done
 
 echo "selftest: load for $SECONDS_OF_LOAD s on four databases of one server"
 $PY "$here/haload.py" load --dir "$dir" "${shards[@]}" --duration "$SECONDS_OF_LOAD" \
