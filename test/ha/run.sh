@@ -4,9 +4,12 @@
 # Reads the cluster state file ($TASKQ_CLUSTER_DIR/cluster.env, written by
 # tools/cluster.sh start) and nothing else about the cluster: each scenario
 # is a function that uses only its variables (TQC_USER, TQC_BINDIR,
-# TQC_MONITOR, TQC_SHARDS, TQC_SHARD_<k>, TQC_NODES_<k>, TQC_PROXY), the
-# pg_autoctl commands, and signals to the processes of a node, found through
-# its PGDATA (postmaster.pid, the keeper's pid file).
+# TQC_MONITOR, TQC_SHARDS, TQC_SHARD_<k>, TQC_NODES_<k>, TQC_PROXY; and
+# where given TQC_AUTOCTL, the pg_autoctl wrapper, TQC_KEEPERS_<k>, the
+# keepers' pid files, TQC_MONITOR_NODE), the pg_autoctl commands,
+# tools/cluster.sh node-start to start a node's keeper again, and signals to
+# the processes of a node, found through its PGDATA (postmaster.pid, the
+# keeper's pid file).
 #
 # Each scenario runs test/ha/haload.py load in the background (producers
 # through the proxy, a worker pool per shard, proxy claimers), lets it warm
@@ -62,7 +65,11 @@ as_user() {
         env "${e[@]}" "$@"
     fi
 }
-autoctl() { as_user pg_autoctl "$@"; }
+# pg_autoctl with the cluster's environment: the wrapper the state file
+# names (TQC_AUTOCTL), else pg_autoctl as the cluster's user.
+autoctl() {
+    if [[ -n ${TQC_AUTOCTL:-} && -x ${TQC_AUTOCTL:-} ]]; then "$TQC_AUTOCTL" "$@"; else as_user pg_autoctl "$@"; fi
+}
 
 # --- the state file's nodes ------------------------------------------------
 
@@ -129,16 +136,26 @@ descendants() {  # a pid and every process below it
         END { todo[1] = top; n = 1; while (n > 0) { p = todo[n--]; print p;
               m = split(kids[p], k, " "); for (i = 1; i <= m; i++) todo[++n] = k[i] } }'
 }
-keeper_pid() {
-    local f
-    f=$(autoctl show file --pid --pgdata "$1" 2>/dev/null | tail -n 1)
+# The keeper's pid file: from TQC_KEEPERS_<k> (name:pidfile), else pg_autoctl's word.
+keeper_pid() {  # keeper_pid PGDATA
+    local f="" k v entry
+    for ((k = 0; k < TQC_SHARDS; k++)); do
+        v="TQC_KEEPERS_$k"
+        for entry in ${!v:-}; do
+            [[ $(node_field "${entry%%:*}" 3) == "$1" ]] && f=${entry#*:}
+        done
+    done
+    [[ -n $f ]] || f=$(autoctl show file --pid --pgdata "$1" 2>/dev/null | tail -n 1)
     [[ -n $f && -f $f ]] && head -n 1 "$f"
 }
 postmaster_pid() { [[ -f $1/postmaster.pid ]] && head -n 1 "$1/postmaster.pid"; }
+# A pid file may be stale and its pid another process's now: a pid counts
+# only when it is the cluster user's pg_autoctl or postgres.
+ours() { [[ $(ps -o user=,comm= -p "$1" 2>/dev/null) =~ ^$TQC_USER\ +(pg_autoctl|postgres)$ ]]; }
 node_pids() {  # the keeper and the postmaster of a PGDATA, with their children
     local pd=$1 p
     for p in $(keeper_pid "$pd") $(postmaster_pid "$pd"); do
-        kill -0 "$p" 2>/dev/null && descendants "$p"
+        ours "$p" && descendants "$p"
     done | sort -un
 }
 # signal_node SIG NAME [SCENARIO WHAT]: the node's processes are found first
@@ -166,8 +183,8 @@ now() { date +%s.%N; }
 start_node() {  # start_node NAME [PGDATA]
     local pd=${2:-$(node_field "$1" 3)}
     say "start node $1 ($pd)"
-    if [[ -x $root/tools/cluster.sh ]] && grep -q 'start-node' "$root/tools/cluster.sh"; then
-        bash "$root/tools/cluster.sh" start-node "$1" >>"$OUT/driver.log" 2>&1 && return 0
+    if [[ -f $root/tools/cluster.sh ]] && grep -q 'node-start' "$root/tools/cluster.sh"; then
+        bash "$root/tools/cluster.sh" node-start "$1" >>"$OUT/driver.log" 2>&1 && return 0
     fi
     # setsid -f: the keeper's parent exits at once, so no runuser stays
     # above it (runuser stops itself when its child is stopped, and a
@@ -179,6 +196,7 @@ start_node() {  # start_node NAME [PGDATA]
 # postmaster.pid names the monitor's port (a postmaster's cwd is its PGDATA).
 monitor_pgdata() {
     local port pid dir
+    if [[ -n ${TQC_MONITOR_NODE:-} ]]; then echo "${TQC_MONITOR_NODE#*:*:}"; return; fi
     if [[ -n ${TQC_MONITOR_PGDATA:-} ]]; then echo "$TQC_MONITOR_PGDATA"; return; fi
     port=$(sed -n 's|.*@[^:/]*:\([0-9]*\)/.*|\1|p' <<<"$TQC_MONITOR")
     for pid in $(pgrep -x postgres); do
