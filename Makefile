@@ -2,7 +2,7 @@
 # PGXS meaning; `make test` and `make demo` install what they need first and run
 # on a throwaway cluster, so they must work before pg_config exists.
 
-EXTENSION    = taskq
+EXTENSION    = taskq taskq_proxy
 EXTVERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" taskq.control)
 
 MODULE_big   = taskq
@@ -11,7 +11,7 @@ OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 # (the current schema); taskq--0.1.sql stays as released, the base from
 # which older versions are installed with the update scripts.
 DATA         = src/sql/taskq--0.1.sql $(wildcard src/sql/taskq--*--*.sql)
-DATA_built   = src/sql/taskq--$(EXTVERSION).sql
+DATA_built   = src/sql/taskq--$(EXTVERSION).sql proxy/taskq_proxy--$(EXTVERSION).sql
 PG_CPPFLAGS  = -I$(srcdir)/src
 
 # TASKQ_ASSERT=1: Assert() checks in taskq's own code even against a server
@@ -52,6 +52,11 @@ endif
 $(OBJS): $(wildcard src/*/*.h)
 
 src/sql/taskq--$(EXTVERSION).sql: src/sql/taskq.sql
+	cp $< $@
+
+# taskq_proxy (proxy/): the second extension, SQL only, for the proxy
+# database in front of several shards (docs/scaling.md).
+proxy/taskq_proxy--$(EXTVERSION).sql: proxy/taskq_proxy.sql
 	cp $< $@
 
 # taskq-worker (tools/taskq-worker/), a libpq program installed next to the

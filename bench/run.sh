@@ -140,6 +140,15 @@
 #           (20) actions, half pending, a quarter in progress, a quarter
 #           completed; the fills are not timed, and the background worker
 #           has refreshed the gauges before the calls
+#   proxy   (not in the default WORKLOADS) taskq_proxy over 4 shard
+#           databases of the bench cluster (PL/Proxy connecting back over
+#           127.0.0.1): PROXY_CALLS (5,000) one-task enqueues, and as many
+#           claim-and-return cycles (own_tasks 1 + return_task), each through
+#           the proxy against the same on one shard directly (pgbench -M
+#           prepared, one client, the two taking turns); and PROXY_TASKS
+#           (40,000) tasks drained by 4 workers on each of the 4 shards at once
+#           (a pool per shard, the fast path) against the same tasks on one
+#           shard drained by 16 workers, 1 per claim, waiting claims
 # depth and fanin take minutes each, so they run LONG_RUNS (1) times; chain
 # runs RUNS times.  A drain of more than 1 task per claim lasts one to two
 # seconds, which a slow second of the shared machine moves by a fifth, so
@@ -158,6 +167,8 @@ source "$here/../test/bin/lib.sh"
 RUNS=${RUNS:-3}
 WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
 TASKS=${TASKS:-100000}   # enqueue and drain 100,000
+PROXY_CALLS=${PROXY_CALLS:-5000}
+PROXY_TASKS=${PROXY_TASKS:-40000}
 DRAIN_WORKERS=${DRAIN_WORKERS:-1 4 16}   # a subset, for quick looks
 DRAIN_PER_CLAIM=${DRAIN_PER_CLAIM:-1 50}
 LATENCY_SECONDS=${LATENCY_SECONDS:-20}
@@ -756,6 +767,83 @@ if want timers; then
     sql "DELETE FROM taskq.runs" "DELETE FROM taskq.run_timers" "TRUNCATE taskq.tasks"
 fi
 
+# Through the proxy: see the header.
+proxy_pgbench() {   # DB SCRIPT CALLS: prints transactions/s
+    local out
+    out=$(pgbench -n -M prepared -c 1 -t "$3" -f "$2" "$1" 2>&1) || { echo "$out" >&2; exit 1; }
+    sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out"
+}
+proxy_fill() {   # DB N: N tasks of action work in DB
+    PGDATABASE=$1 sql "TRUNCATE taskq.tasks" \
+        "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', '$1.' || g, 'action', 'work')) FROM generate_series(1, $2) g))" \
+        "VACUUM ANALYZE taskq.tasks" >/dev/null
+}
+proxy_drain() {   # shards|one ROUND: prints tasks/s
+    local r=$2 line rate pids=() i per t0 t1 files=()
+    if [[ $1 == one ]]; then
+        proxy_fill s0 "$PROXY_TASKS"
+        line=$(PGDATABASE=s0 "$TQ_WORK/driver" taskq drain --clients 16 --per-claim 1 --wait 100 --tasks "$PROXY_TASKS" --prefix "po$r")
+        [[ $(field tasks <<<"$line") == "$PROXY_TASKS" ]] || { echo "bench: proxy one drained $(field tasks <<<"$line")" >&2; exit 1; }
+        rate=$(field rate <<<"$line")
+    else
+        per=$((PROXY_TASKS / 4))
+        for i in 0 1 2 3; do proxy_fill "s$i" "$per"; done
+        t0=$(date +%s.%N)
+        for i in 0 1 2 3; do
+            files+=("$TQ_WORK/proxy_drain.$i")
+            PGDATABASE=s$i "$TQ_WORK/driver" taskq drain --clients 4 --per-claim 1 --wait 100 --tasks "$per" --prefix "ps$r$i" >"${files[i]}" &
+            pids+=($!)
+        done
+        for i in 0 1 2 3; do wait "${pids[i]}"; done
+        t1=$(date +%s.%N)
+        for i in 0 1 2 3; do
+            [[ $(field tasks <"${files[i]}") == "$per" ]] || { echo "bench: proxy shard $i drained $(field tasks <"${files[i]}")" >&2; exit 1; }
+        done
+        rate=$(awk -v n="$PROXY_TASKS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }')
+    fi
+    echo "  proxy drain $1 run $r: $rate tasks/s" >&2
+    echo "$rate"
+}
+if want proxy; then
+    for i in 0 1 2 3; do
+        tq_psql postgres -q -c "CREATE DATABASE s$i"
+        tq_psql "s$i" -q -c "CREATE EXTENSION taskq"
+    done
+    tq_psql postgres -q -c "CREATE DATABASE proxy"
+    tq_psql proxy -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION plproxy" -c "CREATE EXTENSION taskq_proxy" \
+        -c "CREATE SERVER taskq FOREIGN DATA WRAPPER plproxy OPTIONS ($(for i in 0 1 2 3; do printf "p$i 'host=127.0.0.1 port=$TQ_PORT dbname=s$i'"; [[ $i == 3 ]] || printf ', '; done))" \
+        -c "CREATE USER MAPPING FOR PUBLIC SERVER taskq"
+    echo "SELECT taskq.enqueue('work');" >"$TQ_WORK/proxy_enq.sql"
+    declare -A pr=()
+    for ((r = 1; r <= RUNS; r++)); do
+        if ((r % 2)); then order="direct proxy"; else order="proxy direct"; fi
+        for m in $order; do
+            db=s0; [[ $m == proxy ]] && db=proxy
+            for i in 0 1 2 3; do PGDATABASE=s$i sql "TRUNCATE taskq.tasks"; done
+            pr[enq.$m]+="$(proxy_pgbench "$db" "$TQ_WORK/proxy_enq.sql" "$PROXY_CALLS") "
+            if [[ $m == proxy ]]; then
+                for i in 0 1 2 3; do proxy_fill "s$i" "$PROXY_CALLS"; done
+            else
+                proxy_fill s0 "$PROXY_CALLS"
+            fi
+            pr[cycle.$m]+="$(proxy_pgbench "$db" "$here/pgbench/claim.sql" "$PROXY_CALLS") "
+        done
+        echo "  proxy run $r: enqueue ${pr[enq.direct]}/ ${pr[enq.proxy]}; cycle ${pr[cycle.direct]}/ ${pr[cycle.proxy]}" >&2
+        if ((r % 2)); then order="one shards"; else order="shards one"; fi
+        for m in $order; do pr[drain.$m]+="$(proxy_drain "$m" "$r") "; done
+    done
+    for k in enq.direct enq.proxy cycle.direct cycle.proxy drain.one drain.shards; do
+        R[proxy.$k]=$(printf '%s\n' ${pr[$k]} | median)
+    done
+    for k in enq cycle; do
+        read -ra a <<<"${pr[$k.proxy]}"; read -ra b <<<"${pr[$k.direct]}"
+        L[proxy.$k]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    done
+    read -ra a <<<"${pr[drain.shards]}"; read -ra b <<<"${pr[drain.one]}"
+    L[proxy.drain]=$(for ((r = 0; r < RUNS; r++)); do ratio "${a[r]}" "${b[r]}"; echo; done | paste -sd' ')
+    unset pr
+fi
+
 # metrics(): the latency of a scrape with a small and a big table, the
 # sizes taking turns as in row().
 metrics_fill() {   # N: N tasks over METRICS_ACTIONS actions, a quarter claimed, a quarter completed
@@ -1179,6 +1267,14 @@ s_all() { local l; for l in "${soaks[@]}"; do field "$1" <<<"$l"; done | paste -
         echo "|---|---:|---:|---:|---:|---:|---|---|"
         echo "| \`max_running\` 8 ÷ no limit | 16 | ${R[limits.max8]} | ${R[limits.plain8]} | 8 | $(ratio "${R[limits.max8]}" "${R[limits.plain8]}") | ${L[limits.max8.ratios]} | ≥ 0.8 |"
         echo "| \`max_running_per_key\` 1 over $(fmt "$LIMIT_KEYS") keys ÷ the same keys, no limit | 16 | ${R[limits.perkey]} | ${R[limits.keyed]} | 16 | $(ratio "${R[limits.perkey]}" "${R[limits.keyed]}") | ${L[limits.perkey.ratios]} | ≥ 0.8 |"
+        echo
+    fi
+    if want proxy; then
+        echo "| through the proxy (4 shards of one server) | proxy | direct | ratio | ratio run by run | target |"
+        echo "|---|---:|---:|---:|---|---|"
+        echo "| one-task \`enqueue\`, calls/s (pgbench, one client, $(fmt "$PROXY_CALLS") calls) | ${R[proxy.enq.proxy]} | ${R[proxy.enq.direct]} | $(ratio "${R[proxy.enq.proxy]}" "${R[proxy.enq.direct]}") | ${L[proxy.enq]} | ≥ 0.5 |"
+        echo "| claim and return (own_tasks 1 + return_task), cycles/s | ${R[proxy.cycle.proxy]} | ${R[proxy.cycle.direct]} | $(ratio "${R[proxy.cycle.proxy]}" "${R[proxy.cycle.direct]}") | ${L[proxy.cycle]} | ≥ 0.5 |"
+        echo "| drain of $(fmt "$PROXY_TASKS") tasks, tasks/s: 4 shards × 4 workers ÷ one shard × 16 | ${R[proxy.drain.shards]} | ${R[proxy.drain.one]} | $(ratio "${R[proxy.drain.shards]}" "${R[proxy.drain.one]}") | ${L[proxy.drain]} | ≥ 0.85 |"
         echo
     fi
     if want timers; then

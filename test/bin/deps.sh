@@ -41,6 +41,12 @@ PACKAGES=(
 # dependencies do not accept), pg 8 from the npm registry into $TQ_NODE_DIR.
 node_pg() { NODE_PATH=$TQ_NODE_PATH node -e 'require("pg")' >/dev/null 2>&1; }
 
+# PL/Proxy for taskq_proxy (test/t/050_proxy.pl): Debian 12 has it for 15;
+# the other majors' releases are asked (the test skips where it is missing).
+if [[ $TQ_PG == 15 ]] || apt-cache show "postgresql-$TQ_PG-plproxy" >/dev/null 2>&1; then
+    PACKAGES+=("postgresql-$TQ_PG-plproxy")
+fi
+
 # From 18, Debian ships the server's JIT provider as a package of its own
 # (test/t/014_no_jit.pl needs one); up to 17 it is in the server's.
 if apt-cache show "postgresql-$TQ_PG-jit" >/dev/null 2>&1; then

@@ -32,6 +32,10 @@ use strict;
 use warnings;
 
 my $file = shift;
+# The extension the script installs, and the schemas it may create objects
+# in: taskq, or taskq_proxy (proxy/), which creates taskq and taskq_proxy.
+my $ext = $file =~ /taskq_proxy/ ? "taskq_proxy" : "taskq";
+my $schemas = $ext eq "taskq" ? qr/taskq/i : qr/taskq|taskq_proxy/i;
 open(my $fh, "<", $file) or die "$file: $!";
 my $raw = do { local $/; <$fh> };
 close $fh;
@@ -48,7 +52,7 @@ v("CREATE OR REPLACE") if $body =~ /create\s+or\s+replace/i;
 v("IF NOT EXISTS") if $body =~ /if\s+not\s+exists/i;
 v("\@extschema\@ inside a quoted literal") if $body =~ /\x27[^\x27]*\@extschema\@[^\x27]*\x27/;
 v("missing the \\echo ... \\quit guard")
-  unless $raw =~ /^\\echo Use "CREATE EXTENSION taskq" to load this file\. \\quit$/m
+  unless $raw =~ /^\\echo Use "CREATE EXTENSION $ext" to load this file\. \\quit$/m
   || ($file =~ /--[^-]+--[^-]+\.sql$/
       && $raw =~ /^\\echo Use "ALTER EXTENSION taskq UPDATE TO \x27[^\x27]+\x27" to load this file\. \\quit$/m);
 
@@ -101,7 +105,7 @@ sub check_expr
 	while ($e =~ /::\s*([A-Za-z_][\w.]*)/g)
 	{
 		my $t = $1;
-		v("$what: cast to unqualified type $t") unless $t =~ /^(pg_catalog|taskq)\./i;
+		v("$what: cast to unqualified type $t") unless $t =~ /^(pg_catalog|$schemas)\./i;
 	}
 	$e =~ s/::\s*[A-Za-z_][\w.]*(\[\])?/ /g;
 	$e =~ s/\(\s*\*\s*\)/()/g;                                # count(*)
@@ -160,7 +164,7 @@ for my $st (@stmts)
 	if ($s =~ /^CREATE\s+SCHEMA\s+(\S+)/i)
 	{
 		$creates_schema = 1 if lc $1 eq "taskq";
-		v("creates schema $1, not taskq") unless lc $1 eq "taskq";
+		v("creates schema $1, not taskq") unless $1 =~ /^($schemas)$/;
 		next;
 	}
 	if ($s =~ /^CREATE\s+(?:UNIQUE\s+)?INDEX\b/i)
@@ -184,7 +188,7 @@ for my $st (@stmts)
 	if ($s =~ /^CREATE\s+(TABLE|VIEW|FUNCTION|TYPE|SEQUENCE|PROCEDURE|AGGREGATE|OPERATOR|DOMAIN)\s+("?[\w.]+"?(?:\."?\w+"?)?)/i)
 	{
 		my ($kind, $name) = (uc $1, $2);
-		v("$kind $name is not created in schema taskq") unless $name =~ /^taskq\./i;
+		v("$kind $name is not created in schema taskq") unless $name =~ /^($schemas)\./i;
 	}
 	if ($s =~ /^CREATE\s+VIEW\s+\S+\s+AS\b(.*)\z/is)
 	{
@@ -224,7 +228,7 @@ if ($file !~ m{taskq--[^/]*--[^/]*\.sql$})
 {
 	v("does not create schema taskq itself (CREATE SCHEMA taskq)") unless $creates_schema;
 	v("does not revoke EXECUTE on its functions from PUBLIC")
-	  unless $body =~ /REVOKE\s+ALL\s+ON\s+ALL\s+FUNCTIONS\s+IN\s+SCHEMA\s+taskq\s+FROM\s+PUBLIC/i;
+	  unless $body =~ /REVOKE\s+ALL\s+ON\s+ALL\s+FUNCTIONS\s+IN\s+SCHEMA\s+taskq\b[^;]*\s+FROM\s+PUBLIC/i;
 }
 
 # Every created object is commented.
@@ -291,7 +295,7 @@ built=src/sql/taskq--$version.sql
 if [[ -e $built ]] && ! cmp -s src/sql/taskq.sql "$built"; then
     report "$built differs from src/sql/taskq.sql (run make to rebuild it)"
 fi
-scripts=(src/sql/taskq.sql)
+scripts=(src/sql/taskq.sql proxy/taskq_proxy.sql)
 for f in src/sql/taskq--*.sql; do
     [[ -e $f && $f != "$built" ]] && scripts+=("$f")
 done

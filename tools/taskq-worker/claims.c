@@ -18,7 +18,11 @@
  * all the same is given back with the tasks claimed ahead.  Its connection
  * is then closed, never used again (a cancel request may come late).  If
  * the connection fails, the next waiting claim is sent on a new one a
- * second later; when the main connection is lost it is closed too.
+ * second later (then 2 s, 4 s, ... up to --max-backoff, until one
+ * answers); when the main connection is lost it is closed too.  A claim
+ * that fails because the database is unavailable (shard_unavailable():
+ * read-only after a failover, shutting down) drops the main connection as
+ * well, so that the shard's process reconnects with backoff.
  *
  * Single-threaded: called from main.c's loop (through cycle.c) only.
  *
@@ -32,7 +36,7 @@
 
 #include <libpq-fe.h>
 
-#define WAIT_RETRY_MS	1000	/* after a failed waiting claim */
+#define WAIT_RETRY_MS	1000	/* after a failed waiting claim; doubled up to --max-backoff */
 
 static bool have_wait;			/* own_tasks has wait (0.5) */
 static bool have_key;			/* own_tasks returns concurrency_key (0.6) */
@@ -42,6 +46,7 @@ static bool w_busy;				/* sent, answer not read yet */
 static int	w_want;
 static int64_t w_sent_ms;
 static int64_t w_retry_at;
+static int64_t w_backoff = WAIT_RETRY_MS;	/* the next wait after a failure */
 
 /*
  * The columns of a claim (own_tasks and friends, as t): the task, and
@@ -223,13 +228,21 @@ claim_wait_close(void)
 	w_want = 0;
 }
 
+/* The next waiting claim after a failure: 1 s, 2 s, 4 s, ... up to --max-backoff. */
+static void
+wait_retry_later(void)
+{
+	w_retry_at = now_ms() + w_backoff;
+	w_backoff = w_backoff * 2 > opts.max_backoff_ms ? opts.max_backoff_ms : w_backoff * 2;
+}
+
 static void
 wait_failed(const char *what)
 {
 	log_msg("waiting claim: %s: %s", what,
 			wconn != NULL ? PQerrorMessage(wconn) : "out of memory");
 	claim_wait_close();
-	w_retry_at = now_ms() + WAIT_RETRY_MS;
+	wait_retry_later();
 }
 
 /*
@@ -240,8 +253,9 @@ wait_failed(const char *what)
 bool
 claim_wait_send(int max, int64_t now)
 {
-	const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
-	const char *const values[] = {"10", "taskq-worker", opts.conninfo, NULL};
+	const char *const keys[] = {"connect_timeout", "fallback_application_name", "user",
+	"dbname", NULL};
+	const char *const values[] = {"10", "taskq-worker", opts.default_user, opts.conninfo, NULL};
 	const char *actions[1000];
 	char	   *arr;
 	char		maxbuf[16];
@@ -327,6 +341,9 @@ take_answer(Claimed **out, bool cancelled)
 {
 	PGresult   *res;
 	PGresult   *r;
+	const char *state;
+	char		unavailable_state[8] = "";
+	bool		unavailable;
 	int			n;
 
 	res = PQgetResult(wconn);
@@ -338,12 +355,25 @@ take_answer(Claimed **out, bool cancelled)
 		wait_failed("no answer");
 		return -1;
 	}
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	unavailable = !cancelled && shard_unavailable(state);
+	if (unavailable)
+		snprintf(unavailable_state, sizeof(unavailable_state), "%s", state);
 	n = claims_rows(res, cancelled ? NULL : "waiting claim", w_sent_ms, out, NULL, 0);
 	if (n < 0 || PQstatus(wconn) != CONNECTION_OK)
 	{
 		claim_wait_close();
-		w_retry_at = now_ms() + WAIT_RETRY_MS;
+		wait_retry_later();
+		/* read-only after a failover, shutting down, ...: the whole shard reconnects */
+		if (unavailable && db_connected())
+		{
+			log_msg("connection lost: the waiting claim failed with %s (the database is "
+					"unavailable); reconnecting", unavailable_state);
+			db_disconnect();
+		}
 	}
+	else
+		w_backoff = WAIT_RETRY_MS;
 	return n;
 }
 

@@ -24,7 +24,13 @@
  * a result return_task refuses (54000 over 1 MiB as jsonb, 22P02 for text
  * jsonb does not take, ...) fails the try instead: the task is returned
  * pending without it, its status naming the error, so that it is neither
- * lost nor left to its lease.  Step returns
+ * lost nor left to its lease.  Returns that the connection's loss left
+ * unmade or unacknowledged (the call failed, or return_and_own was in
+ * flight) stay queued and are made again after the reconnection: a
+ * repeated return with the same token is a no-op on the server, so the
+ * retry is safe whether the first one committed or not (the claim of a
+ * lost return_and_own is simply asked again; what it claimed comes back
+ * by lease expiry).  Step returns
  * (transition, return_step) and releases are not queued: they are made as
  * the child ends (main.c), after the answer in flight has been read.
  *
@@ -119,13 +125,10 @@ cycle_child_ran(int64_t ms, bool stopped)
 	short_children = !stopped && ms < AHEAD_CHILD_MS;
 }
 
-void
-cycle_queue_return(const Child *c, const char *status, const char *code,
-				   const char *result, const char *outcome, const char *exit_buf,
-				   double seconds)
+/* A new item at the queue's end. */
+static QueuedReturn *
+queue_add(void)
 {
-	QueuedReturn *q;
-
 	if (nqueue == queue_cap)
 	{
 		QueuedReturn *bigger = realloc(queue, 2 * queue_cap * sizeof(QueuedReturn));
@@ -138,7 +141,16 @@ cycle_queue_return(const Child *c, const char *status, const char *code,
 		queue = bigger;
 		queue_cap *= 2;
 	}
-	q = &queue[nqueue++];
+	return &queue[nqueue++];
+}
+
+void
+cycle_queue_return(const Child *c, const char *status, const char *code,
+				   const char *result, const char *outcome, const char *exit_buf,
+				   double seconds)
+{
+	QueuedReturn *q = queue_add();
+
 	q->id = xstrdup(c->id);
 	q->token = xstrdup(c->token);
 	q->action = xstrdup(c->action);
@@ -315,34 +327,70 @@ clear_queue(void)
  * Return one task with return_task and log it.  A return with a result that
  * fails with an error of the statement is made again, pending and without
  * the result, with "result refused: <error>" as status: the try fails (if
- * the task is no longer ours, that return fails too).
+ * the task is no longer ours, that return fails too).  False if the
+ * connection is lost (before or during the call): the return is to be
+ * made again after the reconnection (a repeated return with the same token
+ * changes nothing), and nothing is logged yet.
  */
-static void
+static bool
 return_single(const QueuedReturn *q)
 {
 	char		err[1024];
 	char		why[600];
-	bool		ok = db_return(q->id, q->token, q->status, q->code, q->result,
-							   err, sizeof(err));
+	bool		ok;
 
-	if (ok || q->result == NULL || !db_connected())
+	if (!db_connected())
+		return false;
+	ok = db_return(q->id, q->token, q->status, q->code, q->result, err, sizeof(err));
+	if (!ok && !db_connected())
+		return false;
+	if (ok || q->result == NULL)
 	{
 		log_return(q, ok, err);
-		return;
+		return true;
 	}
 	snprintf(why, sizeof(why), "result refused: %s", err);
 	log_msg("task %s: %s", q->id, why);
 	ok = db_return(q->id, q->token, why, "pending", NULL, err, sizeof(err));
 	log_task(q->id, q->action, q->try, ok ? "pending" : "not-returned", q->exit_buf,
 			 q->seconds, ok ? why : err);
+	return true;
 }
 
-/* Return the queued tasks one by one (return_task), logging each. */
+/*
+ * Return the tasks of rets one by one (return_task), logging each; those
+ * the connection's loss left unmade go (back) to the queue, for after the
+ * reconnection.  rets' items are freed or taken over.
+ */
 static void
-return_one_by_one(void)
+return_one_by_one(QueuedReturn *rets, int n)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (return_single(&rets[i]))
+			free_returns(&rets[i], 1);
+		else
+		{
+			*queue_add() = rets[i];		/* takes the strings over */
+			kept++;
+		}
+	}
+	if (kept > 0)
+		log_msg("connection lost: %d return(s) to make again after the reconnection", kept);
+}
+
+/*
+ * At shutdown without a connection: the queued returns are not made (the
+ * tasks come back when their leases expire).
+ */
+void
+cycle_drop_returns(void)
 {
 	for (int i = 0; i < nqueue; i++)
-		return_single(&queue[i]);
+		log_return(&queue[i], false, "connection lost at shutdown; the task comes back "
+				   "when its lease expires");
 	clear_queue();
 }
 
@@ -363,9 +411,9 @@ cycle_flush(bool claim, bool *more)
 	char		err[1024];
 
 	*more = false;
-	if (db_return_and_own_busy())
+	if (db_return_and_own_busy() || !db_connected())
 		return false;			/* the queue goes with the next call */
-	want = claim && db_connected() ? claim_room() : 0;
+	want = claim ? claim_room() : 0;
 	if (nqueue > 0 && want > 0 && db_has_return_and_own())
 	{
 		const char **ids = calloc(nqueue, sizeof(char *));
@@ -418,15 +466,26 @@ cycle_flush(bool claim, bool *more)
 			return true;
 		}
 		if (!db_connected())
-		{
-			for (int i = 0; i < nqueue; i++)
-				log_return(&queue[i], false, err);
-			clear_queue();
-			return false;
-		}
+			return false;		/* the queue waits for the reconnection */
 	}
 	if (nqueue > 0)
-		return_one_by_one();
+	{
+		/* the queue's items go to a copy: those not made come back to the queue */
+		QueuedReturn *rets = malloc(nqueue * sizeof(QueuedReturn));
+		int			nrets = nqueue;
+
+		if (rets == NULL)
+		{
+			log_msg("out of memory");
+			exit(1);
+		}
+		memcpy(rets, queue, nqueue * sizeof(QueuedReturn));
+		nqueue = 0;
+		return_one_by_one(rets, nrets);
+		free(rets);
+		if (!db_connected())
+			return false;
+	}
 	if (want > 0 && db_connected() && claim_wait_on())
 	{
 		/* the waiting claim, on its own connection: cycle_wait_poll() places its tasks */
@@ -475,15 +534,19 @@ cycle_poll(bool *more)
 	}
 	else if (!db_connected())
 	{
+		/* unknown whether it committed: the returns are made again (no-ops if it did) */
+		log_msg("connection lost with return_and_own in flight (%s): %d return(s) to make "
+				"again after the reconnection", err, ninflight);
 		for (int i = 0; i < ninflight; i++)
-			log_return(&inflight[i], false, err);
+			*queue_add() = inflight[i];		/* takes the strings over */
+		ninflight = 0;
 	}
 	else
 	{
 		log_msg("return_and_own failed (%s); returning the %d task(s) one by one",
 				err, ninflight);
-		for (int i = 0; i < ninflight; i++)
-			return_single(&inflight[i]);
+		return_one_by_one(inflight, ninflight);
+		ninflight = 0;
 		*more = true;
 	}
 	free_returns(inflight, ninflight);

@@ -137,6 +137,13 @@ failed(PGresult *res, const char *what, char *err, size_t errlen)
 		db_disconnect();
 		return true;
 	}
+	if (res != NULL && shard_unavailable(PQresultErrorField(res, PG_DIAG_SQLSTATE)))
+	{
+		/* read-only after a failover, shutting down, ...: connect again */
+		log_msg("database unavailable during %s: %s; reconnecting", what, buf);
+		db_disconnect();
+		return true;
+	}
 	if (err == NULL)
 		log_msg("%s failed: %s", what, buf);
 	return false;
@@ -161,8 +168,9 @@ prepare(const char *name, const char *sql)
 bool
 db_connect(void)
 {
-	const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
-	const char *const values[] = {"10", "taskq-worker", opts.conninfo, NULL};
+	const char *const keys[] = {"connect_timeout", "fallback_application_name", "user",
+	"dbname", NULL};
+	const char *const values[] = {"10", "taskq-worker", opts.default_user, opts.conninfo, NULL};
 	PGresult   *res;
 
 	db_disconnect();

@@ -9,6 +9,8 @@
  *	  2026-01-01T12:00:00.000Z task id=copy-1 action=copy try=1 outcome=completed exit=0 seconds=0.412
  * --log-format json: one JSON object a line with the same fields
  *	  {"ts":"...","event":"task","id":"copy-1","action":"copy","try":1,...}
+ * A worker process of one of several shards (shards.c) adds the field
+ * shard, its --dbname's index or its partition, after event.
  * Each line is written with one write(2), so that lines of the worker and
  * its children do not mix within a line.
  *
@@ -98,6 +100,8 @@ buf_text(Buf *b, const char *s)
 		buf_json(b, s);
 }
 
+static void buf_field(Buf *b, const char *name, const char *value);
+
 static void
 buf_start(Buf *b, const char *event)
 {
@@ -116,6 +120,8 @@ buf_start(Buf *b, const char *event)
 	}
 	else
 		buf_printf(b, "%s.%03dZ %s", ts, (int) (tv.tv_usec / 1000), event);
+	if (opts.shard != NULL)
+		buf_field(b, "shard", opts.shard);
 }
 
 static void

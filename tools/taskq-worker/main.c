@@ -40,7 +40,15 @@
  *
  * Lost connection.  Every child is stopped (its task comes back by lease
  * expiry; nothing can be returned without the connection), and the worker
- * reconnects after 1 s, 2 s, 4 s, ... up to --max-backoff.
+ * reconnects after 1 s, 2 s, 4 s, ... up to --max-backoff (the backoff
+ * starts again at 1 s only after a connection that lasted 10 s, so that a
+ * database that accepts connections but fails every claim, a standby after
+ * a failover say, is not hammered).  A statement that fails because the
+ * database is unavailable (read-only, shutting down, too many connections:
+ * shard_unavailable()) counts as a lost connection.  Returns the loss left
+ * unmade or unacknowledged are made again after the reconnection
+ * (cycle.c).  Several shards: a process per shard (shards.c), each with
+ * this loop.
  *
  * Signals.  The first SIGTERM or SIGINT stops claiming; running children
  * get --grace to finish (their tasks are returned as usual), then they are
@@ -65,6 +73,7 @@
 #include <unistd.h>
 
 #define REGISTRY_INTERVAL_MS 10000
+#define CONNECTION_STEADY_MS 10000	/* a connection that lasted this long resets the backoff */
 
 static int	sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t stop_signals = 0;
@@ -376,9 +385,11 @@ main(int argc, char **argv)
 	int64_t		stop_deadline = 0;
 	int64_t		next_connect = 0;
 	int64_t		backoff = 1000;
+	int64_t		connected_ms = 0;
 	int64_t		next_poll = 0;
 
 	parse_options(argc, argv);
+	shards_run();				/* several shards: returns in each shard's process */
 	setup_signals();
 #ifdef PR_SET_CHILD_SUBREAPER
 	/* orphans of a child's group are reaped here (children.c) */
@@ -446,16 +457,24 @@ main(int argc, char **argv)
 			}
 		}
 
-		/* a lost connection stops every child */
+		/*
+		 * a lost connection stops every child (those that ended already are
+		 * returned after the reconnection, below and cycle.c)
+		 */
 		if (was_connected && !db_connected())
 		{
 			was_connected = false;
+			children_reap();
 			for (int i = 0; i < opts.concurrency; i++)
 				if (children[i].used && children[i].pid > 0)
 					child_stop(&children[i], STOP_CONNECTION_LOST);
 			cycle_drop_ahead();
 			claim_wait_close();
+			/* a connection that did not last (a standby, ...): the backoff goes on */
+			if (now - connected_ms >= CONNECTION_STEADY_MS)
+				backoff = 1000;
 			next_connect = now + backoff;
+			backoff = backoff * 2 > opts.max_backoff_ms ? opts.max_backoff_ms : backoff * 2;
 		}
 
 		/* ended children: return their tasks */
@@ -503,6 +522,8 @@ main(int argc, char **argv)
 		if (db_connected() && cycle_ahead() > 0)
 			cycle_expire_ahead(now_ms(), stopping, &wake);
 
+		if (stopping && !db_connected() && cycle_queued() > 0)
+			cycle_drop_returns();
 		if (stopping && children_running() == 0 && cycle_ahead() == 0 &&
 			!cycle_busy() && cycle_queued() == 0)
 		{
@@ -520,7 +541,7 @@ main(int argc, char **argv)
 				if (db_connect())
 				{
 					was_connected = true;
-					backoff = 1000;
+					connected_ms = now;
 					want_claim = true;
 					registry_connected();
 				}

@@ -19,6 +19,11 @@
 
 Options		opts = {
 	.conninfo = "",
+	.dbnames = NULL,
+	.ndbnames = 0,
+	.shards_from_proxy = false,
+	.default_user = NULL,
+	.shard = NULL,
 	.actor = NULL,
 	.concurrency = 1,
 	.lease_ms = 60000,
@@ -42,11 +47,14 @@ usage(FILE *f)
 			"\n"
 			"Options:\n"
 			"  -d, --dbname=CONNINFO      database to connect to (connection string or URI;\n"
-			"                             PG* environment variables apply)\n"
+			"                             PG* environment variables apply); repeat for\n"
+			"                             several shards: a worker process for each\n"
+			"      --shards-from-proxy    --dbname is a taskq_proxy database: work on each\n"
+			"                             of its partitions (taskq_proxy.partitions())\n"
 			"  -a, --actor=NAME           actor name recorded with each claim (default: host name)\n"
 			"  -r, --run=ACTION=COMMAND   run COMMAND (with /bin/sh -c) for tasks of ACTION;\n"
 			"                             repeat for each action\n"
-			"  -c, --concurrency=N        children at most at once (default 1)\n"
+			"  -c, --concurrency=N        children at most at once (default 1), per shard\n"
 			"  -l, --lease=DURATION       lease of each claim, renewed at half (default 60s)\n"
 			"  -R, --result=ACTION        read the standard output of ACTION's children: one\n"
 			"                             JSON value printed by a child that exits 0 is its\n"
@@ -168,6 +176,7 @@ parse_options(int argc, char **argv)
 		{"log-format", required_argument, NULL, 'f'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
+		{"shards-from-proxy", no_argument, NULL, 'S'},
 		{NULL, 0, NULL, 0}
 	};
 	struct
@@ -183,10 +192,11 @@ parse_options(int argc, char **argv)
 	int			c;
 
 	opts.runs = calloc(argc, sizeof(RunSpec));
+	opts.dbnames = calloc(argc, sizeof(char *));
 	timeouts = calloc(argc, sizeof(*timeouts));
 	results = calloc(argc, sizeof(*results));
 	preds = calloc(argc, sizeof(*preds));
-	if (opts.runs == NULL || timeouts == NULL || results == NULL || preds == NULL)
+	if (opts.runs == NULL || opts.dbnames == NULL || timeouts == NULL || results == NULL || preds == NULL)
 		usage_error("%s", "out of memory");
 
 	while ((c = getopt_long(argc, argv, "d:a:r:R:P:c:l:t:p:g:k:b:f:Vh", longopts, NULL)) != -1)
@@ -199,7 +209,14 @@ parse_options(int argc, char **argv)
 		switch (c)
 		{
 			case 'd':
+				for (int i = 0; i < opts.ndbnames; i++)
+					if (strcmp(opts.dbnames[i], optarg) == 0)
+						usage_error("--dbname \"%s\" is given twice (a shard is listed once)", optarg);
+				opts.dbnames[opts.ndbnames++] = optarg;
 				opts.conninfo = optarg;
+				break;
+			case 'S':
+				opts.shards_from_proxy = true;
 				break;
 			case 'a':
 				if (*optarg == '\0')
@@ -280,6 +297,8 @@ parse_options(int argc, char **argv)
 		usage_error("unexpected argument \"%s\"", argv[optind]);
 	if (opts.nruns == 0)
 		usage_error("%s", "no --run ACTION=COMMAND given");
+	if (opts.shards_from_proxy && opts.ndbnames != 1)
+		usage_error("%s", "--shards-from-proxy wants one --dbname: the proxy database");
 	for (int i = 0; i < ntimeouts; i++)
 	{
 		RunSpec    *r = (RunSpec *) find_run(timeouts[i].action);

@@ -23,6 +23,8 @@
  *	  handoff.c   what a child gets besides its body: its predecessors'
  *	              results (--predecessors), the early continuation fork
  *	  db.c        connection, LISTEN, claims, heartbeats, returns
+ *	  shards.c    several shards: one worker process per shard, started
+ *	              and stopped by a supervisor
  *	  main.c      signals and the loop that ties them together
  *
  *-------------------------------------------------------------------------
@@ -68,7 +70,12 @@ typedef struct RunSpec
 
 typedef struct Options
 {
-	const char *conninfo;
+	const char *conninfo;		/* this process's database (a shard's) */
+	const char **dbnames;		/* every --dbname: one per shard */
+	int			ndbnames;
+	bool		shards_from_proxy;	/* --dbname is the proxy: read its partitions */
+	const char *default_user;	/* a shard's user when its conninfo has none */
+	const char *shard;			/* this process's shard, for the log; NULL: one database */
 	const char *actor;
 	int			concurrency;
 	int64_t		lease_ms;
@@ -86,6 +93,11 @@ extern Options opts;
 extern void parse_options(int argc, char **argv);
 extern bool parse_duration(const char *s, int64_t *ms);
 extern const RunSpec *find_run(const char *action);
+
+/* ------------------------------------------------------------ shards */
+
+extern void shards_run(void);
+extern bool shard_unavailable(const char *sqlstate);
 
 /* ------------------------------------------------------------ time */
 
@@ -302,6 +314,7 @@ extern void cycle_stop(void);
 extern void cycle_poll(bool *more);
 extern void cycle_expire_ahead(int64_t now, bool all, int64_t *wake);
 extern void cycle_drop_ahead(void);
+extern void cycle_drop_returns(void);
 extern void cycle_wait_poll(bool *more);
 extern void cycle_wait_stop(void);
 

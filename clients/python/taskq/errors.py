@@ -68,7 +68,33 @@ class PrivilegeError(Error):
 
 
 class RetryableError(Error):
-    """40001 or 40P01: retry the transaction."""
+    """40001 or 40P01: retry the transaction; or UnavailableError below."""
+
+
+class UnavailableError(RetryableError):
+    """The database cannot serve the call now: the connection failed (class
+    08: 08000, 08001, 08003, 08004, 08006, ...), the server shuts down
+    (57P01, 57P02, 57P03), too many connections (53300), or it is read-only
+    (25006: a standby, or a primary demoted by a failover).  Retry on a new
+    connection (a multi-host connection string with
+    ``target_session_attrs=read-write`` finds the new primary), and only
+    calls that are safe to repeat: ``insert_if_absent`` with the same ids, a
+    return with the same token, a claim, a wait.  A call whose commit was
+    not acknowledged may or may not have committed."""
+
+
+#: The SQLSTATEs of UnavailableError besides class 08.
+UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "25006"})
+
+
+def is_unavailable(exc):
+    """Whether exc (a psycopg or taskq error) says the database cannot serve
+    now (UnavailableError's SQLSTATEs, or a connection that failed without
+    one): retry on a new connection."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate:
+        return sqlstate.startswith("08") or sqlstate in UNAVAILABLE_SQLSTATES
+    return isinstance(exc, (psycopg.OperationalError, UnavailableError))
 
 
 _BY_SQLSTATE = {cls.sqlstate: cls for cls in
@@ -82,6 +108,8 @@ def error_class(sqlstate):
         return _BY_SQLSTATE[sqlstate]
     if sqlstate in ("40001", "40P01"):
         return RetryableError
+    if sqlstate and (sqlstate.startswith("08") or sqlstate in UNAVAILABLE_SQLSTATES):
+        return UnavailableError
     if sqlstate and sqlstate.startswith("22"):
         return InvalidArgumentError
     return Error
@@ -94,7 +122,10 @@ def from_psycopg(exc):
     diag = getattr(exc, "diag", None)
     if diag is not None:
         message = diag.message_primary
-    return error_class(sqlstate)(message or str(exc).strip(), sqlstate)
+    cls = error_class(sqlstate)
+    if sqlstate is None and isinstance(exc, psycopg.OperationalError):
+        cls = UnavailableError      # connection refused, closed, ...: no SQLSTATE
+    return cls(message or str(exc).strip(), sqlstate)
 
 
 class translated:

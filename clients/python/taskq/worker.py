@@ -62,6 +62,28 @@ PostgreSQL advises, before the try counts as failed.  A return refused with
 TQ001 (the lease was lost in between) is reported with ``on_lease_lost``,
 not fatal.
 
+Several shards: ``Worker([dsn0, dsn1, ...])`` (one libpq connection
+string per shard, each possibly multi-host), or ``Worker(proxy_dsn,
+shards_from_proxy=True)`` (the shards are read once at start from the proxy's
+``taskq_proxy.partitions()``), runs one worker per shard (shards.py): each
+with all of the above (claim loop, ``concurrency`` slots, heartbeats) on its
+shard alone, so that a shard that is down, failing over or read-only holds
+up no other.  ``concurrency`` is per shard.
+
+Unavailable databases.  A claim, heartbeat or return that fails because the
+database cannot serve (``errors.is_unavailable``: class 08, 57P01-57P03,
+53300, 25006 read-only after a failover, or a connection without a
+SQLSTATE) drops its connection; the claim loop connects again after 1 s,
+2 s, 4 s, ... up to ``max_backoff`` (back to 1 s once a claim succeeds),
+while the other shards go on.  Only what is safe to repeat is repeated: a
+claim is simply made again on the new connection, and a plain return whose
+handler wrote nothing on ``task.conn`` (so the return was its only
+statement) is made again with the same token on a new connection, with
+backoff, until the task's lease ends (a return already committed makes the
+repeat a no-op).  A return that carried the handler's writes, a transition
+or a saga step is not repeated: its commit is unknown, so the task comes
+back when its lease expires and runs again.
+
 Shutdown (SIGTERM, SIGINT, or ``stop()``): claiming stops, tasks claimed but
 not yet started are given back at once, running handlers have ``grace``
 seconds to finish (their ``task.stopping`` is set), and the tasks of those
@@ -86,7 +108,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.types.json import Jsonb
 
-from .errors import TokenError, from_psycopg
+from .errors import TokenError, from_psycopg, is_unavailable
 
 log = logging.getLogger("taskq")
 
@@ -247,8 +269,11 @@ class Worker:
     """A pool of ``concurrency`` slots that run the handlers of the actions
     registered with ``@worker.task(action)``.
 
-    dsn            libpq connection string ("" : the PG* environment variables)
-    concurrency    tasks run at once (threads, one connection each)
+    dsn            libpq connection string ("" : the PG* environment variables);
+                   a list of them: one per shard, a worker on each
+    shards_from_proxy  dsn is a taskq_proxy database: work on each of its
+                   partitions (taskq_proxy.partitions(), read once at start)
+    concurrency    tasks run at once (threads, one connection each); per shard
     lease          seconds of each claim and each heartbeat's extension
     grace          seconds running handlers get to finish at shutdown
     poll_interval  longest wait between claims when no notification comes
@@ -260,18 +285,39 @@ class Worker:
                    when it or its return fails with a deadlock or a
                    serialization failure (40P01, 40001), before the try
                    counts as failed
+    max_backoff    longest wait in seconds between two connection attempts
+                   to a database that is unavailable
     """
 
     def __init__(self, dsn="", concurrency=8, lease=60.0, grace=30.0, poll_interval=5.0,
                  actor=None, connect_kwargs=None, conflict_retries=8, worker_id=None,
-                 heartbeat_interval=10.0):
+                 heartbeat_interval=10.0, shards_from_proxy=False, max_backoff=30.0):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if lease <= 0:
             raise ValueError("lease must be positive")
         if heartbeat_interval <= 0:
             raise ValueError("heartbeat_interval must be positive")
+        if max_backoff <= 0:
+            raise ValueError("max_backoff must be positive")
+        if isinstance(dsn, (list, tuple)):
+            if shards_from_proxy:
+                raise ValueError("shards_from_proxy wants one dsn: the proxy database's")
+            if not dsn:
+                raise ValueError("no shard given")
+            if len(set(dsn)) != len(dsn):
+                raise ValueError("a shard is listed twice")
+            self.shard_dsns = list(dsn)     # several shards (shards.py)
+            dsn = None
+        else:
+            self.shard_dsns = None
         self.dsn = dsn
+        self.shards_from_proxy = bool(shards_from_proxy)
+        self.max_backoff = float(max_backoff)
+        self.shard = None           # the shard's label, in a worker of one of several
+        self.shards = []            # several shards: their workers, once run() made them
+        self._retry_connect = False     # a shard's worker: connect with backoff at start
+        self._backoff = 1.0
         self.concurrency = concurrency
         self.lease = float(lease)
         self.grace = float(grace)
@@ -307,8 +353,15 @@ class Worker:
         self._claim_wait = False    # own_tasks has "wait" (0.5): the waiting claim
         self._claim_conn = None     # the claim loop's connection while a waiting claim runs
         self._claim_cancelled = False
-        self.stats = {"completed": 0, "retried": 0, "failed": 0, "aborted": 0,
-                      "leases_lost": 0, "released": 0, "heartbeats": 0}
+        self._stats = {"completed": 0, "retried": 0, "failed": 0, "aborted": 0,
+                       "leases_lost": 0, "released": 0, "heartbeats": 0}
+
+    @property
+    def stats(self):
+        """Counts of what the worker did (summed over its shards' workers)."""
+        if not self.shards:
+            return self._stats
+        return {k: sum(w._stats[k] for w in self.shards) for k in self._stats}
 
     # ---- registration ----------------------------------------------------
 
@@ -334,6 +387,8 @@ class Worker:
         """Begin a graceful shutdown (what SIGTERM and SIGINT do); thread-safe."""
         self._stopping.set()
         self._wake()
+        for w in list(self.shards):
+            w.stop()
         # A waiting claim in flight is cancelled (no lock: stop() may run in a
         # signal handler of the claim loop's own thread).
         claiming = self._claim_conn
@@ -349,6 +404,10 @@ class Worker:
         in the main thread); returns after the shutdown."""
         if not self._runners:
             raise ValueError("no handlers: register one with @worker.task(action)")
+        if self.shard_dsns is not None or self.shards_from_proxy:
+            from .shards import run_shards
+            run_shards(self)
+            return
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -356,9 +415,17 @@ class Worker:
         conn = None
         threads = []
         try:
-            conn = self._listening_connection()
+            conn = self._first_connection()
+            if conn is None:
+                return              # stopped before the shard could be reached
             self._release_sql = self._release_statement(conn)
-            self._registry_heartbeat(conn)
+            try:
+                self._registry_heartbeat(conn)
+            except psycopg.Error as e:
+                if not self._retry_connect:
+                    raise
+                # a shard's worker: its claim loop reconnects with backoff
+                log.error("worker_heartbeat failed%s: %s", self._where(), e)
             hb = threading.Thread(target=self._heartbeat_loop, name="taskq-heartbeat",
                                   daemon=True)
             hb.start()
@@ -381,8 +448,29 @@ class Worker:
                 signal.signal(sig, handler)
             if conn is not None:
                 conn.close()
-        log.info("worker %s stopped: %s", self.actor,
-                 ", ".join(f"{k} {v}" for k, v in self.stats.items()))
+        log.info("worker %s%s stopped: %s", self.actor, self._where(),
+                 ", ".join(f"{k} {v}" for k, v in self._stats.items()))
+
+    def _where(self):
+        return "" if self.shard is None else f" (shard {self.shard})"
+
+    def _first_connection(self):
+        """The claim loop's first connection.  A shard's worker tries with
+        backoff until it connects (None if stopped first): a shard that is
+        down at start holds up no other; a worker of one database fails."""
+        if not self._retry_connect:
+            return self._listening_connection()
+        while not self._stopping.is_set():
+            try:
+                return self._listening_connection()
+            except psycopg.Error as e:
+                if not is_unavailable(e):
+                    raise
+                log.error("cannot connect%s: %s; next attempt in %gs", self._where(),
+                          str(e).strip(), self._backoff)
+                self._stopping.wait(self._backoff)
+                self._backoff = min(self._backoff * 2, self.max_backoff)
+        return None
 
     def _connect(self, autocommit):
         return psycopg.connect(self.dsn, autocommit=autocommit,
@@ -418,9 +506,9 @@ class Worker:
             self._registry_on = False
             log.warning("no heartbeats into taskq.workers: %s (%s)", e.sqlstate,
                         str(e).strip().splitlines()[0])
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as e:
+            if is_unavailable(e):
+                raise
             log.error("worker_heartbeat failed: %s", from_psycopg(e))
 
     def _registry_stopped(self, conn):
@@ -471,14 +559,14 @@ class Worker:
                 next_poll = now + self.poll_interval
                 try:
                     got = self._claim(conn, free)
-                except psycopg.OperationalError as e:
-                    log.error("claim failed (%s); reconnecting", e)
-                    conn = self._reconnect(conn)
-                    continue
                 except psycopg.Error as e:
+                    if is_unavailable(e):
+                        log.error("claim failed%s (%s); reconnecting", self._where(), e)
+                        conn = self._reconnect(conn)
+                        continue
                     # Not fatal (a serialization failure, a privilege revoked for
                     # a while): try again at the next poll.
-                    log.error("claim failed: %s", from_psycopg(e))
+                    log.error("claim failed%s: %s", self._where(), from_psycopg(e))
                     got = 0
                 # A full batch: there may be more; claim again when a slot frees.
                 claim_now = got == free
@@ -521,12 +609,13 @@ class Worker:
             except psycopg.errors.QueryCanceled:
                 if not self._stopping.is_set():
                     log.error("claim cancelled; claiming again")
-            except psycopg.OperationalError as e:
-                log.error("claim failed (%s); reconnecting", e)
-                conn = self._reconnect(conn)
             except psycopg.Error as e:
-                log.error("claim failed: %s", from_psycopg(e))
-                self._stopping.wait(self.poll_interval)
+                if not is_unavailable(e):
+                    log.error("claim failed%s: %s", self._where(), from_psycopg(e))
+                    self._stopping.wait(self.poll_interval)
+                    continue
+                log.error("claim failed%s (%s); reconnecting", self._where(), e)
+                conn = self._reconnect(conn)
         if self._claim_cancelled:
             conn.close()
             try:
@@ -553,13 +642,22 @@ class Worker:
             self._notified = True
 
     def _reconnect(self, conn):
+        """A new connection for the claim loop, after 1 s, 2 s, 4 s, ... up to
+        max_backoff (the backoff starts again at 1 s only after a claim
+        succeeded: a database that accepts connections but fails every claim,
+        a standby say, is not hammered)."""
         conn.close()
         while not self._stopping.is_set():
+            self._stopping.wait(self._backoff)
+            self._backoff = min(self._backoff * 2, self.max_backoff)
+            if self._stopping.is_set():
+                break
             try:
                 return self._listening_connection()
-            except psycopg.OperationalError as e:
-                log.error("cannot connect: %s", e)
-                self._stopping.wait(min(self.poll_interval, 5.0))
+            except psycopg.Error as e:
+                if not is_unavailable(e):
+                    raise
+                log.error("cannot connect%s: %s", self._where(), str(e).strip())
         return conn
 
     def _drain_wake(self):
@@ -588,6 +686,7 @@ class Worker:
                      _interval(wait))).fetchall()
             finally:
                 self._claim_conn = None
+        self._backoff = 1.0         # the database serves: the next reconnection is quick
         for row in rows:
             task = Task(row, self.lease, self)
             with self._lock:
@@ -620,14 +719,17 @@ class Worker:
                     if conn is None or conn.closed:
                         conn = self._connect(autocommit=False)
                     nxt = self._run_task(conn, task)
-                except psycopg.OperationalError as e:
-                    log.error("task %s: connection lost (%s); its lease will expire",
-                              task.id, e)
-                    if conn is not None:
-                        conn.close()
-                    conn = None
-                except Exception:
-                    log.exception("task %s: unexpected error in the worker", task.id)
+                except Exception as e:
+                    if not isinstance(e, _ConnectionDropped) and not is_unavailable(e):
+                        log.exception("task %s: unexpected error in the worker", task.id)
+                    else:
+                        if not isinstance(e, _ConnectionDropped):
+                            log.error("task %s%s: connection lost or database unavailable"
+                                      " (%s); its lease will expire", task.id, self._where(),
+                                      str(e).strip())
+                        if conn is not None:
+                            conn.close()
+                        conn = None
                 finally:
                     with self._lock:
                         self._tasks.pop(task.id, None)
@@ -693,18 +795,23 @@ class Worker:
                 conn.rollback()
                 code, status, delay = "pending", "the handler's transaction failed", None
                 error = RuntimeError("the handler returned with its transaction failed")
+            idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             try:
                 claimed = self._return(conn, task, code, status, delay, claim=True)
                 break
             except psycopg.Error as e:
+                if is_unavailable(e):
+                    if not idle or isinstance(status, (Transition, Step)):
+                        raise       # its commit is unknown: the lease expires
+                    # the return was the only statement: safe to make again
+                    self._retry_return(task, code, status, delay, e)
+                    raise _ConnectionDropped() from e
                 conn.rollback()
                 err = from_psycopg(e)
                 if isinstance(err, TokenError):
                     self._lose_lease(task, f"taskq refused its return ({err.sqlstate}:"
                                            f" {err.message})")
                     return
-                if isinstance(e, psycopg.OperationalError):
-                    raise
                 if _is_conflict(e) and attempt <= self.conflict_retries:
                     with self._lock:
                         if task._state == "returning":
@@ -723,16 +830,16 @@ class Worker:
                     self._return(conn, task, code, status, delay)
                     break
                 except psycopg.Error as e2:
-                    conn.rollback()
-                    if isinstance(e2, psycopg.OperationalError):
+                    if is_unavailable(e2):
                         raise
+                    conn.rollback()
                     log.error("task %s (try %d): return failed: %s", task.id, task.tries,
                               from_psycopg(e2))
                     return
         key = {"completed": "completed", "aborted": "aborted"}.get(
             code, "failed" if error is not None else "retried")
         with self._lock:
-            self.stats[key] += 1
+            self._stats[key] += 1
         if error is not None:
             log.warning("task %s (try %d) failed: %s", task.id, task.tries, error,
                         exc_info=error if error.__traceback__ is not None else None)
@@ -742,6 +849,49 @@ class Worker:
             log.debug("claimed %s with the return", claimed[0][0])
             return Task(claimed[0], self.lease, self)
         return None
+
+    def _retry_return(self, task, code, status, delay, first_error):
+        """The return of task failed because the database was unavailable, and
+        the return was its transaction's only statement: make it again (with
+        return_task and the same token: a no-op if the first one committed)
+        on new connections, after 0.5 s, 1 s, 2 s, ... up to max_backoff,
+        until it is made or the task's lease ends (or the worker stops and
+        three tries have been made at shutdown)."""
+        backoff = 0.5
+        error = first_error
+        give_up = task._expires
+        tries = 0
+        while True:
+            now = time.monotonic()
+            tries += 1
+            if now >= give_up or (self._stopping.is_set() and tries > 3):
+                log.error("task %s (try %d)%s: return not made (%s); its lease will expire",
+                          task.id, task.tries, self._where(), str(error).strip())
+                return
+            log.warning("task %s (try %d)%s: return failed (%s); trying again in %gs",
+                        task.id, task.tries, self._where(), str(error).strip(), backoff)
+            time.sleep(min(backoff, max(0.0, give_up - now)))
+            backoff = min(backoff * 2, self.max_backoff)
+            try:
+                with self._connect(autocommit=True) as conn:
+                    self._return(conn, task, code, status, delay)
+            except psycopg.Error as e:
+                if is_unavailable(e):
+                    error = e
+                    continue
+                err = from_psycopg(e)
+                if isinstance(err, TokenError):
+                    self._lose_lease(task, f"taskq refused its return ({err.sqlstate}:"
+                                           f" {err.message})")
+                else:
+                    log.error("task %s (try %d): return failed: %s", task.id, task.tries, err)
+                return
+            key = {"completed": "completed", "aborted": "aborted"}.get(code, "retried")
+            with self._lock:
+                self._stats[key] += 1
+            log.info("task %s (try %d)%s: returned %s on a new connection", task.id,
+                     task.tries, self._where(), code)
+            return
 
     def _return(self, conn, task, code, status, delay, claim=False):
         """Return the task and commit.  With claim, unless the worker is
@@ -799,8 +949,8 @@ class Worker:
                     if conn is None or conn.closed:
                         conn = self._connect(autocommit=True)
                     self._registry_heartbeat(conn)
-                except psycopg.OperationalError as e:
-                    log.error("worker_heartbeat failed: %s", e)
+                except psycopg.Error as e:
+                    log.error("worker_heartbeat failed%s: %s", self._where(), e)
                     if conn is not None:
                         conn.close()
                         conn = None
@@ -817,8 +967,8 @@ class Worker:
                     (self.actor, [t.id for t in due], [t.token for t in due],
                      _interval(self.lease))).fetchall()
             except psycopg.Error as e:
-                log.error("heartbeat failed: %s", e)
-                if isinstance(e, psycopg.OperationalError) and conn is not None:
+                log.error("heartbeat failed%s: %s", self._where(), e)
+                if is_unavailable(e) and conn is not None:
                     conn.close()
                     conn = None
                 continue
@@ -828,7 +978,7 @@ class Worker:
                     t._expires = now + self.lease
                     t.heartbeats += 1
                     with self._lock:
-                        self.stats["heartbeats"] += 1
+                        self._stats["heartbeats"] += 1
                     continue
                 with self._lock:
                     if t._state not in ("queued", "running"):
@@ -843,7 +993,7 @@ class Worker:
                 return
             task._lost_reported = True
             task.lease_lost_event.set()
-            self.stats["leases_lost"] += 1
+            self._stats["leases_lost"] += 1
         try:
             self.on_lease_lost(task, reason)
         except Exception:   # noqa: BLE001: a hook's failure must not stop the heartbeats
@@ -900,12 +1050,17 @@ class Worker:
             if not conn.autocommit:
                 conn.commit()
             with self._lock:
-                self.stats["released"] += 1
+                self._stats["released"] += 1
         except psycopg.Error as e:
             if not conn.autocommit and not conn.closed:
                 conn.rollback()
             log.warning("task %s: could not give it back (%s); its lease will expire",
                         task.id, from_psycopg(e))
+
+
+class _ConnectionDropped(Exception):
+    """A slot's connection is to be dropped (what was to be done on it was
+    done or given up on, and logged)."""
 
 
 def _version():
