@@ -52,6 +52,7 @@ import time
 import uuid
 
 import psycopg
+import psycopg.conninfo
 
 # Calls that may be repeated after these answers.  UNSENT: the call did not
 # reach a server that could have applied it.  INFLIGHT: it may have.
@@ -235,6 +236,30 @@ class CallError(Exception):
         return self.sqlstate in UNSENT or self.sqlstate in INFLIGHT
 
 
+def connect_first(dsn):
+    """Connect as libpq would to a multi-host string, each host with its own connect_timeout.
+
+    psycopg 3.1 drives the connection itself and counts connect_timeout for
+    all the hosts together: a stopped first host (which accepts TCP and
+    never answers) used it all, and the promoted second one was never
+    tried.  So the hosts are tried one by one, in order, each with the
+    string's target_session_attrs."""
+    d = psycopg.conninfo.conninfo_to_dict(dsn)
+    hosts = str(d.get("host", "")).split(",")
+    if len(hosts) < 2:
+        return psycopg.connect(dsn, autocommit=True)
+    ports = str(d.get("port", "")).split(",")
+    ports = ports if len(ports) == len(hosts) else ports[:1] * len(hosts)
+    last = None
+    for h, p in zip(hosts, ports):
+        one = dict(d, host=h, port=p) if p else dict(d, host=h)
+        try:
+            return psycopg.connect(psycopg.conninfo.make_conninfo(**one), autocommit=True)
+        except psycopg.Error as e:
+            last = e
+    raise last
+
+
 class Conn:
     """One connection that reconnects on use after it broke."""
 
@@ -255,7 +280,7 @@ class Conn:
         if self.conn is None or self.conn.closed or self.conn.broken:
             self.close()
             try:
-                self.conn = psycopg.connect(self.dsn, autocommit=True)
+                self.conn = connect_first(self.dsn)
                 self.conn.add_notice_handler(lambda d: self.notices.append(
                     (d.severity_nonlocalized or d.severity, d.message_primary or "")))
             except psycopg.Error as e:
