@@ -158,6 +158,21 @@ crash-loop:
 fuzz:
 	TASKQ_SQLSMITH_SECONDS=3600 TASKQ_FUZZ_SECONDS=600 TASKQ_FILE_TIMEOUT=4500 bash test/bin/test.sh
 
+# The failover scenarios under load (test/ha/run.sh, docs/scaling.md) on a
+# local cluster of four shards under pg_auto_failover (tools/cluster.sh);
+# L1-L5 checked after each.  FAST=1: pg_auto_failover's timeouts lowered;
+# KEEP=1: the cluster stays up afterwards.  Not part of make test.
+.PHONY: ha-test ha-selftest
+ha-test:
+	FAST=$(FAST) bash tools/cluster.sh start 4
+	FAST=$(FAST) bash test/ha/run.sh; rc=$$?; \
+	if [ "$(KEEP)" != 1 ]; then bash tools/cluster.sh stop; fi; exit $$rc
+
+# ha-test's load and checkers on one plain server, each check shown to fail
+# on a planted fault (test/ha/selftest.sh, about a minute with the build).
+ha-selftest:
+	bash test/ha/selftest.sh
+
 # Throughput and latency against the hand-written queue, same run (bench/).
 bench:
 	bash bench/run.sh

@@ -822,7 +822,11 @@ if want proxy; then
             for i in 0 1 2 3; do PGDATABASE=s$i sql "TRUNCATE taskq.tasks"; done
             pr[enq.$m]+="$(proxy_pgbench "$db" "$TQ_WORK/proxy_enq.sql" "$PROXY_CALLS") "
             if [[ $m == proxy ]]; then
-                for i in 0 1 2 3; do proxy_fill "s$i" "$PROXY_CALLS"; done
+                # through the proxy, so that each id is on its route's shard
+                for i in 0 1 2 3; do PGDATABASE=s$i sql "TRUNCATE taskq.tasks"; done
+                PGDATABASE=proxy sql "SET client_min_messages = warning" \
+                    "SELECT count(*) FROM unnest(taskq.enqueue_many('work', array_fill('{}'::jsonb, ARRAY[$((PROXY_CALLS * 2))])))" >/dev/null
+                for i in 0 1 2 3; do PGDATABASE=s$i sql "VACUUM ANALYZE taskq.tasks"; done
             else
                 proxy_fill s0 "$PROXY_CALLS"
             fi
