@@ -90,9 +90,10 @@ END $$;
 SELECT taskq.set_concurrency_limit('lim', 4, 2);
 });
 
-sub run_round
+# One round: ntasks tasks, nworkers workers, the oracle over the log.
+sub round_once
 {
-	my ($round, $label) = @_;
+	my ($round) = @_;
 	my @tasks;
 	for my $i (1 .. $ntasks)
 	{
@@ -102,18 +103,19 @@ sub run_round
 	}
 	$node->safe_psql('postgres', json_insert_sql(@tasks));
 	my $t0 = time;
-	my $failed = run_psql_workers($node, 300,
+	my %r;
+	$r{failed} = run_psql_workers($node, 300,
 		map {
 			sprintf('CALL flow_worker(%d, %d, %.6f)', $round, $_,
 				(($seed * 7919 + $_ * 104729 + $round) % 1_000_000) / 1_000_000)
 		} 1 .. $nworkers);
-	is($failed, 0, sprintf('%s: %d workers ran (%d s)', $label, $nworkers, time - $t0));
+	$r{seconds} = time - $t0;
 
 	# ---------------------------------------------------------------- the oracle
 	# Events (instant, +1/-1, key); at one instant the ends come first (a
 	# claim that counted a return committed after it).
 	my @ev;
-	my $claims = 0;
+	$r{claims} = 0;
 	for my $line (split /\n/, $node->safe_psql('postgres', qq{
 			SELECT pg_xact_commit_timestamp(flow_xid(claim_xid)) - 'epoch'::timestamptz,
 			       pg_xact_commit_timestamp(flow_xid(end_xid)) - 'epoch'::timestamptz,
@@ -121,13 +123,13 @@ sub run_round
 			  FROM flow_log WHERE round = $round}))
 	{
 		my ($c, $e, $k) = split /\|/, $line;
-		$claims++;
+		$r{claims}++;
 		push @ev, [ interval_us($c), 1, $k ];
 		push @ev, [ interval_us($e), -1, $k ] if $e ne '';
 	}
 	@ev = sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } @ev;
-	my ($all, %per, $max_all, %max_per, @over) = (0);
-	$max_all = 0;
+	my ($all, %per, %max_per, @over) = (0);
+	my $max_all = 0;
 	for my $e (@ev)
 	{
 		my ($at, $d, $k) = @$e;
@@ -141,20 +143,46 @@ sub run_round
 		}
 		push @over, "all: $all at $at" if defined $max_running && $all > $max_running;
 	}
+	@r{qw(max_all max_per over)} = ($max_all, \%max_per, \@over);
+	$r{reached} = (!defined $max_running || $max_all == $max_running)
+	  && (!defined $max_per_key || grep({ $_ == $max_per_key } values %max_per));
+	$r{completed} = $node->safe_psql('postgres', qq{
+			SELECT count(*) FILTER (WHERE status_code = 'completed') || '/' || count(*)
+			  FROM taskq.tasks WHERE id LIKE 'r$round.%'});
+	$r{unended} = $node->safe_psql('postgres',
+		"SELECT count(*) FROM flow_log WHERE round = $round AND end_xid IS NULL");
+	return \%r;
+}
+
+# A round, repeated (as rounds round + 10, + 20) while its workers never
+# reached the limits: on a busy machine they may not overlap enough in a
+# second, and a round that never reaches a limit could not see a breach.
+# Every try is checked.
+sub run_round
+{
+	my ($round, $label) = @_;
+	my ($failed, $seconds, @over, $reached, @bad_completed, $unended) = (0, 0);
+	for my $try (0 .. 2)
+	{
+		my $r = round_once($round + 10 * $try);
+		$failed += $r->{failed};
+		$seconds += $r->{seconds};
+		push @over, @{ $r->{over} };
+		push @bad_completed, $r->{completed} unless $r->{completed} eq "$ntasks/$ntasks";
+		$unended += $r->{unended};
+		note sprintf('%s (try %d): %d claims; most at once: %d in all, per key: %s', $label, $try + 1,
+			$r->{claims}, $r->{max_all},
+			join(' ', map { "$_=$r->{max_per}{$_}" } sort keys %{ $r->{max_per} }));
+		$reached = $r->{reached};
+		last if $reached;
+	}
+	is($failed, 0, sprintf('%s: %d workers ran (%d s)', $label, $nworkers, $seconds));
 	is(scalar(@over), 0, sprintf('%s: at no instant more than %s leases, %s per key', $label,
 			$max_running // 'any number of', $max_per_key // 'any number'))
 	  or diag(join("\n", @over[ 0 .. ($#over < 20 ? $#over : 20) ]));
-	note sprintf('%s: %d claims; most at once: %d in all, per key: %s', $label, $claims,
-		$max_all, join(' ', map { "$_=$max_per{$_}" } sort keys %max_per));
-	ok((!defined $max_running || $max_all == $max_running)
-		  && (!defined $max_per_key || grep({ $_ == $max_per_key } values %max_per)),
-		"$label: the limits were reached (the test can see a breach)");
-	is($node->safe_psql('postgres', qq{
-			SELECT count(*) FILTER (WHERE status_code = 'completed') || '/' || count(*)
-			  FROM taskq.tasks WHERE id LIKE 'r$round.%'}),
-		"$ntasks/$ntasks", "$label: every task completed (none starved)");
-	is($node->safe_psql('postgres', "SELECT count(*) FROM flow_log WHERE round = $round AND end_xid IS NULL"),
-		'0', "$label: every claim ended");
+	ok($reached, "$label: the limits were reached (the test can see a breach)");
+	is(join(',', @bad_completed), '', "$label: every task completed (none starved)");
+	is($unended, 0, "$label: every claim ended");
 }
 
 # an interval as "HH:MM:SS.ffffff" or "N days HH:MM:SS.ffffff": microseconds
