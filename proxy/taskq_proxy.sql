@@ -144,23 +144,39 @@ CREATE FUNCTION taskq_proxy._route_hash(id text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN COALESCE(pg_catalog.hashtext(taskq_proxy.route(id)), 0);
 
-CREATE FUNCTION taskq_proxy._connstrs() RETURNS TABLE (partition integer, connstr text)
-    LANGUAGE plpgsql STABLE
+-- The partitions' options of the foreign server taskq, as SQL (cheap: every
+-- claim and split call reads them); _connstrs refuses an unconfigured proxy.
+CREATE FUNCTION taskq_proxy._options() RETURNS TABLE (partition integer, connstr text)
+    LANGUAGE sql STABLE
+AS $$
+    SELECT pg_catalog.substr(o.name, 2)::integer, o.value
+      FROM pg_catalog.pg_foreign_server AS s,
+           LATERAL pg_catalog.pg_options_to_table(s.srvoptions) AS o(name, value)
+     WHERE s.srvname OPERATOR(pg_catalog.=) 'taskq'
+       AND o.name OPERATOR(pg_catalog.~) '^p[0-9]+$'
+     ORDER BY 1
+$$;
+
+CREATE FUNCTION taskq_proxy._not_configured() RETURNS integer
+    LANGUAGE plpgsql
 AS $$
 BEGIN
-    RETURN QUERY
-        SELECT pg_catalog.substr(o.name, 2)::integer, o.value
-          FROM pg_catalog.pg_foreign_server AS s,
-               LATERAL pg_catalog.pg_options_to_table(s.srvoptions) AS o(name, value)
-         WHERE s.srvname OPERATOR(pg_catalog.=) 'taskq'
-           AND o.name OPERATOR(pg_catalog.~) '^p[0-9]+$'
-         ORDER BY 1;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'the partitions of taskq are not configured'
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'Create the foreign server taskq of the PL/Proxy wrapper, with options p0, p1, ... naming each shard: CREATE SERVER taskq FOREIGN DATA WRAPPER plproxy OPTIONS (p0 ''dbname=...'', ...).';
-    END IF;
+    RAISE EXCEPTION 'the partitions of taskq are not configured'
+        USING ERRCODE = 'undefined_object',
+              HINT = 'Create the foreign server taskq of the PL/Proxy wrapper, with options p0, p1, ... naming each shard: CREATE SERVER taskq FOREIGN DATA WRAPPER plproxy OPTIONS (p0 ''dbname=...'', ...).';
 END
+$$;
+
+CREATE FUNCTION taskq_proxy._count() RETURNS integer
+    LANGUAGE sql STABLE
+    RETURN (SELECT CASE WHEN c.n OPERATOR(pg_catalog.>) 0 THEN c.n ELSE taskq_proxy._not_configured() END
+              FROM (SELECT pg_catalog.count(*)::integer FROM taskq_proxy._options()) AS c(n));
+
+CREATE FUNCTION taskq_proxy._connstrs() RETURNS TABLE (partition integer, connstr text)
+    LANGUAGE sql STABLE
+AS $$
+    SELECT o.partition, o.connstr FROM taskq_proxy._options() AS o
+     WHERE taskq_proxy._count() OPERATOR(pg_catalog.>) 0
 $$;
 
 CREATE FUNCTION taskq_proxy.partitions() RETURNS TABLE (partition integer, connstr text)
@@ -176,9 +192,6 @@ $$;
 COMMENT ON FUNCTION taskq_proxy.partitions() IS
     'the partitions of cluster taskq: number and connection string, passwords removed';
 
-CREATE FUNCTION taskq_proxy._count() RETURNS integer
-    LANGUAGE sql STABLE
-    RETURN (SELECT pg_catalog.count(*)::integer FROM taskq_proxy._connstrs());
 
 CREATE FUNCTION taskq_proxy.partition_of(id text) RETURNS integer
     LANGUAGE sql STABLE STRICT
@@ -877,17 +890,16 @@ COMMENT ON FUNCTION taskq.extend_ownership(text, text[], uuid[], interval) IS
  * Any other error is the caller's and is raised.
  */
 CREATE FUNCTION taskq_proxy._claim_from(first integer, actor text, max_tasks integer, actions text[],
-                                        max_duration interval, got integer DEFAULT 0, asks integer DEFAULT NULL)
+                                        max_duration interval, got integer, asks integer, n integer)
     RETURNS SETOF taskq_proxy.claim LANGUAGE plpgsql
 AS $$
 DECLARE
     s text; m text; d text; h text;
-    n integer := taskq_proxy._count();
     k integer;
     p integer;
     c bigint;
 BEGIN
-    FOR k IN 0 .. COALESCE(asks, n) OPERATOR(pg_catalog.-) 1 LOOP
+    FOR k IN 0 .. asks OPERATOR(pg_catalog.-) 1 LOOP
         EXIT WHEN got OPERATOR(pg_catalog.>=) max_tasks AND k OPERATOR(pg_catalog.>) 0;
         p := (first OPERATOR(pg_catalog.+) k) OPERATOR(pg_catalog.%) n;
         BEGIN
@@ -912,6 +924,8 @@ CREATE FUNCTION taskq.own_tasks(actor text, max_tasks integer, actions text[],
                    action_deadline timestamptz, concurrency_key text)
     LANGUAGE plpgsql
 AS $$
+DECLARE
+    n integer;
 BEGIN
     IF wait IS NOT NULL THEN
         RAISE EXCEPTION 'own_tasks with wait is not supported through the proxy'
@@ -919,9 +933,10 @@ BEGIN
                   DETAIL = 'A waiting claim sleeps in one database until work arrives there; the proxy spans several.',
                   HINT = 'Run a worker per shard with the waiting claim (taskq-worker and the Python library take several shard connection strings), or claim through the proxy without wait.';
     END IF;
+    n := taskq_proxy._count();
     RETURN QUERY SELECT * FROM taskq_proxy._claim_from(
-        (pg_catalog.random() OPERATOR(pg_catalog.*) taskq_proxy._count())::integer OPERATOR(pg_catalog.%) taskq_proxy._count(),
-        actor, max_tasks, actions, taskq_proxy._lease(max_duration));
+        pg_catalog.floor(pg_catalog.random() OPERATOR(pg_catalog.*) n)::integer, actor, max_tasks, actions,
+        taskq_proxy._lease(max_duration), 0, n, n);
 END
 $$;
 COMMENT ON FUNCTION taskq.own_tasks(text, integer, text[], interval, interval) IS
@@ -942,7 +957,7 @@ DECLARE
 BEGIN
     max_duration := taskq_proxy._lease(max_duration);
     IF ids IS NULL OR pg_catalog.cardinality(ids) OPERATOR(pg_catalog.=) 0 THEN
-        p := (pg_catalog.random() OPERATOR(pg_catalog.*) n)::integer OPERATOR(pg_catalog.%) n;
+        p := pg_catalog.floor(pg_catalog.random() OPERATOR(pg_catalog.*) n)::integer;
     ELSE
         p := taskq_proxy._partition_of(ids[1]);
     END IF;
@@ -951,7 +966,7 @@ BEGIN
                     WHERE taskq_proxy._partition_of(u.i) OPERATOR(pg_catalog.<>) p) THEN
         -- ids of several partitions: returned as return_tasks returns them (not atomic), then claims
         PERFORM taskq.return_tasks(ids, tokens, statuses, status_codes, results);
-        RETURN QUERY SELECT * FROM taskq_proxy._claim_from(p, actor, max_tasks, actions, max_duration);
+        RETURN QUERY SELECT * FROM taskq_proxy._claim_from(p, actor, max_tasks, actions, max_duration, 0, n, n);
         RETURN;
     END IF;
     -- one partition: returns and a claim there in one call, then the other partitions
@@ -966,7 +981,7 @@ BEGIN
     IF c OPERATOR(pg_catalog.<) max_tasks AND n OPERATOR(pg_catalog.>) 1 THEN
         RETURN QUERY SELECT * FROM taskq_proxy._claim_from((p OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.%) n, actor,
                                                            max_tasks, actions, max_duration, c::integer,
-                                                           n OPERATOR(pg_catalog.-) 1);
+                                                           n OPERATOR(pg_catalog.-) 1, n);
     END IF;
 END
 $$;
@@ -994,139 +1009,90 @@ COMMENT ON FUNCTION taskq.predecessor_results(text, uuid) IS
     'the results of the task''s finished predecessors, for the worker owning it (routed by id)';
 
 /*
- * The workers registry: a worker claiming through the proxy may hold tasks
- * on every partition, so its heartbeat goes to each; a partition that
- * cannot be reached is skipped with a WARNING (the next beat reaches it).
+ * Calls made on every partition, one after the other: settings, so that
+ * the first refusal (a bad argument) stops the call before any partition
+ * changed, and a partition out of reach is named with those that took the
+ * change (each call is idempotent: repeating it converges); and the
+ * workers registry, since a worker claiming through the proxy may hold
+ * tasks on every partition: there a partition out of reach is skipped
+ * with a WARNING (the next beat reaches it).  fn is the PL/Proxy function
+ * (partition first), args the rest of its arguments as literals (format's
+ * %L); returns the sum of the results (purge_finished's counts).
  */
-CREATE FUNCTION taskq.worker_heartbeat(worker_id text, info jsonb DEFAULT '{}'::jsonb) RETURNS void LANGUAGE plpgsql
+CREATE FUNCTION taskq_proxy._broadcast(fn text, args text, skip boolean DEFAULT false) RETURNS bigint
+    LANGUAGE plpgsql
 AS $$
-DECLARE s text; m text; d text; h text; p integer;
+DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}'; r text; total bigint := 0;
 BEGIN
     FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
         BEGIN
-            PERFORM taskq_proxy._worker_heartbeat(p, worker_id, info);
+            EXECUTE pg_catalog.format('SELECT (taskq_proxy.%I($1, %s))::text', fn, args) INTO r USING p;
+            total := total OPERATOR(pg_catalog.+) COALESCE(NULLIF(r, '')::bigint, 0);
+            done := done OPERATOR(pg_catalog.||) p;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-            IF NOT taskq_proxy._skippable(s, m) THEN
-                PERFORM taskq_proxy._raise(p, s, m, d, h);
+            IF NOT (skip AND taskq_proxy._skippable(s, m)) THEN
+                PERFORM taskq_proxy._raise(p, s, m, d, h, done);
             END IF;
             RAISE WARNING 'skipping partition % of cluster taskq: %', p, m USING ERRCODE = s;
         END;
     END LOOP;
+    RETURN total;
 END
 $$;
+
+CREATE FUNCTION taskq.worker_heartbeat(worker_id text, info jsonb DEFAULT '{}'::jsonb) RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_worker_heartbeat', pg_catalog.format('%L::text, %L::jsonb', worker_id, info), true);
+END;
 COMMENT ON FUNCTION taskq.worker_heartbeat(text, jsonb) IS
     'record that the worker is alive, on every partition (one that cannot be reached is skipped with a warning)';
 
-CREATE FUNCTION taskq.worker_stopped(worker_id text) RETURNS void LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer;
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        BEGIN
-            PERFORM taskq_proxy._worker_stopped(p, worker_id);
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-            IF NOT taskq_proxy._skippable(s, m) THEN
-                PERFORM taskq_proxy._raise(p, s, m, d, h);
-            END IF;
-            RAISE WARNING 'skipping partition % of cluster taskq: %', p, m USING ERRCODE = s;
-        END;
-    END LOOP;
-END
-$$;
+CREATE FUNCTION taskq.worker_stopped(worker_id text) RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_worker_stopped', pg_catalog.format('%L::text', worker_id), true);
+END;
 COMMENT ON FUNCTION taskq.worker_stopped(text) IS
     'remove the worker from the registry of every partition (one that cannot be reached is skipped with a warning)';
 
-/*
- * Settings: broadcast, one partition after the other, so that the first
- * refusal (a bad argument) stops the call before any partition changed,
- * and a partition out of reach is named with those that took the change.
- * Each call is idempotent: repeating it converges.
- */
 CREATE FUNCTION taskq.set_action_policy(action text, max_tries integer DEFAULT NULL::integer,
                                         retry jsonb DEFAULT NULL::jsonb, keep_attempts boolean DEFAULT false)
-    RETURNS void LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}';
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        PERFORM taskq_proxy._set_action_policy(p, action, max_tries, retry, keep_attempts);
-        done := done OPERATOR(pg_catalog.||) p;
-    END LOOP;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    PERFORM taskq_proxy._raise(p, s, m, d, h, done);
-END
-$$;
+    RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_set_action_policy',
+        pg_catalog.format('%L::text, %L::integer, %L::jsonb, %L::boolean', action, max_tries, retry, keep_attempts));
+END;
 COMMENT ON FUNCTION taskq.set_action_policy(text, integer, jsonb, boolean) IS
     'set the retry policy of an action on every partition';
 
 CREATE FUNCTION taskq.set_concurrency_limit(action text, max_running integer DEFAULT NULL::integer,
                                             max_running_per_key integer DEFAULT NULL::integer)
-    RETURNS void LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}';
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        PERFORM taskq_proxy._set_concurrency_limit(p, action, max_running, max_running_per_key);
-        done := done OPERATOR(pg_catalog.||) p;
-    END LOOP;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    PERFORM taskq_proxy._raise(p, s, m, d, h, done);
-END
-$$;
+    RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_set_concurrency_limit',
+        pg_catalog.format('%L::text, %L::integer, %L::integer', action, max_running, max_running_per_key));
+END;
 COMMENT ON FUNCTION taskq.set_concurrency_limit(text, integer, integer) IS
     'set an action''s concurrency limits on every partition (each partition counts its own running tasks)';
 
 CREATE FUNCTION taskq.set_rate_limit(action text, max integer, per interval, by_key boolean DEFAULT false)
-    RETURNS void LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}';
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        PERFORM taskq_proxy._set_rate_limit(p, action, max, per, by_key);
-        done := done OPERATOR(pg_catalog.||) p;
-    END LOOP;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    PERFORM taskq_proxy._raise(p, s, m, d, h, done);
-END
-$$;
+    RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_set_rate_limit',
+        pg_catalog.format('%L::text, %L::integer, %L::interval, %L::boolean', action, max, per, by_key));
+END;
 COMMENT ON FUNCTION taskq.set_rate_limit(text, integer, interval, boolean) IS
     'set an action''s rate limit on every partition (each partition counts its own claims)';
 
-CREATE FUNCTION taskq.clear_limits(action text) RETURNS void LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}';
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        PERFORM taskq_proxy._clear_limits(p, action);
-        done := done OPERATOR(pg_catalog.||) p;
-    END LOOP;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    PERFORM taskq_proxy._raise(p, s, m, d, h, done);
-END
-$$;
+CREATE FUNCTION taskq.clear_limits(action text) RETURNS void LANGUAGE sql
+BEGIN ATOMIC
+    SELECT taskq_proxy._broadcast('_clear_limits', pg_catalog.format('%L::text', action));
+END;
 COMMENT ON FUNCTION taskq.clear_limits(text) IS
     'remove an action''s concurrency and rate limits on every partition';
 
-CREATE FUNCTION taskq.purge_finished(older_than interval DEFAULT '00:00:00'::interval) RETURNS bigint LANGUAGE plpgsql
-AS $$
-DECLARE s text; m text; d text; h text; p integer := 0; done integer[] := '{}'; total bigint := 0;
-BEGIN
-    FOR p IN SELECT c.partition FROM taskq_proxy._connstrs() AS c LOOP
-        total := total OPERATOR(pg_catalog.+) taskq_proxy._purge_finished(p, older_than);
-        done := done OPERATOR(pg_catalog.||) p;
-    END LOOP;
-    RETURN total;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS s = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    PERFORM taskq_proxy._raise(p, s, m, d, h, done);
-END
-$$;
+CREATE FUNCTION taskq.purge_finished(older_than interval DEFAULT '00:00:00'::interval) RETURNS bigint LANGUAGE sql
+    RETURN taskq_proxy._broadcast('_purge_finished', pg_catalog.format('%L::interval', older_than));
 COMMENT ON FUNCTION taskq.purge_finished(interval) IS
     'delete finished tasks older than the interval on every partition; returns how many';
 
@@ -1954,6 +1920,8 @@ COMMENT ON TYPE taskq_proxy.claim IS 'a claimed task as own_tasks returns it';
 COMMENT ON FUNCTION taskq_proxy._route_hash(text) IS 'the hash PL/Proxys RUN ON takes for an id: hashtext of its route (0 for NULL)';
 COMMENT ON FUNCTION taskq_proxy._connstrs() IS 'the partitions of cluster taskq as the foreign server taskq names them';
 COMMENT ON FUNCTION taskq_proxy._count() IS 'the number of partitions';
+COMMENT ON FUNCTION taskq_proxy._options() IS 'the partitions the options of the foreign server taskq name';
+COMMENT ON FUNCTION taskq_proxy._not_configured() IS 'raise 42704: the foreign server taskq is missing or names no partition';
 COMMENT ON FUNCTION taskq_proxy._partition_of(text) IS 'the partition of an id, 0 for NULL (where a call went)';
 COMMENT ON FUNCTION taskq_proxy._raise(integer, text, text, text, text, integer[]) IS 'raise what a partition raised: the shards error as the shard raised it, or 08006 for a partition out of reach';
 COMMENT ON FUNCTION taskq_proxy._skippable(text, text) IS 'whether a claim may skip a partition that raised this (down, failing over, read-only, out of connections)';
@@ -2018,7 +1986,7 @@ COMMENT ON FUNCTION taskq_proxy._metrics(integer) IS 'taskq.metrics on one parti
 COMMENT ON FUNCTION taskq_proxy._metrics_text(integer) IS 'taskq.metrics_text on one partition (PL/Proxy)';
 COMMENT ON FUNCTION taskq_proxy._enqueue_many(integer, text, jsonb[], text[], integer, timestamptz, integer, text, text) IS 'taskq.enqueue_many on one partition (PL/Proxy)';
 COMMENT ON FUNCTION taskq_proxy._lease(interval) IS 'the lease a claim through the proxy asks for: its own, or the sessions taskq.default_lease';
-COMMENT ON FUNCTION taskq_proxy._claim_from(integer, text, integer, text[], interval, integer, integer) IS 'claim from the partitions in turn, skipping one out of reach';
+COMMENT ON FUNCTION taskq_proxy._claim_from(integer, text, integer, text[], interval, integer, integer, integer) IS 'claim from the partitions in turn, skipping one out of reach';
 COMMENT ON FUNCTION taskq_proxy._predecessors(text, uuid) IS 'predecessor_results on the tasks partition, errors as the shard raised them';
 COMMENT ON FUNCTION taskq_proxy._define_all(text, text, jsonb, integer) IS 'broadcast a definition under one version';
 COMMENT ON FUNCTION taskq_proxy._each(text, anyelement) IS 'the rows of a PL/Proxy reader on every partition in turn';
@@ -2049,5 +2017,6 @@ COMMENT ON TYPE taskq_proxy.tasks_in_progress IS 'a row of taskq.tasks_in_progre
 COMMENT ON FUNCTION taskq_proxy._v_tasks_in_progress(integer) IS 'the rows of taskq.tasks_in_progress on one partition (PL/Proxy)';
 COMMENT ON TYPE taskq_proxy.workers IS 'a row of taskq.workers with its partition';
 COMMENT ON FUNCTION taskq_proxy._v_workers(integer) IS 'the rows of taskq.workers on one partition (PL/Proxy)';
+COMMENT ON FUNCTION taskq_proxy._broadcast(text, text, boolean) IS 'a call on every partition in turn (settings, the workers registry); the sum of its results';
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA taskq, taskq_proxy FROM PUBLIC;
