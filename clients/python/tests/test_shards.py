@@ -215,7 +215,9 @@ def test_a_return_lost_with_its_connection_is_made_again(dsn, db, name, caplog):
 
     with running(w):
         taskq.insert(dsn, [{"id": f"{name}-idle", "action": action}])
-        wait_until(lambda: status_of(db, f"{name}-idle") == "completed",
+        # the row commits before the worker logs the return: wait for both
+        wait_until(lambda: status_of(db, f"{name}-idle") == "completed"
+                   and "returned completed on a new connection" in caplog.text,
                    what="the return made again")
         row = db.execute("SELECT num_tries, status FROM taskq.tasks WHERE id = %s",
                          (f"{name}-idle",)).fetchone()
