@@ -1811,7 +1811,7 @@ GRANT EXECUTE ON FUNCTION taskq.define_machine(name text, definition jsonb, vers
 REVOKE ALL ON FUNCTION taskq.define_saga(name text, definition jsonb, version integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.define_saga(name text, definition jsonb, version integer) TO taskq_admin;
 REVOKE ALL ON FUNCTION taskq.definition_graph(name text, format text, version integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.definition_graph(name text, format text, version integer) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.definition_graph(name text, format text, version integer) TO taskq_producer, taskq_monitor, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.enqueue_many(action text, bodies jsonb[], ids text[], priority integer, not_before timestamp with time zone, max_tries integer, workflow text, concurrency_key text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.enqueue_many(action text, bodies jsonb[], ids text[], priority integer, not_before timestamp with time zone, max_tries integer, workflow text, concurrency_key text) TO taskq_producer, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.enqueue(action text, body jsonb, id text, priority integer, not_before timestamp with time zone, max_tries integer, workflow text, concurrency_key text) FROM PUBLIC;
@@ -1861,7 +1861,7 @@ GRANT EXECUTE ON FUNCTION taskq.return_tasks(ids text[], tokens uuid[], statuses
 REVOKE ALL ON FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status, retry_delay interval, result jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.return_task(id text, token uuid, status text, status_code taskq.status, retry_delay interval, result jsonb) TO taskq_worker, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.run_graph(id text, format text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.run_graph(id text, format text) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(id text, format text) TO taskq_producer, taskq_monitor, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.run_steps(id text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.run_steps(id text) TO taskq_producer, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.schedule(name text, cron text, task jsonb, time_zone text, catch_up text) FROM PUBLIC;
@@ -1883,7 +1883,7 @@ GRANT EXECUTE ON FUNCTION taskq.start_saga(saga text, id text, inputs jsonb, deb
 REVOKE ALL ON FUNCTION taskq.task_attempts(id text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.task_attempts(id text) TO taskq_producer, taskq_worker, taskq_monitor, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.task_graph(workflow text, format text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.task_graph(workflow text, format text) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.task_graph(workflow text, format text) TO taskq_producer, taskq_monitor, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.transition(id text, token uuid, event text, context jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.transition(id text, token uuid, event text, context jsonb) TO taskq_worker, taskq_admin;
 REVOKE ALL ON FUNCTION taskq.unschedule(name text) FROM PUBLIC;

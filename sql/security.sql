@@ -381,6 +381,12 @@ SELECT public.as_role('regress_worker', $$SELECT taskq.resume_run('sec-1')$$) AS
 SELECT public.as_role('regress_producer', $$SELECT taskq.resume_run('sec-1')$$) AS producer_resumes;
 SELECT public.as_role('regress_producer', $$SELECT taskq.cancel_run('sec-1')$$) AS producer_cancels;
 SELECT public.as_role('regress_monitor', $$SELECT count(*) FROM taskq.saga_steps$$) AS monitor_reads_steps;
+-- a monitor browses tasks and runs by their columns, not their data or tokens
+SELECT public.as_role('regress_monitor', $$SELECT id || ' ' || status_code FROM taskq.tasks WHERE id = 'sec-1/1'$$) AS monitor_reads_task;
+SELECT public.as_role('regress_monitor', $$SELECT body FROM taskq.tasks LIMIT 1$$) AS monitor_reads_body;
+SELECT public.as_role('regress_monitor', $$SELECT performance_token FROM taskq.tasks LIMIT 1$$) AS monitor_reads_token;
+SELECT public.as_role('regress_monitor', $$SELECT context FROM taskq.runs LIMIT 1$$) AS monitor_reads_context;
+SELECT public.as_role('regress_monitor', $$SELECT left(taskq.run_graph('sec-1', 'mermaid'), 12)$$) AS monitor_draws_run;
 SELECT id, status FROM taskq.runs WHERE id LIKE 'sec-%' ORDER BY id;
 DELETE FROM taskq.action_grants;
 

@@ -1215,3 +1215,17 @@ COMMENT ON FUNCTION taskq.define_saga(text, jsonb, integer) IS
     'store a saga (checked whole) as the next version of name, or under the version given (the same definition there: a no-op); returns the version';
 REVOKE ALL ON FUNCTION taskq.define_saga(text, jsonb, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION taskq.define_saga(text, jsonb, integer) TO taskq_admin;
+
+-- Monitors (the web console's read-only role among them) browse tasks by
+-- their indexed columns and see their shape; a task's body and result (the
+-- application's data) and its performance token stay with producers,
+-- workers and admins, as a run's context does.
+GRANT SELECT (id, action, status_code, status, num_tries, max_tries, num_signals, total_dependencies,
+              to_signal_after, actor_id, action_deadline, post_result, priority, not_before,
+              created_at, finished_at, seq, spontaneous, retry, workflow, cancelled, "trigger",
+              num_completed, num_failed, claimed_at, concurrency_key)
+    ON taskq.tasks TO taskq_monitor;
+-- The pictures of task graphs, runs and definitions are monitoring too.
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_monitor;
+GRANT EXECUTE ON FUNCTION taskq.task_graph(text, text) TO taskq_monitor;
+GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_monitor;

@@ -263,6 +263,15 @@ SELECT pg_catalog.pg_extension_config_dump('taskq.tasks', '');
 SELECT pg_catalog.pg_extension_config_dump('taskq.task_seq', '');
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON taskq.tasks TO taskq_admin;
+-- Monitors (the web console's read-only role among them) browse tasks by
+-- their indexed columns and see their shape; a task's body and result (the
+-- application's data) and its performance token stay with producers,
+-- workers and admins, as a run's context does.
+GRANT SELECT (id, action, status_code, status, num_tries, max_tries, num_signals, total_dependencies,
+              to_signal_after, actor_id, action_deadline, post_result, priority, not_before,
+              created_at, finished_at, seq, spontaneous, retry, workflow, cancelled, "trigger",
+              num_completed, num_failed, claimed_at, concurrency_key)
+    ON taskq.tasks TO taskq_monitor;
 
 /*
  * Where claims start in the ready indexes.  Claims start past the dead
@@ -1079,7 +1088,7 @@ $$;
 COMMENT ON FUNCTION taskq.task_graph(text, text) IS
     'the tasks of a workflow key and their edges, in DOT or Mermaid: tasks coloured by state, edges labelled with the successor''s trigger rule';
 REVOKE ALL ON FUNCTION taskq.task_graph(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.task_graph(text, text) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.task_graph(text, text) TO taskq_producer, taskq_admin, taskq_monitor;
 
 /* --------------------------------------------------------------------- */
 
@@ -2502,7 +2511,7 @@ $$;
 COMMENT ON FUNCTION taskq.definition_graph(text, text, integer) IS
     'a state machine or saga (latest version, or version) as a DOT or Mermaid graph, with live figures';
 REVOKE ALL ON FUNCTION taskq.definition_graph(text, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_producer, taskq_admin, taskq_monitor;
 
 CREATE FUNCTION taskq.run_graph(id text, format text DEFAULT 'dot')
 RETURNS text
@@ -2654,4 +2663,4 @@ $$;
 COMMENT ON FUNCTION taskq.run_graph(text, text) IS
     'one run as a DOT or Mermaid graph: the path a machine took, or a saga''s steps coloured by do and undo';
 REVOKE ALL ON FUNCTION taskq.run_graph(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin;
+GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_producer, taskq_admin, taskq_monitor;

@@ -27,6 +27,9 @@ PACKAGES=(
     tar coreutils findutils grep sed mawk  # used by the scripts
     python3 python3-psycopg2               # examples/ (make demo)
     python3-psycopg python3-pytest         # clients/python (the python suite)
+    python3-flask python3-flaskext.wtf     # tools/taskq-console: the web framework and its CSRF protection
+    python3-waitress python3-psycopg-pool  # tools/taskq-console: its WSGI server and connection pools
+    chromium chromium-driver python3-selenium # test/console: the console in a real browser (suite console)
     sqlsmith                               # test/t/012_sqlsmith.pl
     graphviz                               # dot -Tsvg renders every graph (test/t/022_graphs.pl, 030_dag_property.pl)
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)

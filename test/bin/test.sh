@@ -22,7 +22,7 @@
 #              private install; any sanitizer report fails the run),
 #            TASKQ_SUITES="regress isolation ..." (only these suites, for a
 #              quick look while developing; of static regress isolation
-#              pgtap examples python docs tap).
+#              pgtap examples python console docs tap).
 # taskq is built with assertions (TASKQ_ASSERT=1) whatever the server is.
 set -euo pipefail
 
@@ -372,35 +372,36 @@ suite_examples() {
     line examples "$ok ok, $bad failed ($(elapsed "$t0"))"
 }
 
-# The Python client's pytest suite (clients/python/tests) against a database
-# of the cluster, named to the tests by TASKQ_TEST_DSN: one test per pytest
-# test, counted from pytest's junit xml (failures and errors fail; a run
-# that fails without a failed test, e.g. nothing collected, counts one).
-suite_python() {
-    local out xml rc=0 ok=0 bad=0 skipped=0 t0 db=taskq_python
-    if [[ ! -d clients/python/tests ]]; then line python "skipped (no clients/python/tests)"; return; fi
+# A pytest suite against a database of the cluster, named to the tests by
+# TASKQ_TEST_DSN: one test per pytest test, counted from pytest's junit xml
+# (failures and errors fail; a run that fails without a failed test, e.g.
+# nothing collected, counts one).  pytest_suite SUITE DB DIR [VAR=VALUE...]
+pytest_suite() {
+    local suite=$1 db=$2 dir=$3 out xml rc=0 ok=0 bad=0 skipped=0 t0
+    shift 3
+    if [[ ! -d $dir ]]; then line "$suite" "skipped (no $dir)"; return; fi
     t0=$(tq_now)
-    suite_db python "$db" || return 0
-    out=$TQ_WORK/log/python.out
-    xml=$TQ_WORK/log/python-junit.xml
+    suite_db "$suite" "$db" || return 0
+    out=$TQ_WORK/log/$suite.out
+    xml=$TQ_WORK/log/$suite-junit.xml
     tq_run_as_user "$out" env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=clients/python \
-        TASKQ_TEST_DSN="host=$TQ_SOCK port=$TQ_PORT dbname=$db user=$TQ_DBUSER" \
+        TASKQ_TEST_DSN="host=$TQ_SOCK port=$TQ_PORT dbname=$db user=$TQ_DBUSER" "$@" \
         timeout -k 10 "$FILE_TIMEOUT" python3 -m pytest -p no:cacheprovider -q -rfEs \
-        --junitxml="$xml" clients/python/tests || rc=$?
+        --junitxml="$xml" "$dir" || rc=$?
     # Per file "   FILE  N ok, M failed", then "OK BAD SKIPPED".
     if [[ -s $xml ]]; then
         python3 -c '
 import collections, sys, xml.etree.ElementTree as ET
 per = collections.defaultdict(lambda: [0, 0, 0])
 for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
-    f = "clients/python/tests/" + case.get("classname", "?").rsplit(".", 1)[-1] + ".py"
+    f = sys.argv[2] + "/" + case.get("classname", "?").rsplit(".", 1)[-1] + ".py"
     kind = 1 if case.find("failure") is not None or case.find("error") is not None \
         else 2 if case.find("skipped") is not None else 0
     per[f][kind] += 1
 for f, (ok, bad, skip) in sorted(per.items()):
     print("   %-40s %d ok, %d failed%s" % (f, ok, bad, ", %d skipped" % skip if skip else ""))
 print(*(sum(v[i] for v in per.values()) for i in range(3)))
-' "$xml" >"$out.counts" 2>&1 || true
+' "$xml" "$dir" >"$out.counts" 2>&1 || true
         sed '$d' "$out.counts"
         read -r ok bad skipped < <(tail -n 1 "$out.counts") || true
         [[ $ok =~ ^[0-9]+$ && $bad =~ ^[0-9]+$ ]] || { ok=0; bad=0; skipped=0; }
@@ -409,11 +410,24 @@ print(*(sum(v[i] for v in per.values()) for i in range(3)))
     add "$ok" "$bad"
     SQL_FAILED=$((SQL_FAILED + bad))
     if [[ ${skipped:-0} -gt 0 ]]; then skipped=", $skipped skipped"; else skipped=""; fi
-    line python "$ok ok, $bad failed$skipped ($(elapsed "$t0"))"
+    line "$suite" "$ok ok, $bad failed$skipped ($(elapsed "$t0"))"
     if [[ $bad -gt 0 ]]; then
-        echo "--- python: output (exit $rc)"
+        echo "--- $suite: output (exit $rc)"
         show "$out" 200
     fi
+}
+
+# The Python client's pytest suite (clients/python/tests).
+suite_python() { pytest_suite python taskq_python clients/python/tests; }
+
+# The web console (tools/taskq-console) in a real browser: Debian's headless
+# Chromium through chromedriver (test/console); screenshots of its pages go
+# to the run's log folder (make console-shots copies them into docs/).
+suite_console() {
+    local home=$TQ_WORK/console-home
+    mkdir -p "$home" && chown "$TQ_USER" "$home" 2>/dev/null || true
+    pytest_suite console taskq_console test/console HOME="$home" TMPDIR="$home" \
+        TASKQ_CONSOLE_SHOTS="$TQ_WORK/log/console-shots"
 }
 
 show_tail() {
@@ -471,6 +485,7 @@ run isolation
 run pgtap
 run examples
 run python
+run console
 run docs
 check_server_log
 tq_cluster_stop
