@@ -92,7 +92,7 @@ clean-taskq-worker:
 	rm -f $(TQW) $(TQW_OBJS)
 endif
 
-.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist deb deb-test
+.PHONY: test check-asan check-build demo demo-stop deps bench bench-neutral crash-loop fuzz dist check-dist deb deb-test
 .PHONY: cluster cluster-stop demo-cluster cluster-test
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 # PG=17 or PG=18: the same suites against that major version, in a chroot
@@ -176,6 +176,12 @@ ha-selftest:
 # Throughput and latency against the hand-written queue, same run (bench/).
 bench:
 	bash bench/run.sh
+
+# taskq against the hand-written queue and the DELETE floor on neutral ground:
+# pgbench -M prepared for every system, stock settings, a fresh database per
+# run (bench/neutral.sh; the table in docs/performance.md leads with it).
+bench-neutral:
+	bash bench/neutral.sh
 
 # The Debian packages (debian/): postgresql-15-taskq, taskq-worker and
 # python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
