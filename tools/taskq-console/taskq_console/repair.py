@@ -46,6 +46,16 @@ BULK_CAP = 10000
 # refuse steps (55000): a run is redriven or cancelled as a whole.
 _RUN_OF = "substring({id} from '^(.+)/[^/]*$')"
 
+# The rows of the view taskq.dead_letters, read from taskq.tasks with the
+# view's own condition (the columns a monitor may read): the view's ORDER BY
+# keeps the planner from pushing a page's LIMIT into it, so that it sorts
+# every aborted task (a seq scan of 1,000,000 tasks: 0.8 s) where the
+# table gives an index scan backward on tasks_finished_idx (its WHERE,
+# status_code >= 'completed', is implied) and an incremental sort on id
+# (0.2 ms).
+DEAD = ("taskq.tasks AS d WHERE d.status_code OPERATOR(pg_catalog.=) 'aborted'"
+        " AND d.status IS DISTINCT FROM 'skipped'")
+
 _FILTER_KEYS = ("action", "workflow", "status", "since", "until")
 
 
@@ -86,7 +96,7 @@ def _filters(source):
 
 
 def _where(f):
-    """SQL conditions and parameters over taskq.dead_letters for a filter."""
+    """SQL conditions and parameters over the dead letters (DEAD) for a filter."""
     conds, params = [], {}
     if "action" in f:
         conds.append("d.action = %(action)s")
@@ -143,12 +153,12 @@ def page():
         conds.append("d.finished_at <= %(after_at)s"
                      " AND (d.finished_at < %(after_at)s OR d.id > %(after_id)s)")
         params.update(after_at=at, after_id=after_id)
-    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    where = "".join(" AND " + c for c in conds)
     rows = g.db.read(
         "SELECT d.*, now() - d.finished_at AS age, r.id AS run"
         " FROM (SELECT id, action, status, num_tries, max_tries, workflow, cancelled, finished_at"
-        "       FROM taskq.dead_letters AS d" + where +
-        "       ORDER BY finished_at DESC, id LIMIT %(limit)s) AS d"
+        "       FROM " + DEAD + where +
+        "       ORDER BY d.finished_at DESC, d.id LIMIT %(limit)s) AS d"
         " LEFT JOIN taskq.runs AS r ON r.id = " + _RUN_OF.format(id="d.id") +
         " ORDER BY d.finished_at DESC, d.id", dict(params, limit=PAGE + 1))
     more = len(rows) > PAGE
@@ -165,15 +175,16 @@ def page():
 
 # ----------------------------------------------------------------- bulk redrive
 
-def _matching_sql(f):
-    """The ids a bulk redrive of filter f touches (the steps of runs left
-    out: redrive_tasks refuses them), at most BULK_CAP + 1 of them, as the
-    CTE "m"; and its parameters."""
+def _matching_sql(f, steps=False):
+    """The ids a bulk redrive of filter f touches, at most BULK_CAP + 1 of
+    them, as the CTE "m", and its parameters.  The steps of runs are left
+    out (redrive_tasks refuses them: a run is redriven whole); with steps,
+    those steps instead."""
     conds, params = _where(f)
-    conds.append("NOT EXISTS (SELECT 1 FROM taskq.runs AS r WHERE r.id = "
+    conds.append(("" if steps else "NOT ") + "EXISTS (SELECT 1 FROM taskq.runs AS r WHERE r.id = "
                  + _RUN_OF.format(id="d.id") + ")")
-    sql = ("WITH m AS MATERIALIZED (SELECT d.id FROM taskq.dead_letters AS d WHERE "
-           + " AND ".join(conds) + " LIMIT %(cap)s)")
+    sql = ("WITH m AS MATERIALIZED (SELECT d.id FROM " + DEAD + "".join(" AND " + c for c in conds)
+           + " LIMIT %(cap)s)")
     return sql, dict(params, cap=BULK_CAP + 1)
 
 
@@ -187,11 +198,8 @@ def bulk_preview():
     f = _filters(request.args)
     sql, params = _matching_sql(f)
     row = g.db.read_one(sql + f" SELECT count(*) AS n, {_DIGEST} AS digest FROM m", params)
-    steps = g.db.read_one(
-        "SELECT count(*) AS n FROM (SELECT 1 FROM taskq.dead_letters AS d"
-        " JOIN taskq.runs AS r ON r.id = " + _RUN_OF.format(id="d.id") +
-        ((" WHERE " + " AND ".join(_where(f)[0])) if _where(f)[0] else "") +
-        " LIMIT %(cap)s) AS s", params)["n"]
+    sql, params = _matching_sql(f, steps=True)
+    steps = g.db.read_one(sql + " SELECT count(*) AS n FROM m", params)["n"]
     return render_template("repair_confirm.html", f=f, words=_in_words(f),
                            filter_args=_query_args(f), count=row["n"], digest=row["digest"],
                            steps=steps, cap=BULK_CAP)
