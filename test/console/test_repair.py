@@ -173,6 +173,33 @@ def test_pages_of_fifty_by_keyset(browser, console, db, name):
         cleanup(db, name)
 
 
+def test_an_unindexed_filter_searches_a_window_at_a_time(browser, console, db, name):
+    """An action's dead letters have no index: a page looks at the newest
+    20,000 finished tasks, says so, and goes on from there."""
+    old, new = f"{name}-old", f"{name}-new"
+    db.execute("SELECT taskq.insert_tasks(%s)", (Jsonb(
+        [{"id": f"{name}-n{i:05d}", "action": new} for i in range(20001)]
+        + [{"id": f"{name}-o", "action": old}]),))
+    db.execute("SELECT taskq.cancel_tasks(ARRAY(SELECT id FROM taskq.tasks WHERE action = ANY(%s)))",
+               ([old, new],))
+    # older than every other finished task of the tests: 20,001 newer ones stand before it
+    db.execute("UPDATE taskq.tasks SET finished_at = '2025-06-01 00:00:00+00' WHERE id = %s", (f"{name}-o",))
+    try:
+        browser.get(console.url + f"/d/main/dead?action={old}")
+        pages = 1
+        while not table_ids(browser):
+            assert "looked at 20,000 finished tasks" in browser.find_element(By.ID, "searched-to").text
+            link = browser.find_element(By.ID, "next-page")
+            assert link.text == "search older »"
+            link.click()
+            pages += 1
+            assert pages < 100
+        assert table_ids(browser) == [f"{name}-o"] and pages >= 2
+        assert not browser.find_elements(By.ID, "next-page")
+    finally:
+        cleanup(db, name)
+
+
 def test_bad_input_is_400(console):
     s = Session(console.url)
     status, _, body = s.request("/d/main/dead?since=yesterday")

@@ -38,6 +38,9 @@ from .security import admin_required, log_write
 bp = db_blueprint("repair", __name__)
 
 PAGE = 50
+# A filter no index serves (an action, a status text) looks at this many of
+# the newest finished tasks at a time, and offers to go on from there.
+WINDOW = 20000
 # A bulk action touches at most this many tasks; above it, narrow the filter.
 BULK_CAP = 10000
 
@@ -95,25 +98,28 @@ def _filters(source):
     return f
 
 
-def _where(f):
-    """SQL conditions and parameters over the dead letters (DEAD) for a filter."""
-    conds, params = [], {}
+def _where(f, split=False):
+    """SQL conditions and parameters over the dead letters (DEAD) for a
+    filter; with split, (conditions on finished_at, the others, params)."""
+    rng, other, params = [], [], {}
     if "action" in f:
-        conds.append("d.action = %(action)s")
+        other.append("d.action = %(action)s")
         params["action"] = f["action"]
     if "workflow" in f:
-        conds.append("d.workflow = %(workflow)s")
+        other.append("d.workflow = %(workflow)s")
         params["workflow"] = f["workflow"]
     if "status" in f:
-        conds.append("strpos(lower(d.status), lower(%(status)s)) > 0")
+        other.append("strpos(lower(d.status), lower(%(status)s)) > 0")
         params["status"] = f["status"]
     if "since" in f:
-        conds.append("d.finished_at >= %(since)s")
+        rng.append("d.finished_at >= %(since)s")
         params["since"] = f["since_t"]
     if "until" in f:
-        conds.append("d.finished_at < %(until)s")
+        rng.append("d.finished_at < %(until)s")
         params["until"] = f["until_t"]
-    return conds, params
+    if split:
+        return rng, other, params
+    return rng + other, params
 
 
 def _in_words(f):
@@ -141,7 +147,7 @@ def _query_args(f):
 @bp.route("/dead")
 def page():
     f = _filters(request.args)
-    conds, params = _where(f)
+    rng, other, params = _where(f, split=True)
     after_at, after_id = request.args.get("after_at"), request.args.get("after_id")
     if after_at is not None or after_id is not None:
         try:
@@ -150,26 +156,56 @@ def page():
             abort(400, description="after_at: not a time; follow the page's Next link")
         if at.tzinfo is None or after_id is None:
             abort(400, description="after_at, after_id: an incomplete cursor; follow the page's Next link")
-        conds.append("d.finished_at <= %(after_at)s"
-                     " AND (d.finished_at < %(after_at)s OR d.id > %(after_id)s)")
+        rng.append("d.finished_at <= %(after_at)s"
+                   " AND (d.finished_at < %(after_at)s OR d.id > %(after_id)s)")
         params.update(after_at=at, after_id=after_id)
-    where = "".join(" AND " + c for c in conds)
-    rows = g.db.read(
-        "SELECT d.*, now() - d.finished_at AS age, r.id AS run"
-        " FROM (SELECT id, action, status, num_tries, max_tries, workflow, cancelled, finished_at"
-        "       FROM " + DEAD + where +
-        "       ORDER BY d.finished_at DESC, d.id LIMIT %(limit)s) AS d"
-        " LEFT JOIN taskq.runs AS r ON r.id = " + _RUN_OF.format(id="d.id") +
-        " ORDER BY d.finished_at DESC, d.id", dict(params, limit=PAGE + 1))
-    more = len(rows) > PAGE
-    rows = rows[:PAGE]
-    next_url = None
-    if more:
+    params.update(limit=PAGE + 1, window=WINDOW)
+    windowed = ("action" in f or "status" in f) and "workflow" not in f
+    if not windowed:
+        # an index finds them: tasks_finished_idx backward (its range), or
+        # tasks_workflow_idx (workflow, status_code)
+        rows = g.db.read(
+            "SELECT d.*, now() - d.finished_at AS age, r.id AS run, true AS hit, 0 AS n"
+            " FROM (SELECT id, action, status, num_tries, max_tries, workflow, cancelled, finished_at"
+            "       FROM " + DEAD + "".join(" AND " + c for c in rng + other) +
+            "       ORDER BY d.finished_at DESC, d.id LIMIT %(limit)s) AS d"
+            " LEFT JOIN taskq.runs AS r ON r.id = " + _RUN_OF.format(id="d.id") +
+            " ORDER BY d.finished_at DESC, d.id", params)
+    else:
+        # no index finds an action's or a status's dead letters: look at the
+        # newest WINDOW finished tasks (tasks_finished_idx backward), and
+        # say where that stopped (the row numbered WINDOW) to go on from
+        rows = g.db.read(
+            "SELECT d.*, now() - d.finished_at AS age, r.id AS run"
+            " FROM (SELECT d.*, (d.status_code = 'aborted' AND d.status IS DISTINCT FROM 'skipped'"
+            + "".join(" AND " + c for c in other) + ") AS hit"
+            "       FROM (SELECT i.*, row_number() OVER (ORDER BY i.finished_at DESC, i.id) AS n"
+            "             FROM (SELECT id, action, status, status_code, num_tries, max_tries,"
+            "                          workflow, cancelled, finished_at"
+            "                   FROM taskq.tasks AS d WHERE d.status_code >= 'completed'"
+            + "".join(" AND " + c for c in rng) +
+            "                   ORDER BY d.finished_at DESC, d.id LIMIT %(window)s) AS i) AS d"
+            "       WHERE (d.status_code = 'aborted' AND d.status IS DISTINCT FROM 'skipped'"
+            + "".join(" AND " + c for c in other) + ") OR d.n = %(window)s"
+            "       ORDER BY d.finished_at DESC, d.id LIMIT %(limit)s + 1) AS d"
+            " LEFT JOIN taskq.runs AS r ON r.id = " + _RUN_OF.format(id="d.id") +
+            " ORDER BY d.finished_at DESC, d.id", params)
+    edge = next((r for r in rows if r["n"] == WINDOW), None)
+    rows = [r for r in rows if r["hit"]]
+    next_url = searched_to = None
+    if len(rows) > PAGE:
+        rows = rows[:PAGE]
         last = rows[-1]
+    elif edge is not None:
+        last = searched_to = edge
+    else:
+        last = None
+    if last is not None:
         next_url = url_for("repair.page", **_query_args(f),
                            after_at=last["finished_at"].isoformat(), after_id=last["id"])
     return render_template("repair.html", rows=rows, f=f, words=_in_words(f),
                            filter_args=_query_args(f), next_url=next_url,
+                           searched_to=searched_to, window=WINDOW,
                            paged=after_id is not None, utc=datetime.timezone.utc)
 
 
