@@ -86,7 +86,10 @@ def decode_cursor(param):
         if not value.startswith("k"):
             raise ValueError
         raw = value[1:]
-        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+        key = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_", validate=True).decode()
+        if not key:
+            raise ValueError
+        return key
     except (ValueError, binascii.Error, UnicodeDecodeError):
         abort(400, description=f"parameter \"{param}\" is not a cursor of this page")
 
