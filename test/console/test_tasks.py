@@ -190,6 +190,7 @@ def test_detail_matches_sql(browser, console, db, name, tasks):
 
 
 def test_neighbours_and_graph(browser, console, db, name, tasks):
+    # in the mixed tasks: 007 (delayed) holds back 008 (blocked)
     pred, succ = f"{name}-007", f"{name}-008"
     assert db.execute("SELECT to_signal_after FROM taskq.tasks WHERE id = %s", (pred,)).fetchone()[0] == [succ]
     browser.get(console.url + "/d/main/tasks/" + succ)
@@ -203,9 +204,27 @@ def test_neighbours_and_graph(browser, console, db, name, tasks):
     svg = browser.find_element(By.CSS_SELECTOR, ".graph svg")
     titles = [t.get_attribute("textContent") for t in svg.find_elements(By.CSS_SELECTOR, "g.node > title")]
     assert sorted(titles) == sql_ids(db, "workflow = %s", (f"{name}-w1",))
-    # the edge 007 -> 008, labelled with the successor's trigger rule
     edges = [t.get_attribute("textContent") for t in svg.find_elements(By.CSS_SELECTOR, "g.edge > title")]
     assert f"{pred}->{succ}" in edges
+    # a small DAG of its own: two extracts, a load that needs one, an alert if one fails
+    w = f"{name}-etl"
+    ea, eb, load, alert = (f"{w}/extract-a", f"{w}/extract-b", f"{w}/load", f"{w}/alert")
+    db.execute("SELECT taskq.insert_tasks(%s)", (Jsonb([
+        {"id": ea, "action": f"{name}-extract", "workflow": w, "to_signal_after": [load, alert]},
+        {"id": eb, "action": f"{name}-extract", "workflow": w, "to_signal_after": [load, alert]},
+        {"id": load, "action": f"{name}-load", "workflow": w, "trigger": "one_success"},
+        {"id": alert, "action": f"{name}-alert", "workflow": w, "trigger": "one_failed"}]),))
+    tid, token = db.execute("SELECT id, token FROM taskq.own_tasks(%s, 1, ARRAY[%s])",
+                            (f"{name}-w", f"{name}-extract")).fetchone()
+    db.execute("SELECT taskq.return_task(%s, %s, 'copied', 'completed')", (tid, token))
+    browser.get(console.url + "/d/main/tasks/" + urllib.parse.quote(load))
+    assert sorted(a.text for a in browser.find_elements(By.CSS_SELECTOR, "#predecessors a")) == [ea, eb]
+    assert field(browser, "trigger").text.startswith("one_success")
+    svg = browser.find_element(By.CSS_SELECTOR, ".graph svg")
+    edges = sorted(t.get_attribute("textContent") for t in svg.find_elements(By.CSS_SELECTOR, "g.edge > title"))
+    assert edges == sorted(f"{a}->{b}" for a in (ea, eb) for b in (load, alert))
+    labels = " ".join(t.get_attribute("textContent") for t in svg.find_elements(By.TAG_NAME, "text"))
+    assert "completed" in labels and "one_success" in labels
     assert csp_violations(browser) == []
     shot(browser, "task.png")
 
