@@ -26,6 +26,8 @@ import subprocess
 import threading
 import time
 
+import psycopg
+from flask import g
 from markupsafe import Markup
 
 # The longest a drawing may take; a bigger graph is not drawn.
@@ -35,6 +37,11 @@ MAX_DOT_CHARS = 400_000
 # How long a drawing is reused for the same DOT text of the same object.
 CACHE_SECONDS = 10.0
 CACHE_MAX = 200
+# The longest taskq may take to make the DOT of one graph.
+GRAPH_BUDGET_MS = 2000
+# How long a graph that took too long is not asked for again.
+SLOW_SECONDS = 60.0
+SLOW = f"taskq took longer than {GRAPH_BUDGET_MS / 1000:g} s to make this graph: not drawn"
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _cache = {}
@@ -81,9 +88,25 @@ def svg(db, kind, key, dot):
 
 
 def draw(db, kind, key, sql, params):
-    """(svg, None) of the DOT a query returns, or (None, why) when it cannot be drawn."""
-    from flask import g
-    row = g.db.read_one(sql, params)
+    """(svg, None) of the DOT a query of taskq's graph functions returns, or
+    (None, why) when it cannot be drawn.  The query has GRAPH_BUDGET_MS: the
+    graphs with live figures (definition_graph, a saga's run_graph) read
+    taskq.state_stats, which grows with the runs' tasks, and a page must not
+    wait for them for the whole statement timeout."""
+    slow_key = (db, kind, key, "slow")
+    with _lock:
+        hit = _cache.get(slow_key)
+        if hit is not None and hit[0] > time.monotonic():
+            return None, SLOW
+    try:
+        with g.db.connection() as conn:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {GRAPH_BUDGET_MS}")
+                row = conn.execute(sql, params).fetchone()
+    except psycopg.errors.QueryCanceled:
+        with _lock:          # not asked again for a while: each try costs the budget
+            _cache[slow_key] = (time.monotonic() + SLOW_SECONDS, None)
+        return None, SLOW
     dot = row and next(iter(row.values()))
     if not dot:
         return None, "no graph"

@@ -121,7 +121,7 @@ def detail(id):
     return render_template("runs_detail.html", r=run, data=data, children=children[:SHOWN],
                            more_children=len(children) > SHOWN, saga_steps=saga_steps,
                            steps=steps[:SHOWN], more_steps=len(steps) > SHOWN, timers=timers,
-                           graph=graph, graph_note=graph_note)
+                           graph=graph, graph_note=graph_note, live=graph_note != graphs.SLOW)
 
 
 @bp.route("/run-graph/<path:id>")
@@ -135,6 +135,8 @@ def graph(id):
     if run["finished_at"] is not None and run["since"] > FINAL_GRACE:
         return "", 204
     picture, note = _run_graph(id)
+    if note == graphs.SLOW:
+        return "", 204          # no use asking again every 2 s
     resp = make_response(render_template("runs_graph.html", graph=picture, graph_note=note))
     if run["finished_at"] is not None:
         resp.headers["X-Live-Final"] = "1"
@@ -144,7 +146,7 @@ def graph(id):
 @bp.route("/definitions")
 def definitions():
     name = request.args.get("name", "").strip()
-    summary = g.db.read(
+    summary = [] if name else g.db.read(
         "SELECT definition, kind, array_agg(DISTINCT version ORDER BY version DESC) AS versions,"
         " sum(in_state) FILTER (WHERE right(state, 5) <> ':undo') AS in_state"
         " FROM taskq.state_stats GROUP BY definition, kind ORDER BY definition")
