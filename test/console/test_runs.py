@@ -77,21 +77,22 @@ def test_live_graph_follows_the_run(browser, console, db, name, defs):
     # the page is not reloaded while the graph changes: this mark would go
     browser.execute_script("window.taskqMark = 42;")
     step(db, name, f"{name}-a", "ok")
-    wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B"], "B"), 10,
+    wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B"], "B"), 30,
                "the graph to show state B")
     shot(browser, "run.png")
     step(db, name, f"{name}-b", "ok")
-    wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B", "C"], "C"), 10,
+    wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B", "C"], "C"), 30,
                "the graph to show state C")
     # the fragment of a run that runs: 200, not the last
     status, headers, body = http(console.url + "/d/main/run-graph/" + run)
     assert status == 200 and "<svg" in body and headers.get("X-Live-Final") is None
     step(db, name, f"{name}-c", None)
     assert db.execute("SELECT status FROM taskq.runs WHERE id = %s", (run,)).fetchone()[0] == "succeeded"
-    wait_until(lambda: picture(browser) == (f"run {run} (succeeded)", ["A", "B", "C"], "C"), 10,
+    wait_until(lambda: picture(browser) == (f"run {run} (succeeded)", ["A", "B", "C"], "C"), 30,
                "the graph to show the finished run")
     assert browser.execute_script("return window.taskqMark;") == 42
-    # polling has stopped: content put in the element stays
+    # polling has stopped: once a fetch still under way is in, content put in the element stays
+    time.sleep(4)
     browser.execute_script("document.getElementById('graph').setAttribute('data-seen', 'final');"
                            "document.getElementById('graph').appendChild(document.createElement('hr'));")
     time.sleep(5)
@@ -204,6 +205,7 @@ def test_runs_list_filters_match_sql(browser, console, db, name, defs):
         cells = [c.text for c in r.find_elements(By.TAG_NAME, "td")]
         assert (cells[3], cells[4]) == sql[r.get_attribute("data-id")]
     assert csp_violations(browser) == []
+    browser.get(console.url + "/d/main/runs")         # every run, for the picture
     shot(browser, "runs.png")
 
 
