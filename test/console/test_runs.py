@@ -79,6 +79,7 @@ def test_live_graph_follows_the_run(browser, console, db, name, defs):
     step(db, name, f"{name}-a", "ok")
     wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B"], "B"), 30,
                "the graph to show state B")
+    assert browser.find_element(By.ID, "graph-status").text == "running · in B"
     shot(browser, "run.png")
     step(db, name, f"{name}-b", "ok")
     wait_until(lambda: picture(browser) == (f"run {run} (running)", ["A", "B", "C"], "C"), 30,
@@ -91,6 +92,7 @@ def test_live_graph_follows_the_run(browser, console, db, name, defs):
     wait_until(lambda: picture(browser) == (f"run {run} (succeeded)", ["A", "B", "C"], "C"), 30,
                "the graph to show the finished run")
     assert browser.execute_script("return window.taskqMark;") == 42
+    assert browser.find_element(By.ID, "graph-status").text == "succeeded · in C"
     # polling has stopped: once a fetch still under way is in, content put in the element stays
     time.sleep(4)
     browser.execute_script("document.getElementById('graph').setAttribute('data-seen', 'final');"

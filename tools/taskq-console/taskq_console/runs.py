@@ -128,8 +128,8 @@ def detail(id):
 def graph(id):
     """The run's graph as an HTML fragment: 200 while it runs; once finished,
     200 with X-Live-Final (the last picture) for a while, then 204."""
-    run = g.db.read_one("SELECT finished_at, now() - finished_at AS since FROM taskq.runs"
-                        " WHERE id = %s", (id,))
+    run = g.db.read_one("SELECT status, state, finished_at, now() - finished_at AS since"
+                        " FROM taskq.runs WHERE id = %s", (id,))
     if run is None:
         abort(404, description=f"no run \"{id}\"")
     if run["finished_at"] is not None and run["since"] > FINAL_GRACE:
@@ -137,7 +137,7 @@ def graph(id):
     picture, note = _run_graph(id)
     if note == graphs.SLOW:
         return "", 204          # no use asking again every 2 s
-    resp = make_response(render_template("runs_graph.html", graph=picture, graph_note=note))
+    resp = make_response(render_template("runs_graph.html", graph=picture, graph_note=note, r=run))
     if run["finished_at"] is not None:
         resp.headers["X-Live-Final"] = "1"
     return resp
