@@ -7,8 +7,9 @@ Where each figure comes from:
 - ready, delayed, blocked, in progress, oldest ready age, workers live and
   stale: the gauges of taskq.metrics(), as the background worker last
   counted them (taskq_gauges_age_seconds says how long ago);
-- lease expired: the view taskq.tasks_in_progress (in-progress rows only,
-  through the lease index), at most LEASE_EXPIRED_CAP rows counted;
+- lease expired: the rows of taskq.tasks_in_progress whose lease_expired,
+  read from taskq.tasks through the lease index (in-progress rows only), at
+  most LEASE_EXPIRED_CAP of them counted;
 - aborted: the counter taskq_tasks_aborted_total, since the server started;
 - rates per minute over the last 1 h, 6 h and 24 h and the window before
   each: the sampler's ring of the counters' increases;
@@ -111,9 +112,12 @@ def page():
         "SELECT m.name, COALESCE(m.labels->>'action', '') AS action, m.value"
         " FROM taskq.metrics() AS m WHERE m.name = ANY(%s)",
         (list(GAUGES) + list(GLOBAL),))
+    # the rows of taskq.tasks_in_progress WHERE lease_expired, read from the
+    # table: the view sorts all of them before a LIMIT, the lease index does not
     expired_rows = g.db.read(
-        "SELECT action, count(*)::int AS n FROM (SELECT action FROM taskq.tasks_in_progress"
-        " WHERE lease_expired LIMIT %s) AS s GROUP BY action", (LEASE_EXPIRED_CAP + 1,))
+        "SELECT action, count(*)::int AS n FROM (SELECT t.action FROM taskq.tasks AS t"
+        " WHERE t.status_code = 'in_progress' AND t.action_deadline <= now() LIMIT %s) AS s"
+        " GROUP BY action", (LEASE_EXPIRED_CAP + 1,))
     server = g.db.read_one("SELECT pg_catalog.pg_postmaster_start_time() AS started")
     now = sampler.clock()
 
