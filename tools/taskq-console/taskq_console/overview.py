@@ -164,8 +164,8 @@ def page():
         row["stuck"] = sampler.stuck(action, row["in_progress"], stuck_seconds, now)
         last = sampler.last_completed(action)
         row["last_completed"] = format_age(now - last) + " ago" if last else None
-        row["idle"] = not busy and not any(row[k] for k in ("ready", "delayed", "blocked",
-                                                            "in_progress", "lease_expired"))
+        row["idle"] = not busy and not any(row[k] for k in (
+            "ready", "delayed", "blocked", "in_progress", "lease_expired", "aborted"))
         done, first_seen = sampler.per_minute("completed", action, 60, now)
         failed, _ = sampler.per_minute("failed", action, 60, now)
         row["chart"] = charts.minute_bars(done, failed, first_seen, end_minute)
