@@ -270,6 +270,23 @@ def test_stuck_flag(browser, fast, db, dsn, name, gauges):
         cleanup(db, name)
 
 
+def test_idle_actions_hidden_until_asked(browser, fast, db, name):
+    idle = f"{name}-idle"
+    db.execute("SELECT taskq.set_action_policy(%s, 3)", (idle,))   # listed by metrics(), all 0
+    try:
+        assert metrics_of(db, idle)["taskq_tasks_inserted_total"] == 0
+        browser.get(fast.url + "/d/main/")
+        assert row_of(browser, "queue", idle) is None and row_of(browser, "rates", idle) is None
+        browser.find_element(By.ID, "show-idle").click()
+        assert browser.current_url.endswith("/d/main/?all=1")
+        assert gauge_cells(browser, idle) == {k: "0" for k in (
+            "ready", "delayed", "blocked", "in_progress", "lease_expired", "aborted")} | {
+            "oldest_ready_age": ""}
+        assert csp_violations(browser) == []
+    finally:
+        db.execute("DELETE FROM taskq.action_policies WHERE action = %s", (idle,))
+
+
 def test_read_only_console_shows_the_overview(browser, console_ro):
     browser.get(console_ro.url + "/d/main/")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Overview"
