@@ -89,7 +89,9 @@ class Console:
     def __init__(self, databases, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        args = [sys.executable, CONSOLE, "--listen", f"127.0.0.1:{self.port}", "--refresh", "1"]
+        # pages do not reload themselves while a test reads them (a reload
+        # makes the elements a test holds stale); a later --refresh wins
+        args = [sys.executable, CONSOLE, "--listen", f"127.0.0.1:{self.port}", "--refresh", "300"]
         for n, d in databases:
             args += ["--dsn", f"{n}={d}"]
         self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"),
