@@ -104,7 +104,7 @@ endif
 # (make install-taskq-console TASKQ_CONSOLE_DIR=/usr/share/taskq-console
 # TASKQ_CONSOLE_BINDIR=/usr/bin).
 TQC       = tools/taskq-console
-TQC_FILES = $(sort $(filter-out %.pyc,$(wildcard $(TQC)/taskq_console/*.py $(TQC)/taskq_console/templates/* $(TQC)/taskq_console/static/*)))
+TQC_FILES = $(shell cd $(TQC) && find taskq_console -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort)
 TASKQ_CONSOLE ?= yes
 ifeq ($(HAVE_PGXS),yes)
 TASKQ_CONSOLE_BINDIR ?= $(bindir)
@@ -116,9 +116,9 @@ uninstall: uninstall-taskq-console
 endif
 .PHONY: install-taskq-console uninstall-taskq-console
 install-taskq-console:
-	$(MKDIR_P) '$(DESTDIR)$(TASKQ_CONSOLE_BINDIR)' '$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq_console/templates' \
-		'$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq_console/static'
-	set -e; for f in $(patsubst $(TQC)/%,%,$(TQC_FILES)); do \
+	$(MKDIR_P) '$(DESTDIR)$(TASKQ_CONSOLE_BINDIR)'
+	set -e; for f in $(TQC_FILES); do \
+		$(MKDIR_P) "$(DESTDIR)$(TASKQ_CONSOLE_DIR)/$$(dirname $$f)"; \
 		$(INSTALL_DATA) $(TQC)/$$f '$(DESTDIR)$(TASKQ_CONSOLE_DIR)'/$$f; done
 	sed '1s|^#!.*|#!$(TASKQ_CONSOLE_PYTHON)|' $(TQC)/taskq-console >'$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq-console'
 	chmod 755 '$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq-console'
