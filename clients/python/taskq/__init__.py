@@ -18,6 +18,7 @@ names the shard of a task id.
 The user guide is docs/python.md in the taskq repository.
 """
 
+from .connect import connect
 from .errors import (DuplicateTaskError, Error, InvalidArgumentError, MissingDependencyError,
                      PrivilegeError, RetryableError, StateError, TokenError, UnavailableError,
                      UnknownTaskError)
@@ -34,7 +35,7 @@ __all__ = [
     "insert", "insert_if_absent", "enqueue", "enqueue_many", "chain", "group", "chord",
     "wait_for_task", "task_attempts",
     "cancel_tasks", "cancel_workflow", "start_machine", "start_saga", "send_event",
-    "cancel_run", "wait_for_run", "route", "partition_of",
+    "cancel_run", "wait_for_run", "route", "partition_of", "connect",
     "Error", "TokenError", "UnknownTaskError", "StateError", "DuplicateTaskError",
     "MissingDependencyError", "InvalidArgumentError", "PrivilegeError", "RetryableError",
     "UnavailableError",

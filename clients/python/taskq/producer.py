@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from .connect import connect
 from .errors import translated
 
 __all__ = ["insert", "insert_if_absent", "enqueue", "enqueue_many", "chain", "group", "chord",
@@ -32,7 +33,7 @@ def _connection(conn_or_dsn):
     if isinstance(conn_or_dsn, psycopg.Connection):
         yield conn_or_dsn
         return
-    with psycopg.connect(conn_or_dsn, autocommit=False) as conn:
+    with connect(conn_or_dsn, autocommit=False) as conn:
         yield conn          # the with block commits, or rolls back on error
 
 

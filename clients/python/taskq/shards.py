@@ -24,6 +24,7 @@ import threading
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from .connect import connect
 from .errors import is_unavailable
 from .worker import Worker
 
@@ -38,7 +39,7 @@ def read_partitions(worker):
     backoff = 1.0
     while not worker._stopping.is_set():
         try:
-            with psycopg.connect(worker.dsn, autocommit=True,
+            with connect(worker.dsn, autocommit=True,
                                  **{"application_name": "taskq worker",
                                     **worker.connect_kwargs}) as conn:
                 rows = conn.execute(_PARTITIONS_SQL).fetchall()

@@ -108,6 +108,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .connect import connect
 from .errors import TokenError, from_psycopg, is_unavailable
 
 log = logging.getLogger("taskq")
@@ -473,7 +474,7 @@ class Worker:
         return None
 
     def _connect(self, autocommit):
-        return psycopg.connect(self.dsn, autocommit=autocommit,
+        return connect(self.dsn, autocommit=autocommit,
                                **{"application_name": "taskq worker", **self.connect_kwargs})
 
     def _release_statement(self, conn):
