@@ -222,6 +222,13 @@ ha-selftest:
 bench:
 	bash bench/run.sh
 
+# taskq-console's pages with 1,000,000 tasks and 10,000 runs, and a drain
+# of 16 workers alone against the same with the console's pages polled
+# (bench/console.sh; about ten minutes; not part of make bench).
+.PHONY: bench-console
+bench-console:
+	bash bench/console.sh
+
 # The Debian packages (debian/): postgresql-15-taskq, taskq-worker,
 # taskq-console and python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
 # (its build runs the regress and isolation suites), checked with lintian
