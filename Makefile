@@ -128,7 +128,7 @@ uninstall-taskq-console:
 	rm -rf '$(DESTDIR)$(TASKQ_CONSOLE_DIR)'
 endif
 
-.PHONY: test check-asan check-build demo demo-stop deps bench crash-loop fuzz dist check-dist deb deb-test
+.PHONY: test check-asan check-build demo demo-stop deps bench bench-neutral crash-loop fuzz dist check-dist deb deb-test
 .PHONY: cluster cluster-stop demo-cluster cluster-test
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
 # PG=17 or PG=18: the same suites against that major version, in a chroot
@@ -231,6 +231,14 @@ bench-console:
 
 # The Debian packages (debian/): postgresql-15-taskq, taskq-worker,
 # taskq-console and python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
+# taskq against the hand-written queue and the DELETE floor on neutral ground:
+# pgbench -M prepared for every system, stock settings, a fresh database per
+# run (bench/neutral.sh; the table in docs/performance.md leads with it).
+bench-neutral:
+	bash bench/neutral.sh
+
+# The Debian packages (debian/): postgresql-15-taskq, taskq-worker and
+# python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
 # (its build runs the regress and isolation suites), checked with lintian
 # and installed afresh in a clean Debian 12 chroot (test/bin/deb.sh,
 # test/bin/deb_install_test.sh; as root).  The .deb files land in dist/deb/

@@ -271,7 +271,9 @@ tq_free_port() {
     return 1
 }
 
-# tq_cluster_start test|demo: initdb + start a throwaway cluster as the test user.
+# tq_cluster_start test|demo|bench|stock: initdb + start a throwaway cluster as
+# the test user; stock adds nothing to postgresql.conf but what taskq and the
+# scripts need (bench/neutral.sh).
 tq_cluster_start() {
     local mode=${1:-test}
     TQ_PGDATA=$TQ_WORK/data
