@@ -229,17 +229,15 @@ bench:
 bench-console:
 	bash bench/console.sh
 
-# The Debian packages (debian/): postgresql-15-taskq, taskq-worker,
-# taskq-console and python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
 # taskq against the hand-written queue and the DELETE floor on neutral ground:
 # pgbench -M prepared for every system, stock settings, a fresh database per
 # run (bench/neutral.sh; the table in docs/performance.md leads with it).
 bench-neutral:
 	bash bench/neutral.sh
 
-# The Debian packages (debian/): postgresql-15-taskq, taskq-worker and
-# python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
-# (its build runs the regress and isolation suites), checked with lintian
+# The Debian packages (debian/): postgresql-15-taskq, taskq-worker,
+# taskq-console and python3-taskq, built with dpkg-buildpackage in a temp
+# copy of the tree (its build runs the regress and isolation suites), checked with lintian
 # and installed afresh in a clean Debian 12 chroot (test/bin/deb.sh,
 # test/bin/deb_install_test.sh; as root).  The .deb files land in dist/deb/
 # (DEB_OUT=dir elsewhere).  PG=17 or PG=18: built in that major's Debian
