@@ -2,7 +2,8 @@
  * allows no inline script).  Live pages carry data-refresh="SECONDS" on
  * <body>: they reload while nobody is typing in a form.  Elements with
  * data-live="URL" are refetched every data-every seconds and their content
- * replaced by the HTML fragment the URL returns (a run's graph). */
+ * replaced by the HTML fragment the URL returns (a run's graph); a 204, or
+ * a fragment with the header X-Live-Final, is the last. */
 (function () {
     "use strict";
     function busy() {
@@ -20,6 +21,8 @@
                 fetch(el.getAttribute("data-live"), {credentials: "same-origin"})
                     .then(function (r) {
                         if (r.status === 204) { clearInterval(timer); return null; }
+                        /* the last fragment there will be (a finished run's graph) */
+                        if (r.headers.get("X-Live-Final")) { clearInterval(timer); }
                         return r.ok ? r.text() : null;
                     })
                     .then(function (html) { if (html !== null) { el.innerHTML = html; } })
