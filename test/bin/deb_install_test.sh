@@ -175,6 +175,10 @@ command -v taskq-console
 readlink -f "$(command -v taskq-console)"
 taskq-console --version
 sql -c 'CREATE ROLE console LOGIN IN ROLE taskq_admin'
+# Debian's pg_hba.conf lets a local role in only as the OS user of its name
+# (peer): let the console's role in by the socket, as a site's line would.
+sed -i '1i local all console trust' /etc/postgresql/15/main/pg_hba.conf
+pg_ctlcluster 15 main reload
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 as_pg taskq-console --dsn "main=host=$sock dbname=postgres user=console" \
     --listen "127.0.0.1:$port" >/tmp/console.log 2>&1 &
