@@ -351,8 +351,8 @@ for ((r = 1; r <= DRAIN_RUNS; r++)); do
         fill "$r$mode"
         if [[ $mode == polled ]]; then
             for url in "$BASE/" "$BASE/tasks" "$BASE/runs"; do poll "$url" & POLLERS+=($!); done
-            sleep 1
         fi
+        sleep 2   # alone or polled alike: after the fill's checkpoint, the tabs open
         d0=$(cluster_ticks) c0=$(console_ticks)
         line=$("$TQ_WORK/driver" taskq drain --clients 16 --per-claim 1 --tasks "$DRAIN_TASKS" --action work --prefix "c$r")
         c1=$(console_ticks)
