@@ -249,9 +249,11 @@ next_of() {
         sed -n 's/.*href="\([^"]*\)".*/\1/p' | sed 's/&amp;/\&/g' || true   # none: the last page
 }
 wf=wf$((TASKS / 2000))
-# a finished machine run, an undone saga (each with its steps and graph)
+# a finished machine run, an undone saga (each with its steps and graph),
+# and an unfinished run, whose graph its page fetches again every 2 s
 run_m=$(sql "SELECT id FROM taskq.runs WHERE kind = 'machine' AND status = 'succeeded' ORDER BY id LIMIT 1")
 run_s=$(sql "SELECT id FROM taskq.runs WHERE kind = 'saga' AND status = 'failed' ORDER BY id LIMIT 1")
+run_u=$(sql "SELECT id FROM taskq.runs WHERE kind = 'machine' AND status = 'running' ORDER BY id LIMIT 1")
 PAGES=(
     "overview|$BASE/"
     "workers|$BASE/workers"
@@ -268,7 +270,8 @@ PAGES=(
     "runs status=failed|$BASE/runs?status=failed"
     "run $run_m (machine)|$BASE/runs/$run_m"
     "run $run_s (saga, undone)|$BASE/runs/$run_s"
-    "run graph $run_s|$BASE/run-graph/$run_s"
+    "run $run_u (machine, running)|$BASE/runs/$run_u"
+    "run graph $run_u (live)|$BASE/run-graph/$run_u"
     "definitions|$BASE/definitions"
     "definition bench_order|$BASE/definitions?name=bench_order"
     "dead letters|$BASE/dead"
