@@ -2311,14 +2311,28 @@ $$;
 COMMENT ON FUNCTION taskq._graph_format(text) IS 'internal: check the format argument of a graph function';
 REVOKE ALL ON FUNCTION taskq._graph_format(text) FROM PUBLIC;
 
--- The nodes and edges of a definition (version v), with live figures, as
--- rows: kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
+-- The nodes and edges of a definition (version v), with live figures (none
+-- when name is NULL: a saga run's graph labels its steps itself), as rows:
+-- kind 'node' (key, label, attributes) or 'edge' (key -> key2, label).
 CREATE FUNCTION taskq._definition_parts(def jsonb, kind text, name text, v integer)
 RETURNS TABLE (part text, key text, key2 text, label text, initial boolean, final boolean,
                waiting boolean, ord bigint)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+    -- the live figures of every state at once: state_stats reads the tasks
+    -- of every run of the definition, so once per graph, not once per node
+    WITH st AS MATERIALIZED (
+        SELECT x.state,
+               E'\nnow ' OPERATOR(pg_catalog.||) x.in_state OPERATOR(pg_catalog.||)
+               ', entered ' OPERATOR(pg_catalog.||) x.entered OPERATOR(pg_catalog.||)
+               ', ok ' OPERATOR(pg_catalog.||) x.succeeded OPERATOR(pg_catalog.||)
+               ', failed tries ' OPERATOR(pg_catalog.||) x.failed_tries OPERATOR(pg_catalog.||)
+               COALESCE(', avg ' OPERATOR(pg_catalog.||) x.avg_seconds OPERATOR(pg_catalog.||) ' s', '') AS figures
+          FROM taskq.state_stats AS x
+         WHERE name IS NOT NULL
+           AND x.definition OPERATOR(pg_catalog.=) name AND x.version OPERATOR(pg_catalog.=) v
+    )
     SELECT 'node', s.value OPERATOR(pg_catalog.->>) 'name', NULL::text,
            (s.value OPERATOR(pg_catalog.->>) 'name')
            OPERATOR(pg_catalog.||) CASE WHEN kind OPERATOR(pg_catalog.=) 'machine' THEN
@@ -2339,15 +2353,8 @@ AS $$
                OPERATOR(pg_catalog.||) E'\nundo: ' OPERATOR(pg_catalog.||) COALESCE(s.value OPERATOR(pg_catalog.->>) 'undo', '-')
                OPERATOR(pg_catalog.||) COALESCE(E'\ntrigger: ' OPERATOR(pg_catalog.||) (s.value OPERATOR(pg_catalog.->>) 'trigger'), '')
              END
-           OPERATOR(pg_catalog.||) COALESCE((SELECT E'\nnow ' OPERATOR(pg_catalog.||) st.in_state OPERATOR(pg_catalog.||)
-                                                    ', entered ' OPERATOR(pg_catalog.||) st.entered OPERATOR(pg_catalog.||)
-                                                    ', ok ' OPERATOR(pg_catalog.||) st.succeeded OPERATOR(pg_catalog.||)
-                                                    ', failed tries ' OPERATOR(pg_catalog.||) st.failed_tries OPERATOR(pg_catalog.||)
-                                                    COALESCE(', avg ' OPERATOR(pg_catalog.||) st.avg_seconds OPERATOR(pg_catalog.||) ' s', '')
-                                               FROM taskq.state_stats AS st
-                                              WHERE st.definition OPERATOR(pg_catalog.=) name
-                                                AND st.version OPERATOR(pg_catalog.=) v
-                                                AND st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
+           OPERATOR(pg_catalog.||) COALESCE((SELECT st.figures FROM st
+                                              WHERE st.state OPERATOR(pg_catalog.=) (s.value OPERATOR(pg_catalog.->>) 'name')), ''),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'initial')::boolean, false),
            COALESCE((s.value OPERATOR(pg_catalog.->>) 'final')::boolean, false),
            kind OPERATOR(pg_catalog.=) 'machine' AND (s.value OPERATOR(pg_catalog.->) 'action') OPERATOR(pg_catalog.=) 'null'::jsonb
@@ -2498,14 +2505,16 @@ BEGIN
         RAISE EXCEPTION 'definition "%" has no version %', name, definition_graph.version
             USING ERRCODE = 'undefined_object';
     END IF;
-    RETURN taskq._draw(name OPERATOR(pg_catalog.||) ' v' OPERATOR(pg_catalog.||) d.v, format,
+    -- the parts once (their live figures cost a read of the definition's runs)
+    RETURN (WITH p AS MATERIALIZED (SELECT * FROM taskq._definition_parts(d.def, d.kind, name, d.v))
+            SELECT taskq._draw(name OPERATOR(pg_catalog.||) ' v' OPERATOR(pg_catalog.||) d.v, format,
         d.kind OPERATOR(pg_catalog.=) 'machine',
         (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'label', p.label,
                     'initial', p.initial, 'final', p.final, 'waiting', p.waiting) ORDER BY p.ord), '[]')
-           FROM taskq._definition_parts(d.def, d.kind, name, d.v) AS p WHERE p.part OPERATOR(pg_catalog.=) 'node'),
+           FROM p WHERE p.part OPERATOR(pg_catalog.=) 'node'),
         (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2,
                     'label', p.label) ORDER BY p.ord), '[]')
-           FROM taskq._definition_parts(d.def, d.kind, name, d.v) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge'));
+           FROM p WHERE p.part OPERATOR(pg_catalog.=) 'edge')));
 END
 $$;
 COMMENT ON FUNCTION taskq.definition_graph(text, text, integer) IS
@@ -2639,7 +2648,7 @@ BEGIN
                             WHEN x.do_status OPERATOR(pg_catalog.=) 'aborted' THEN 'tomato'
                             WHEN x.do_status IS NOT NULL THEN 'lightblue' END) ORDER BY p.ord), '[]')
       INTO nodes
-      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p
+      FROM taskq._definition_parts(def, 'saga', NULL, NULL) AS p
       LEFT JOIN LATERAL (
           SELECT (SELECT t.status_code::text FROM taskq.tasks AS t
                    WHERE t.workflow OPERATOR(pg_catalog.=) r.id AND t.body OPERATOR(pg_catalog.->>) 'step' OPERATOR(pg_catalog.=) p.key
@@ -2655,7 +2664,7 @@ BEGIN
      WHERE p.part OPERATOR(pg_catalog.=) 'node';
     SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('key', p.key, 'key2', p.key2) ORDER BY p.ord), '[]')
       INTO edges
-      FROM taskq._definition_parts(def, 'saga', r.definition, r.version) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge';
+      FROM taskq._definition_parts(def, 'saga', NULL, NULL) AS p WHERE p.part OPERATOR(pg_catalog.=) 'edge';
     RETURN taskq._draw('run ' OPERATOR(pg_catalog.||) r.id OPERATOR(pg_catalog.||) ' (' OPERATOR(pg_catalog.||) r.status
                        OPERATOR(pg_catalog.||) ')', format, false, nodes, edges);
 END

@@ -38,8 +38,9 @@ def db_blueprint(name, import_name):
     return bp
 
 
-def create_app(databases, *, basic_auth=None, secret_key=None, refresh_seconds=5):
-    """The console over databases, an ordered list of db.Database."""
+def create_app(databases, *, basic_auth=None, secret_key=None, refresh_seconds=5, config=None):
+    """The console over databases, an ordered list of db.Database; config: more
+    app settings (TASKQ_SAMPLE_SECONDS, TASKQ_STUCK_MINUTES, ...)."""
     import os
 
     app = Flask(__name__)
@@ -52,6 +53,7 @@ def create_app(databases, *, basic_auth=None, secret_key=None, refresh_seconds=5
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
     )
+    app.config.update(config or {})
     app.jinja_env.autoescape = True        # also for templates not named .html
     security.init_app(app)
 

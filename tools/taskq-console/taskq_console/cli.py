@@ -49,6 +49,11 @@ def parse_args(argv):
                    help="a file holding one line USER:PASSWORD; every page but /healthz asks for it")
     p.add_argument("--refresh", type=int, default=5, metavar="SECONDS",
                    help="how often live pages refresh (default 5)")
+    p.add_argument("--sample-seconds", type=float, default=15.0, metavar="SECONDS",
+                   help="how often the counters are sampled for the rates (default 15)")
+    p.add_argument("--stuck-minutes", type=float, default=10.0, metavar="MINUTES",
+                   help="flag an action with tasks in progress and none completed for this "
+                        "long (default 10; a fraction is allowed)")
     p.add_argument("--threads", type=int, default=8, help="request threads (default 8)")
     p.add_argument("--log-file", metavar="FILE", help="log here instead of standard error")
     p.add_argument("--version", action="version", version=f"taskq-console {__version__}")
@@ -56,6 +61,8 @@ def parse_args(argv):
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit():
         p.error(f"--listen: expected HOST:PORT, not \"{args.listen}\"")
+    if args.sample_seconds <= 0 or args.stuck_minutes <= 0:
+        p.error("--sample-seconds and --stuck-minutes must be positive")
     args.host, args.port = host.strip("[]") or "127.0.0.1", int(port)
     return args
 
@@ -80,7 +87,9 @@ def main(argv=None):
             sys.exit(f"taskq-console: {args.basic_auth_file}: expected one line USER:PASSWORD")
         basic = (user, password)
     app = create_app([Database(n, d) for n, d in named], basic_auth=basic,
-                     refresh_seconds=args.refresh)
+                     refresh_seconds=args.refresh,
+                     config={"TASKQ_SAMPLE_SECONDS": args.sample_seconds,
+                             "TASKQ_STUCK_MINUTES": args.stuck_minutes})
     import waitress
     logging.getLogger("taskq.console").info(
         "taskq-console %s on http://%s:%d/ for %s", __version__, args.host, args.port,
