@@ -321,10 +321,13 @@ out "pages with a p95 of 300 ms or more: $slow; pages that did not answer 200: $
 out ""
 
 # ------------------------------------------------- the drain's slowdown
-# fill: DRAIN_TASKS tasks of action work (not timed), VACUUM ANALYZE, CHECKPOINT
+# fill: DRAIN_TASKS tasks of action work (not timed), VACUUM ANALYZE,
+# CHECKPOINT.  Their ids sort after the loaded ones, as the newest tasks'
+# time-ordered ids do: the first page of the Tasks page shows old tasks
+# while the drain churns the newest.
 fill() {
     sql "DELETE FROM taskq.tasks WHERE action = 'work'" >/dev/null
-    sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'd$1-' || g, 'action', 'work', 'body', '{\"payload\": \"0123456789abcdef\"}'::jsonb)) FROM generate_series(1, $DRAIN_TASKS) g))" >/dev/null
+    sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'x$1-' || g, 'action', 'work', 'body', '{\"payload\": \"0123456789abcdef\"}'::jsonb)) FROM generate_series(1, $DRAIN_TASKS) g))" >/dev/null
     sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
 }
 # The CPU time (clock ticks) the cluster's processes used so far, as in
