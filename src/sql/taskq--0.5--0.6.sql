@@ -1232,13 +1232,14 @@ GRANT SELECT (id, action, status_code, status, num_tries, max_tries, num_signals
               created_at, finished_at, seq, spontaneous, retry, workflow, cancelled, "trigger",
               num_completed, num_failed, claimed_at, concurrency_key)
     ON taskq.tasks TO taskq_monitor;
--- The pictures of task graphs, runs and definitions are monitoring too.
+-- The pictures of task graphs and runs are monitoring too (definitions: below).
 GRANT EXECUTE ON FUNCTION taskq.run_graph(text, text) TO taskq_monitor;
 GRANT EXECUTE ON FUNCTION taskq.task_graph(text, text) TO taskq_monitor;
-GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_monitor;
 
--- definition_graph reads its parts (and their live figures) once.
-CREATE OR REPLACE FUNCTION taskq.definition_graph(name text, format text DEFAULT 'dot', version integer DEFAULT NULL)
+-- definition_graph reads its parts (and their live figures) once; a monitor
+-- may draw it.
+DROP FUNCTION taskq.definition_graph(text, text, integer);
+CREATE FUNCTION taskq.definition_graph(name text, format text DEFAULT 'dot', version integer DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -1273,3 +1274,7 @@ BEGIN
            FROM p WHERE p.part OPERATOR(pg_catalog.=) 'edge')));
 END
 $$;
+COMMENT ON FUNCTION taskq.definition_graph(text, text, integer) IS
+    'a state machine or saga (latest version, or version) as a DOT or Mermaid graph, with live figures';
+REVOKE ALL ON FUNCTION taskq.definition_graph(text, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION taskq.definition_graph(text, text, integer) TO taskq_producer, taskq_admin, taskq_monitor;
