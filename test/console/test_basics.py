@@ -4,7 +4,7 @@ Workers page shows the registry as SQL sees it."""
 import psycopg
 from selenium.webdriver.common.by import By
 
-from conftest import Console, csp_violations, http, role_dsn, shot, wait_until
+from conftest import Console, csp_violations, http, role_dsn, shot
 
 
 def test_healthz_and_headers(console):

@@ -10,6 +10,8 @@ through the contract's functions in one transaction (security.py).
 Locking: none; the app is built once and read by waitress's threads.
 """
 
+import datetime
+
 from flask import Blueprint, Flask, abort, current_app, g, redirect, render_template, url_for
 from werkzeug.exceptions import HTTPException
 
@@ -67,6 +69,7 @@ def create_app(databases, *, basic_auth=None, secret_key=None, refresh_seconds=5
     def _everywhere():
         db = g.get("db")
         return {"databases": list(app.config["TASKQ_DATABASES"].values()), "db": db,
+                "utc": datetime.timezone.utc,
                 "admin": db.is_admin() if db is not None else False,
                 "refresh_seconds": app.config["TASKQ_REFRESH_SECONDS"]}
 

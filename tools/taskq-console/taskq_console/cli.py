@@ -7,7 +7,6 @@ console parses no HTTP of its own).  Stops on SIGINT or SIGTERM.
 
 import argparse
 import logging
-import os
 import sys
 
 from . import __version__, create_app

@@ -20,7 +20,7 @@ import datetime
 from flask import abort, g, make_response, render_template, request
 
 from . import db_blueprint, graphs
-from .tasks import PAGE, keyset_page, pager_args
+from .tasks import PAGE, keyset_page, keyset_where, pager_args
 
 bp = db_blueprint("runs", __name__)
 
@@ -36,10 +36,6 @@ FINAL_GRACE = datetime.timedelta(seconds=60)
 RUN_COLUMNS = ("r.id, r.kind, r.definition, r.version, r.status, r.state, r.parent, r.error,"
                " r.created_at, r.finished_at, r.deadline")
 
-
-@bp.context_processor
-def _utc():
-    return {"utc": datetime.timezone.utc}
 
 
 def list_query(filters, after, before, limit):
@@ -60,12 +56,7 @@ def list_query(filters, after, before, limit):
     if filters["kind"]:
         where.append("r.kind = %(kind)s")
         params["kind"] = filters["kind"]
-    if after is not None:
-        where.append("r.id > %(cursor)s")
-        params["cursor"] = after
-    if before is not None:
-        where.append("r.id < %(cursor)s")
-        params["cursor"] = before
+    keyset_where(where, params, "r.id", after, before)
     return (f"SELECT {RUN_COLUMNS}, now() AS now FROM taskq.runs AS r"
             + (" WHERE " + " AND ".join(where) if where else "")
             + " ORDER BY r.id" + (" DESC" if before is not None else "") + " LIMIT %(limit)s"), params

@@ -27,7 +27,6 @@ the role may read them.
 
 import base64
 import binascii
-import datetime
 
 from flask import abort, g, render_template, request
 
@@ -35,10 +34,6 @@ from . import db_blueprint, graphs
 
 bp = db_blueprint("tasks", __name__)
 
-
-@bp.context_processor
-def _utc():
-    return {"utc": datetime.timezone.utc}
 
 PAGE = 50
 # A workflow with more tasks than this is not drawn on a task's page.
@@ -116,6 +111,16 @@ def keyset_page(query_fn):
     return rows, nxt, prev
 
 
+def keyset_where(where, params, column, after, before):
+    """The condition of a page after or before a cursor on a text key."""
+    if after is not None:
+        where.append(f"{column} > %(cursor)s")
+        params["cursor"] = after
+    if before is not None:
+        where.append(f"{column} < %(cursor)s")
+        params["cursor"] = before
+
+
 def pager_args(args, **cursor):
     """The page's query parameters, with the cursor replaced."""
     out = {k: v for k, v in args.items() if k not in ("after", "before") and v != ""}
@@ -142,12 +147,7 @@ def list_query(filters, state, after, before, limit):
     if filters["key"]:
         where.append("t.concurrency_key = %(key)s")
         params["key"] = filters["key"]
-    if after is not None:
-        where.append("t.id > %(cursor)s")
-        params["cursor"] = after
-    if before is not None:
-        where.append("t.id < %(cursor)s")
-        params["cursor"] = before
+    keyset_where(where, params, "t.id", after, before)
     order = "t.id DESC" if before is not None else "t.id"
     params["limit"] = limit
     parts = []
