@@ -92,6 +92,42 @@ clean-taskq-worker:
 	rm -f $(TQW) $(TQW_OBJS)
 endif
 
+# taskq-console (tools/taskq-console/), the web console: a Python program
+# (Flask on waitress, from Debian's packages), installed as its directory
+# in TASKQ_CONSOLE_DIR (default PGXS's datadir/taskq-console) with the
+# command taskq-console in TASKQ_CONSOLE_BINDIR (default PGXS's bindir, as
+# taskq-worker) a relative symbolic link to it: the command finds its
+# package next to the file the link names, and runs with
+# TASKQ_CONSOLE_PYTHON (default /usr/bin/python3, the Python of Debian's
+# Flask, not whichever python3 comes first on PATH).  The Debian packages build the
+# extension with TASKQ_CONSOLE=no and ship it in a package of its own
+# (make install-taskq-console TASKQ_CONSOLE_DIR=/usr/share/taskq-console
+# TASKQ_CONSOLE_BINDIR=/usr/bin).
+TQC       = tools/taskq-console
+TQC_FILES = $(shell cd $(TQC) && find taskq_console -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort)
+TASKQ_CONSOLE ?= yes
+ifeq ($(HAVE_PGXS),yes)
+TASKQ_CONSOLE_BINDIR ?= $(bindir)
+TASKQ_CONSOLE_DIR ?= $(datadir)/taskq-console
+TASKQ_CONSOLE_PYTHON ?= /usr/bin/python3
+ifneq ($(TASKQ_CONSOLE),no)
+install: install-taskq-console
+uninstall: uninstall-taskq-console
+endif
+.PHONY: install-taskq-console uninstall-taskq-console
+install-taskq-console:
+	$(MKDIR_P) '$(DESTDIR)$(TASKQ_CONSOLE_BINDIR)'
+	set -e; for f in $(TQC_FILES); do \
+		$(MKDIR_P) "$(DESTDIR)$(TASKQ_CONSOLE_DIR)/$$(dirname $$f)"; \
+		$(INSTALL_DATA) $(TQC)/$$f '$(DESTDIR)$(TASKQ_CONSOLE_DIR)'/$$f; done
+	sed '1s|^#!.*|#!$(TASKQ_CONSOLE_PYTHON)|' $(TQC)/taskq-console >'$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq-console'
+	chmod 755 '$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq-console'
+	ln -sfr '$(DESTDIR)$(TASKQ_CONSOLE_DIR)/taskq-console' '$(DESTDIR)$(TASKQ_CONSOLE_BINDIR)/taskq-console'
+uninstall-taskq-console:
+	rm -f '$(DESTDIR)$(TASKQ_CONSOLE_BINDIR)/taskq-console'
+	rm -rf '$(DESTDIR)$(TASKQ_CONSOLE_DIR)'
+endif
+
 .PHONY: test check-asan check-build demo demo-stop deps bench bench-neutral crash-loop fuzz dist check-dist deb deb-test
 .PHONY: cluster cluster-stop demo-cluster cluster-test
 # Every suite on a throwaway cluster; ends with "N passed, N failed".
@@ -117,13 +153,22 @@ check-build:
 	bash test/bin/pg_chroot.sh $(PG)
 
 # The examples with real concurrent workers on a throwaway cluster
-# (VERBOSE=1: full monitors; KEEP=1: leave the cluster running).
+# (VERBOSE=1: full monitors; KEEP=1: leave the cluster running, with
+# taskq-console on it, and print their addresses).
 demo:
 	bash test/bin/demo.sh
 
-# Stop the cluster KEEP=1 make demo left running and remove its temp dir.
+# Stop the cluster (and the console) KEEP=1 make demo left running and
+# remove its temp dir.
 demo-stop:
 	@bash test/bin/demo-stop.sh
+
+# The screenshots of docs/console.md: the browser suite alone on a
+# throwaway cluster, its PNGs compressed into docs/console/
+# (test/bin/console-shots.sh).
+.PHONY: console-shots
+console-shots:
+	bash test/bin/console-shots.sh
 
 # A local sharded, highly available cluster, left running until make
 # cluster-stop (tools/cluster.sh; docs/scaling.md, "A local cluster"): a
@@ -177,15 +222,22 @@ ha-selftest:
 bench:
 	bash bench/run.sh
 
+# taskq-console's pages with 1,000,000 tasks and 10,000 runs, and a drain
+# of 16 workers alone against the same with the console's pages polled
+# (bench/console.sh; about ten minutes; not part of make bench).
+.PHONY: bench-console
+bench-console:
+	bash bench/console.sh
+
 # taskq against the hand-written queue and the DELETE floor on neutral ground:
 # pgbench -M prepared for every system, stock settings, a fresh database per
 # run (bench/neutral.sh; the table in docs/performance.md leads with it).
 bench-neutral:
 	bash bench/neutral.sh
 
-# The Debian packages (debian/): postgresql-15-taskq, taskq-worker and
-# python3-taskq, built with dpkg-buildpackage in a temp copy of the tree
-# (its build runs the regress and isolation suites), checked with lintian
+# The Debian packages (debian/): postgresql-15-taskq, taskq-worker,
+# taskq-console and python3-taskq, built with dpkg-buildpackage in a temp
+# copy of the tree (its build runs the regress and isolation suites), checked with lintian
 # and installed afresh in a clean Debian 12 chroot (test/bin/deb.sh,
 # test/bin/deb_install_test.sh; as root).  The .deb files land in dist/deb/
 # (DEB_OUT=dir elsewhere).  PG=17 or PG=18: built in that major's Debian

@@ -6,7 +6,7 @@
 #   test/bin/deb.sh        build here, for the PostgreSQL majors whose
 #                          postgresql-server-dev-N is installed (15 on
 #                          Debian 12): postgresql-15-taskq, taskq-worker,
-#                          python3-taskq
+#                          taskq-console, python3-taskq
 #   test/bin/deb.sh 17|18  the same in the Debian chroot that packages that
 #                          major (test/bin/pg_chroot.sh --run), the .deb
 #                          files copied out to $DEB_OUT
@@ -37,7 +37,8 @@ fi
 clear_out() {
     mkdir -p "$out"
     rm -f "$out"/postgresql-*-taskq_*.deb "$out"/postgresql-*-taskq-dbgsym_*.deb \
-        "$out"/taskq-worker_*.deb "$out"/taskq-worker-dbgsym_*.deb "$out"/python3-taskq_*.deb
+        "$out"/taskq-worker_*.deb "$out"/taskq-worker-dbgsym_*.deb "$out"/taskq-console_*.deb \
+        "$out"/python3-taskq_*.deb
 }
 
 # ------------------------------------------------- another major: a chroot

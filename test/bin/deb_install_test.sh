@@ -4,8 +4,10 @@
 # $DEB_OUT, default dist/deb/): in a clean Debian 12 chroot, apt-get install
 # them (apt fetches postgresql-15 from the mirror), make a cluster that
 # preloads taskq, CREATE EXTENSION taskq, enqueue one task, run it to the end
-# with the packaged /usr/bin/taskq-worker, and import the python3-taskq
-# module.  The last line is "deb install test: ok" or "... FAILED".
+# with the packaged /usr/bin/taskq-worker, import the python3-taskq module,
+# and start the packaged /usr/bin/taskq-console as a member of taskq_admin:
+# its /healthz and a page must answer.  The last line is "deb install test:
+# ok" or "... FAILED".
 #
 # As root.  The base chroot, $TASKQ_CHROOTS/bookworm-pkg (default
 # /var/lib/taskq-chroots), is made once with debootstrap --variant=minbase
@@ -50,7 +52,7 @@ trap cleanup EXIT
 
 # The packages to install: the newest build of each in $debs.
 pkgs=()
-for p in 'postgresql-15-taskq_*.deb' 'taskq-worker_*.deb' 'python3-taskq_*.deb'; do
+for p in 'postgresql-15-taskq_*.deb' 'taskq-worker_*.deb' 'taskq-console_*.deb' 'python3-taskq_*.deb'; do
     # shellcheck disable=SC2012,SC2086  # $p is a glob; names without spaces, newest first
     f=$(ls -t "$debs"/$p 2>/dev/null | head -n 1 || true)
     [[ -n $f ]] || fail "no $p in $debs (make deb builds them)"
@@ -121,7 +123,7 @@ fi
 cp -l -n "$run"/var/cache/apt/archives/*.deb "$cache/" 2>/dev/null || true
 # shellcheck disable=SC2016  # dpkg-query's fields, not the shell's
 in_dir "$run" dpkg-query -W -f='deb install test:   ${Package} ${Version}\n' \
-    postgresql-15 postgresql-15-taskq taskq-worker python3-taskq python3-psycopg
+    postgresql-15 postgresql-15-taskq taskq-worker taskq-console python3-taskq python3-psycopg
 
 # ------------------------------------------------------- the test, inside
 # Written into the chroot and run there as root; the cluster and the worker
@@ -164,6 +166,49 @@ fi
 
 # python3-taskq: the module of the package, with its dependency psycopg.
 python3 -c 'import taskq, psycopg; print("python3-taskq", taskq.__version__, "from", taskq.__file__)'
+
+# taskq-console: the packaged command on the cluster, as a login role in
+# taskq_admin, on a free port of the loopback (the host's network: not
+# 8080, which may be taken there); its /healthz and the Workers page must
+# answer, the page naming the role as admin.
+command -v taskq-console
+readlink -f "$(command -v taskq-console)"
+taskq-console --version
+sql -c 'CREATE ROLE console LOGIN IN ROLE taskq_admin'
+# Debian's pg_hba.conf lets a local role in only as the OS user of its name
+# (peer): let the console's role in by the socket, as a site's line would.
+sed -i '1i local all console trust' /etc/postgresql/15/main/pg_hba.conf
+pg_ctlcluster 15 main reload
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+as_pg taskq-console --dsn "main=host=$sock dbname=postgres user=console" \
+    --listen "127.0.0.1:$port" >/tmp/console.log 2>&1 &
+console=$!
+rc=0
+python3 - "$port" <<'PY' || rc=$?
+import sys, time, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+deadline = time.monotonic() + 30
+while True:
+    try:
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as r:
+            print("taskq-console /healthz:", r.status, r.read().decode().strip())
+            break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("taskq-console did not answer /healthz in 30 s")
+        time.sleep(0.2)
+with urllib.request.urlopen(base + "/d/main/workers", timeout=10) as r:
+    page = r.read().decode()
+    print("taskq-console /d/main/workers:", r.status, len(page), "bytes")
+if 'id="role">console · admin<' not in page:
+    sys.exit("the Workers page does not name the role console as admin")
+PY
+kill -TERM "$console" 2>/dev/null || true
+wait "$console" || true
+if [[ $rc -ne 0 ]]; then
+    echo "--- taskq-console's log:"; cat /tmp/console.log
+    exit 1
+fi
 pg_ctlcluster 15 main stop
 EOF
 chmod 755 "$run/tmp/install-test.sh"

@@ -2,8 +2,10 @@
 # test/bin/demo-stop.sh — `make demo-stop`.
 # Owns: stopping what `KEEP=1 make demo` left running.  demo.sh names each
 # kept temp dir (/tmp/taskq-run.XXXXXX) on a line of /tmp/taskq-demo.kept;
-# for each, stop its cluster as the OS user that owns it (the test user when
-# the demo ran as root: the cluster is not root's) and remove the dir.
+# for each, stop the taskq-console it started (its pid in console.pid there,
+# checked to be a taskq-console process), then its cluster as the OS user
+# that owns it (the test user when the demo ran as root: the cluster is not
+# root's) and remove the dir.
 # Nothing kept: says so and exits 0.  Exits 1 if a cluster would not stop
 # (its dir is left, and named in the state file still).
 set -euo pipefail
@@ -23,6 +25,25 @@ if [[ ! -O $TQ_DEMO_KEPT || -L $TQ_DEMO_KEPT ]]; then
     tq_warn "demo-stop: $TQ_DEMO_KEPT is not ours (owner $(stat -c %U "$TQ_DEMO_KEPT")): not used"
     exit 1
 fi
+
+# stop_console DIR: TERM to the demo's taskq-console, KILL after 10 s;
+# nothing if it is not running.
+stop_console() {
+    local dir=$1 pid i
+    [[ -f $dir/console.pid ]] || return 0
+    pid=$(head -n 1 "$dir/console.pid")
+    if [[ ! $pid =~ ^[0-9]+$ ]] || ! grep -qa taskq-console "/proc/$pid/cmdline" 2>/dev/null; then
+        echo "demo-stop: the console of $dir is not running"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    echo "demo-stop: stopped taskq-console (pid $pid)"
+}
 
 left=()
 stopped=0
@@ -49,6 +70,7 @@ while IFS= read -r dir || [[ -n $dir ]]; do
         fi
         as_owner=(runuser -u "$owner" --)
     fi
+    stop_console "$dir"
     if [[ -f $data/postmaster.pid ]] &&
         "${as_owner[@]}" "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; then
         port=$(sed -n 4p "$data/postmaster.pid")

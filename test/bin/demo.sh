@@ -12,7 +12,12 @@
 # lines) and every worker's log line, instead of a summary line a second
 # and the events worth seeing.
 # KEEP=1 leaves the cluster running, prints how to connect, and names the
-# temp dir in $TQ_DEMO_KEPT for `make demo-stop` (test/bin/demo-stop.sh).
+# temp dir in $TQ_DEMO_KEPT for `make demo-stop` (test/bin/demo-stop.sh);
+# it also starts the web console, taskq-console, on the demo database as
+# the test user, connected as the login role `console` (a member of
+# taskq_admin: its write actions are offered), on 127.0.0.1:8080 or, if
+# that is taken, a free port (TASKQ_DEMO_CONSOLE_PORT picks one); its pid
+# is in $TQ_WORK/console.pid, its log in $TQ_WORK/log/console.log.
 # TASKQ_DEMO_TIMEOUT: seconds per example (default 600).
 # TASKQ_PRIVATE_INSTALL=1: taskq goes into a private copy of PostgreSQL in
 # the temp dir, not into the system's (test/bin/lib.sh, tq_build_install).
@@ -40,6 +45,37 @@ echo "demo: cluster on port $TQ_PORT, database $DEMO_DB"
 if [[ ${VERBOSE:-0} == 0 ]]; then
     echo "demo: a summary line a second per example and the events worth seeing; VERBOSE=1 for everything"
 fi
+
+# start_console: taskq-console on $DEMO_DB, detached from this script (its
+# own session, output to its log) so that it outlives make; waits until
+# /healthz answers.  Sets CONSOLE_PORT.
+CONSOLE_PORT=""
+start_console() {
+    local port=${TASKQ_DEMO_CONSOLE_PORT:-8080} i log=$TQ_WORK/log/console.log
+    if [[ -z ${TASKQ_DEMO_CONSOLE_PORT:-} ]] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        port=$(tq_free_port) || { tq_warn "demo: no free port for the console"; return 1; }
+    fi
+    tq_psql "$DEMO_DB" -c "DO \$\$ BEGIN
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'console') THEN
+            CREATE ROLE console LOGIN IN ROLE taskq_admin;
+        END IF; END \$\$" || return 1
+    tq_user_prefix
+    # shellcheck disable=SC2016  # the inner shell expands them
+    setsid "${TQ_PREFIX[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' console \
+        "$TQ_WORK/console.pid" /usr/bin/python3 "$TQ_WORK/src/tools/taskq-console/taskq-console" \
+        --dsn "$DEMO_DB=host=$TQ_SOCK port=$TQ_PORT dbname=$DEMO_DB user=console" \
+        --listen "127.0.0.1:$port" </dev/null >"$log" 2>&1 &
+    for ((i = 0; i < 100; i++)); do
+        if curl -sf -o /dev/null -m 2 "http://127.0.0.1:$port/healthz"; then
+            CONSOLE_PORT=$port
+            return 0
+        fi
+        sleep 0.2
+    done
+    tq_warn "demo: taskq-console did not answer on 127.0.0.1:$port; its log:"
+    tail -n 20 "$log" >&2
+    return 1
+}
 
 ran=0
 failed=()
@@ -84,13 +120,18 @@ if [[ ${KEEP:-0} == 1 ]]; then
     fi
     here=""
     [[ $START_DIR == "$TQ_ROOT" ]] || here=" -C $TQ_ROOT"
+    console_line="  console:  not started (see $TQ_WORK/log/console.log)"
+    if start_console; then
+        console_line="  console:  http://127.0.0.1:$CONSOLE_PORT/  (taskq-console as role console, in taskq_admin; log $TQ_WORK/log/console.log)"
+    fi
     cat <<EOF
 
 KEEP=1: the cluster is still running (temp dir $TQ_WORK, owned by OS user $(tq_user_name)).
   connect:  ${as_u}$TQ_BINDIR/psql -h $TQ_SOCK -p $TQ_PORT -U $TQ_DBUSER $DEMO_DB
        or:  psql "host=127.0.0.1 port=$TQ_PORT user=$TQ_DBUSER dbname=$DEMO_DB"
   log:      $TQ_PGLOG
-  stop:     make$here demo-stop     (stops the cluster and removes $TQ_WORK)
+$console_line
+  stop:     make$here demo-stop     (stops the console and the cluster, removes $TQ_WORK)
 EOF
 fi
 [[ ${#failed[@]} -eq 0 ]]

@@ -35,6 +35,7 @@ PACKAGES=(
     libasan8 libubsan1                     # make check-asan (gcc's sanitizer runtimes)
     nodejs jq                              # the README's Node and taskq-worker workers (suite docs)
     git unzip                              # make dist, make check-dist
+    curl                                   # make demo KEEP=1 and bench/console.sh ask taskq-console for pages
     prometheus                             # promtool: metrics_text() checked, the alert rules tested (contrib/prometheus)
     python3-yaml                           # test/static/prometheus.sh reads the rules and their tests
     prometheus-postgres-exporter           # contrib/prometheus/queries.yaml run by the exporter (test/t/)
