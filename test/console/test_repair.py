@@ -382,6 +382,42 @@ def test_redrive_and_cancel_a_run(browser, console, db, name):
         cleanup(db, name)
 
 
+def test_the_task_and_run_pages_act(browser, console, console_ro, db, name):
+    """The buttons of a task's page and a run's page, clicked in the browser."""
+    db.execute("SELECT taskq.insert_tasks(%s)", (Jsonb([{"id": f"{name}-p", "action": name}]),))
+    abort_tasks(db, f"{name}-a", [f"{name}-d"])
+    run = failed_run(db, name)
+    try:
+        browser.get(console.url + f"/d/main/tasks/{name}-p")
+        assert not browser.find_elements(By.ID, "redrive-task")
+        submit_confirmed(browser, browser.find_element(By.ID, "cancel-task"))
+        wait_until(lambda: states(db, name)[f"{name}-p"][0] == "aborted", what="the task cancelled")
+        assert states(db, name)[f"{name}-p"][1] == "cancelled"
+        assert not browser.find_elements(By.ID, "cancel-task"), "back on the page, finished now"
+
+        browser.get(console.url + f"/d/main/tasks/{name}-d")
+        submit_confirmed(browser, browser.find_element(By.ID, "redrive-task"))
+        wait_until(lambda: states(db, name)[f"{name}-d"][0] == "pending", what="the task redriven")
+
+        browser.get(console.url + f"/d/main/tasks/{run}/1")      # a step: act on its run
+        assert not browser.find_elements(By.CSS_SELECTOR, "#task-actions form")
+        browser.get(console.url + f"/d/main/runs/{run}")
+        submit_confirmed(browser, browser.find_element(By.ID, "redrive-run"))
+        wait_until(lambda: run_status(db, run) == ("running", "Check"), what="the run redriven")
+        assert not browser.find_elements(By.ID, "redrive-run")
+        submit_confirmed(browser, browser.find_element(By.ID, "cancel-run"))
+        wait_until(lambda: run_status(db, run)[0] == "cancelled", what="the run cancelled")
+        assert not browser.find_elements(By.CSS_SELECTOR, "#run-actions form")
+        assert csp_violations(browser) == []
+
+        for path in (f"/d/main/tasks/{name}-d", f"/d/main/runs/{run}"):   # read-only: no buttons
+            browser.get(console_ro.url + path)
+            assert browser.find_elements(By.CSS_SELECTOR, "form[method=post]") == [], path
+    finally:
+        db.execute("DELETE FROM taskq.runs WHERE id = %s", (run,))
+        cleanup(db, name)
+
+
 # ---------------------------------------------------------------- safety
 
 def test_read_only_sees_no_controls_and_is_refused(browser, console_ro, db, name):
