@@ -39,6 +39,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../test/bin/lib.sh
 source "$here/../test/bin/lib.sh"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 TASKS=${TASKS:-1000000}
 RUNS=${RUNS:-10000}
@@ -88,7 +90,6 @@ gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" "$here/common.c" \
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 
 sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # p95 by nearest rank: the 19th of 20
 p95() { sort -g | awk '{a[NR]=$1} END {i = int(NR * 0.95 + 0.999); if (i < 1) i = 1; print a[i]}'; }
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
@@ -330,19 +331,7 @@ fill() {
     sql "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', 'x$1-' || g, 'action', 'work', 'body', '{\"payload\": \"0123456789abcdef\"}'::jsonb)) FROM generate_series(1, $DRAIN_TASKS) g))" >/dev/null
     sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
 }
-# The CPU time (clock ticks) the cluster's processes used so far, as in
-# bench/run.sh: the postmaster's exited children and the live ones.
-cluster_ticks() {
-    local pm c t=0
-    pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
-    t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
-    for c in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
-        t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$t"
-}
 console_ticks() { awk '{print $14 + $15}' "/proc/$CONSOLE_PID/stat"; }
-TICK_US=$((1000000 / $(getconf CLK_TCK)))
 poll() {   # one browser tab: URL every second
     while :; do
         curl -s -o /dev/null -m 10 "$1" || true

@@ -36,6 +36,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../test/bin/lib.sh
 source "$here/../test/bin/lib.sh"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 RUNS=${RUNS:-3}
 TASKS=${TASKS:-100000}
@@ -64,9 +66,7 @@ export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER
 
 BODY='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
 sql() { local db=$1 a=() c; shift; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "${a[@]}"; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f–%.0f", lo, hi}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 now() { date +%s.%N; }
 
 # fresh SYSTEM: its own database, made afresh (dropped first)

@@ -164,6 +164,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../test/bin/lib.sh
 source "$here/../test/bin/lib.sh"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 RUNS=${RUNS:-3}
 WORKLOADS=${WORKLOADS:-enqueue drain lag latency depth fanin chain soak}   # a subset, for quick looks
@@ -282,25 +284,8 @@ prefill() {
 }
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
-# a ÷ b to two places; "-" unless both are numbers (a system left out of DRAIN_SYSTEMS is "–")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { n = "^[0-9.eE+-]+$"; if (a ~ n && b ~ n && b > 0) printf "%.2f", a / b; else print "-" }'; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# The CPU time (clock ticks) the cluster's processes used so far: the
-# postmaster's exited children (backends, autovacuum workers) and the live
-# ones (walwriter, checkpointer, taskq's worker, ...).  Read before and
-# after a run (after its backends exited), it gives the run's CPU in the
-# database, whatever else runs on the machine.
-cluster_ticks() {
-    local pm c t=0
-    pm=$(head -1 "$TQ_PGDATA/postmaster.pid")
-    t=$(awk '{print $16 + $17}' "/proc/$pm/stat")
-    for c in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
-        t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$t"
-}
-TICK_US=$((1000000 / $(getconf CLK_TCK)))
+# cluster_ticks, TICK_US, median, ratio: bench/lib.sh
 
 # PROFILE_DIR=/tmp/dir: each run is recorded with `perf record -g` on the
 # postmaster and its processes (backends, taskq's worker, autovacuum,
