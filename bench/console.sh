@@ -26,7 +26,8 @@
 #   3. DRAIN_TASKS (60,000) tasks of their own action drained by 16 workers,
 #      1 per claim (bench/driver.c, the drain of bench/run.sh), alone and
 #      while a poller fetches the overview, tasks and runs pages each second
-#      (three browser tabs, each reloaded every second), DRAIN_RUNS (3) of
+#      (three browser tabs, each reloaded every second over a kept-alive
+#      connection, by one Python process), DRAIN_RUNS (5) of
 #      each, the two taking turns; the median rates and the slowdown, %.
 # The results go to standard output as markdown tables (OUT=file: there
 # too).  KEEP=1 leaves the cluster and the console running, and says how to
@@ -46,7 +47,7 @@ TASKS=${TASKS:-1000000}
 RUNS=${RUNS:-10000}
 REQUESTS=${REQUESTS:-20}
 DRAIN_TASKS=${DRAIN_TASKS:-60000}
-DRAIN_RUNS=${DRAIN_RUNS:-3}
+DRAIN_RUNS=${DRAIN_RUNS:-5}
 OUT=${OUT:-}
 
 AGAIN=${AGAIN:-}
@@ -332,11 +333,24 @@ fill() {
     sql "VACUUM ANALYZE taskq.tasks" "CHECKPOINT"
 }
 console_ticks() { awk '{print $14 + $15}' "/proc/$CONSOLE_PID/stat"; }
-poll() {   # one browser tab: URL every second
-    while :; do
-        curl -s -o /dev/null -m 10 "$1" || true
-        sleep 1
-    done
+poll() {   # the browser tabs: each URL fetched every second, over kept-alive
+    # connections, by one process (as a browser would: no process per reload)
+    exec /usr/bin/python3 - "$@" <<'PY'
+import http.client, sys, threading, time, urllib.parse
+def tab(url):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    while True:
+        try:
+            conn.request("GET", u.path + ("?" + u.query if u.query else ""))
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+        time.sleep(1)
+for url in sys.argv[1:]:
+    threading.Thread(target=tab, args=(url,), daemon=True).start()
+threading.Event().wait()
+PY
 }
 declare -A rates=() dbcpu=() concpu=()
 for ((r = 1; r <= DRAIN_RUNS; r++)); do
@@ -345,7 +359,7 @@ for ((r = 1; r <= DRAIN_RUNS; r++)); do
     for mode in "${order[@]}"; do
         fill "$r$mode"
         if [[ $mode == polled ]]; then
-            for url in "$BASE/" "$BASE/tasks" "$BASE/runs"; do poll "$url" & POLLERS+=($!); done
+            poll "$BASE/" "$BASE/tasks" "$BASE/runs" & POLLERS+=($!)
         fi
         sleep 2   # alone or polled alike: after the fill's checkpoint, the tabs open
         d0=$(cluster_ticks) c0=$(console_ticks)

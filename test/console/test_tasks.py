@@ -114,6 +114,34 @@ def test_state_filters_match_sql(console, db, name, tasks, state, where):
     assert sql_ids(db, f"action LIKE %s AND {where}", (f"{name}-%",))
 
 
+def prev_of(body):
+    m = re.search(r'<a id="prev" rel="prev" href="([^"]*)"', body)
+    return html.unescape(m.group(1)) if m else None
+
+
+def test_tasks_in_progress_page_forward_and_back(console, db, name):
+    """The tasks in progress are read from their own index and sorted (not by
+    walking tasks_pkey): over several pages, forward and back, they are SQL's."""
+    action = f"{name}-ip"
+    db.execute("SELECT taskq.insert_tasks(%s)", (Jsonb(
+        [{"id": f"{name}-ip-{i:03d}", "action": action, "body": {}} for i in range(130)]),))
+    owned = db.execute("SELECT count(*) FROM taskq.own_tasks(%s, 120, ARRAY[%s], '1 hour')",
+                       (f"{name}-actor", action)).fetchone()[0]
+    assert owned == 120
+    want = sql_ids(db, "action = %s AND status_code = 'in_progress'", (action,))
+    query = {"action": action, "state": "in_progress"}
+    assert walk(console, query) == want
+    # back from the last page by "previous"
+    url = console.url + "/d/main/tasks?" + urllib.parse.urlencode(query)
+    for _ in range(2):
+        url = console.url + next_of(http(url)[2])
+    body = http(url)[2]
+    assert ids_of(body) == want[100:]
+    status, _, body = http(console.url + prev_of(body))
+    assert status == 200 and ids_of(body) == want[50:100]
+    db.execute("DELETE FROM taskq.tasks WHERE action = %s", (action,))
+
+
 def test_workflow_key_and_run_filters_match_sql(console, db, name, tasks):
     for w in range(3):
         wf = f"{name}-w{w}"
