@@ -6,7 +6,9 @@
 # and synchronous_commit on, no huge pages), each system in a database of
 # its own made afresh for every run, VACUUM ANALYZE and CHECKPOINT before
 # each timed phase, the systems taking turns round by round; each figure is
-# the median of RUNS runs, with the runs' spread.
+# the median of RUNS runs, with the runs' spread, and the cluster's CPU and
+# WAL per task (the postmaster's and its children's CPU time, the WAL
+# position, around each pgbench run), which other load moves less.
 #
 #   RUNS=3 bash bench/neutral.sh
 #   TASKQ_PRIVATE_INSTALL=1 PHASES=drain WORKERS="4" BATCHES=50 RUNS=5 bash bench/neutral.sh
@@ -69,6 +71,18 @@ sql() { local db=$1 a=() c; shift; for c in "$@"; do a+=(-c "$c"); done; psql -X
 spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f–%.0f", lo, hi}'; }
 now() { date +%s.%N; }
 
+# lsn DB: the server's WAL position now
+lsn() { sql "$1" "SELECT pg_current_wal_lsn()"; }
+# cost DB LSN0 TICKS0 N: the cluster's CPU (µs) and WAL (bytes) per task
+# since LSN0 and TICKS0, over N tasks (after the run's backends are reaped)
+cost() {
+    local l1 c1
+    sleep 0.3
+    c1=$(cluster_ticks) l1=$(lsn "$1")
+    awk -v c="$(( (c1 - $3) * TICK_US ))" -v w="$(sql "$1" "SELECT pg_wal_lsn_diff('$l1', '$2')")" -v n="$4" \
+        'BEGIN { printf "%.1f %.0f\n", c / n, w / n }'
+}
+
 # fresh SYSTEM: its own database, made afresh (dropped first)
 fresh() {
     local db=n_$1
@@ -106,7 +120,7 @@ pending() {
 
 # drain SYSTEM WORKERS BATCH ROUND: prints tasks/s
 drain() {
-    local system=$1 w=$2 b=$3 r=$4 script per t0 t1 left rate opts="" n=$TASKS
+    local system=$1 w=$2 b=$3 r=$4 script per t0 t1 left rate opts="" n=$TASKS l0 c0 cpu wal
     ((b == 1)) && n=$ONE_TASKS
     fresh "$system"
     fill "$system" "$n"
@@ -114,36 +128,40 @@ drain() {
     script=${system%0}_claim.sql
     [[ $system == taskq0 ]] && opts="-c taskq.retention=0"
     per=$(( (n + w * b - 1) / (w * b) ))
+    l0=$(lsn "n_$system") c0=$(cluster_ticks)
     t0=$(now)
     PGOPTIONS=$opts pgbench -n -M prepared -c "$w" -j "$w" -t "$per" -D batch="$b" \
         -f "$here/neutral/$script" "n_$system" >"$TQ_WORK/log/pgbench.out" 2>&1 ||
         { cat "$TQ_WORK/log/pgbench.out" >&2; return 1; }
     t1=$(now)
+    read -r cpu wal < <(cost "n_$system" "$l0" "$c0" "$n")
     left=$(pending "$system")
     rate=$(awk -v n="$n" -v l="$left" -v a="$t0" -v z="$t1" 'BEGIN { printf "%.0f", (n - l) / (z - a) }')
-    echo "  drain $system workers=$w per_claim=$b run $r: tasks/s=$rate left=$left" >&2
-    echo "$rate"
+    echo "  drain $system workers=$w per_claim=$b run $r: tasks/s=$rate left=$left cpu_us_per_task=$cpu wal_bytes_per_task=$wal" >&2
+    echo "$rate $cpu $wal"
 }
 
 # enqueue SYSTEM BATCH ROUND: prints tasks/s
 enqueue() {
-    local system=$1 b=$2 r=$3 per out tps
+    local system=$1 b=$2 r=$3 per out tps l0 c0 cpu wal
     fresh "$system"
     ready "n_$system"
     per=$(( ENQ_TASKS / 4 / b ))
+    l0=$(lsn "n_$system") c0=$(cluster_ticks)
     out=$(pgbench -n -M prepared -c 4 -j 4 -t "$per" -f "$here/neutral/${system}_enqueue_$b.sql" "n_$system" 2>&1) ||
         { echo "$out" >&2; return 1; }
+    read -r cpu wal < <(cost "n_$system" "$l0" "$c0" $((per * 4 * b)))
     tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$out")
-    echo "  enqueue $system per_call=$b run $r: tasks/s=$(awk -v t="$tps" -v b="$b" 'BEGIN { printf "%.0f", t * b }')" >&2
-    awk -v t="$tps" -v b="$b" 'BEGIN { printf "%.0f\n", t * b }'
+    echo "  enqueue $system per_call=$b run $r: tasks/s=$(awk -v t="$tps" -v b="$b" 'BEGIN { printf "%.0f", t * b }') cpu_us_per_task=$cpu wal_bytes_per_task=$wal" >&2
+    echo "$(awk -v t="$tps" -v b="$b" 'BEGIN { printf "%.0f", t * b }') $cpu $wal"
 }
 
 want() { [[ " $PHASES " == *" $1 "* ]]; }
-declare -A RATES=()
+declare -A RATES=() CPU=() WAL=()
 # turns KIND KEY SYSTEMS... -- ARGS: RUNS rounds, the systems in turn, each
 # round beginning with the next one; rates into RATES[KEY.SYSTEM]
 turns() {
-    local kind=$1 key=$2 r i s n
+    local kind=$1 key=$2 r i s n rate cpu wal
     shift 2
     local -a systems=()
     while [[ $1 != -- ]]; do systems+=("$1"); shift; done
@@ -152,11 +170,14 @@ turns() {
     for ((r = 1; r <= RUNS; r++)); do
         for ((i = 0; i < n; i++)); do
             s=${systems[(i + r - 1) % n]}
-            RATES[$key.$s]+="$("$kind" "$s" "$@" "$r") "
+            read -r rate cpu wal <<<"$("$kind" "$s" "$@" "$r")"
+            RATES[$key.$s]+="$rate " CPU[$key.$s]+="$cpu " WAL[$key.$s]+="$wal "
         done
     done
 }
 med() { printf '%s\n' ${RATES[$1]:-} | median; }
+# the median CPU µs and WAL bytes per task of KEY, "cpu / wal"
+cw() { echo "$(printf '%s\n' ${CPU[$1]:-} | median) / $(printf '%s\n' ${WAL[$1]:-} | median)"; }
 spr() { printf '%s\n' ${RATES[$1]:-} | spread; }
 
 read -ra dsys <<<"$DRAIN_SYSTEMS"
@@ -194,6 +215,19 @@ fi
             done
         done
         echo
+        echo "The cluster's CPU µs and WAL bytes per task (medians), which other load moves less than the rates:"
+        echo
+        echo "| drain | hand | floor | taskq | taskq, retention 0 |"
+        echo "|---|---:|---:|---:|---:|"
+        for b in $BATCHES; do
+            ws=$WORKERS
+            ((b == 1)) && ws=$ONE_WORKERS
+            for w in $ws; do
+                k=drain.$b.$w
+                echo "| $b per claim, $w workers | $(cw "$k.hand") | $(cw "$k.floor") | $(cw "$k.taskq") | $(cw "$k.taskq0") |"
+            done
+        done
+        echo
     fi
     if want enqueue; then
         echo "| enqueue, 4 clients | bigserial table | enqueue / enqueue_many | insert_tasks (JSON, random ids) | enqueue ÷ table | JSON ÷ table |"
@@ -201,6 +235,13 @@ fi
         for b in 1 1000; do
             k=enq.$b
             echo "| $b per call | $(med "$k.hand") ($(spr "$k.hand")) | $(med "$k.taskq") ($(spr "$k.taskq")) | $(med "$k.json") ($(spr "$k.json")) | $(ratio "$(med "$k.taskq")" "$(med "$k.hand")") | $(ratio "$(med "$k.json")" "$(med "$k.hand")") |"
+        done
+        echo
+        echo "| enqueue, CPU µs / WAL bytes per task | bigserial table | enqueue / enqueue_many | insert_tasks |"
+        echo "|---|---:|---:|---:|"
+        for b in 1 1000; do
+            k=enq.$b
+            echo "| $b per call | $(cw "$k.hand") | $(cw "$k.taskq") | $(cw "$k.json") |"
         done
     fi
 } | tee "$OUT"
