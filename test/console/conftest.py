@@ -12,12 +12,10 @@ Every test names its actions, task ids and runs with a prefix of its own
 (`name`), so tests share the database without seeing each other's rows.
 """
 
-import contextlib
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,7 +27,6 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CONSOLE = os.path.join(ROOT, "tools", "taskq-console", "taskq-console")
-sys.path.insert(0, os.path.join(ROOT, "clients", "python"))     # the taskq library, for workers
 SHOTS = os.environ.get("TASKQ_CONSOLE_SHOTS")                    # where screenshots go, if set
 
 ADMIN_ROLE = "console_test_admin"
@@ -186,24 +183,3 @@ def wait_until(predicate, timeout=20.0, what="the condition"):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-@contextlib.contextmanager
-def running(worker):
-    """Run a taskq.Worker in a thread; stop it and wait for it on leaving."""
-    failure = []
-
-    def target():
-        try:
-            worker.run()
-        except BaseException as e:      # surfaced in the test's thread
-            failure.append(e)
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        t.join(30)
-        if failure:
-            raise failure[0]

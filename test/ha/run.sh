@@ -218,6 +218,12 @@ wait_until() {  # wait_until SECONDS WHAT cmd...: true when cmd succeeded in tim
     return 1
 }
 port_moved() { local p; p=$(primary_port "$1"); [[ -n $p && $p != "$2" ]]; }
+# await_promotion SHARD OLD_PORT: the shard's standby promoted (its primary
+# no longer on OLD_PORT) within WAIT, noted as an event, or the scenario fails
+await_promotion() {
+    wait_until "$WAIT" "the standby of shard $1 promoted" port_moved "$1" "$2" || failed "no promotion"
+    event promoted "\"shard\": $1, \"old_port\": $2, \"port\": $(primary_port "$1" || echo null)"
+}
 has_primary() { [[ -n $(primary_port "$1") ]]; }
 
 # --- load, events, check -----------------------------------------------------------
@@ -293,8 +299,7 @@ scenario_kill() {
     start_load kill
     signal_node KILL "$name" kill "kill -9 of primary $name (keeper and postgres)"
     t0=$(now)
-    wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
-    event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
+    await_promotion "$k" "$old"
     $PY "$here/haload.py" wait-ok --dir "$RUN" --shard "$k" --after "$t0" --timeout "$WAIT" >/dev/null ||
         failed "no write acknowledged on shard $k after the failover"
     sleep "$AFTER"
@@ -309,8 +314,7 @@ scenario_rejoin() {
     old=$(primary_port "$k"); name=$(node_of_port "$k" "$old")
     start_load rejoin
     signal_node KILL "$name" rejoin "kill -9 of primary $name"
-    wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
-    event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
+    await_promotion "$k" "$old"
     sleep "$AFTER"
     fault rejoin "old primary $name started again: rejoins as a standby" "$k"
     start_node "$name"
@@ -381,8 +385,7 @@ scenario_sigstop() {
     old=$(primary_port "$k"); name=$(node_of_port "$k" "$old")
     start_load sigstop
     signal_node STOP "$name" sigstop "SIGSTOP of primary $name (keeper and postgres)"
-    wait_until "$WAIT" "the standby of shard $k promoted" port_moved "$k" "$old" || failed "no promotion"
-    event promoted "\"shard\": $k, \"old_port\": $old, \"port\": $(primary_port "$k" || echo null)"
+    await_promotion "$k" "$old"
     sleep "$AFTER"
     signal_node CONT "$name" sigstop "SIGCONT of old primary $name"
     sleep "$AFTER"
