@@ -14,8 +14,9 @@ and reading the filter's index and sorting its rows (a rare one):
         action) or tasks_not_before_idx (delayed) or tasks_blocked_idx; a
         state of several indexes (pending) is a UNION ALL of one query per
         index, each LIMIT 51, merged
-    state in_progress                        tasks_running_idx / tasks_lease_idx,
-        always (few rows, the newest: see SORTED_STATES)
+    state in_progress                        tasks_running_idx / tasks_lease_idx
+    (an unfinished state of at most SORT_MAX tasks: always its index and a
+    sort, see STATE_GAUGES)
     state completed, aborted                 tasks_finished_idx, or tasks_pkey
     workflow                                 tasks_workflow_idx (workflow, status_code)
     run (its step tasks "<run>/<n>")         tasks_pkey, the range of ids "<run>/..."
@@ -57,11 +58,21 @@ STATES = {
     "aborted": ["t.status_code = 'aborted'"],
 }
 
-# States whose rows are few but the newest: the tasks in progress, one per
-# lease.  In id order they come last, after every finished task, so walking
-# tasks_pkey to the first 51 of them reads nearly the whole table (0.2 s at
-# a million tasks); their own index and a sort of their rows read only them.
-SORTED_STATES = {"in_progress"}
+# The unfinished states, and the gauges of taskq.metrics() that count their
+# rows.  Their tasks are the newest: in id order they come after every
+# finished task, so walking tasks_pkey to the first 51 of them reads nearly
+# the whole table (0.2 s at a million tasks).  While they are at most
+# SORT_MAX rows (as the background worker last counted them), the page reads
+# them from their own index and sorts them instead; a larger backlog is
+# found by the walk, which no longer has to pass as many finished rows.
+STATE_GAUGES = {
+    "pending": ("taskq_tasks_ready", "taskq_tasks_delayed", "taskq_tasks_blocked"),
+    "ready": ("taskq_tasks_ready",),
+    "delayed": ("taskq_tasks_delayed",),
+    "blocked": ("taskq_tasks_blocked",),
+    "in_progress": ("taskq_tasks_in_progress",),
+}
+SORT_MAX = 100000
 
 LIST_COLUMNS = (
     "t.id, t.action, t.status_code::text AS status_code, t.status, t.num_tries, t.max_tries,"
@@ -137,8 +148,21 @@ def pager_args(args, **cursor):
 
 # ------------------------------------------------------------ the list
 
-def list_query(filters, state, after, before, limit):
-    """The SQL and parameters of one page of the list."""
+def sorted_read(filters, state):
+    """Should the page read the state's rows from their index and sort them?
+    Yes for an unfinished state of at most SORT_MAX tasks (of the action, if
+    one is given), unless a workflow or run names fewer rows by its own index."""
+    if state not in STATE_GAUGES or filters["workflow"] or filters["run"]:
+        return False
+    row = g.db.read_one(
+        "SELECT coalesce(sum(m.value), 0) AS n FROM taskq.metrics() AS m"
+        " WHERE m.name = ANY(%s) AND (%s = '' OR m.labels->>'action' = %s)",
+        (list(STATE_GAUGES[state]), filters["action"], filters["action"]))
+    return row["n"] <= SORT_MAX
+
+
+def list_query(filters, state, after, before, limit, sort=False):
+    """The SQL and parameters of one page of the list (sort: see sorted_read)."""
     where, params = [], {}
     if filters["action"]:
         where.append("t.action = %(action)s")
@@ -161,7 +185,7 @@ def list_query(filters, state, after, before, limit):
     for pred in STATES[state]:
         conds = ([pred] if pred else []) + where
         sql = f"SELECT {LIST_COLUMNS} FROM taskq.tasks AS t" + (" WHERE " + " AND ".join(conds) if conds else "")
-        if state in SORTED_STATES and not (filters["workflow"] or filters["run"]):
+        if sort:
             # all its rows from its index, then sorted (OFFSET 0 keeps the
             # planner from walking tasks_pkey in id order instead)
             sql = f"SELECT * FROM ({sql} OFFSET 0) AS t"
@@ -185,8 +209,9 @@ def list_filters():
 @bp.route("/tasks")
 def page():
     filters, state = list_filters()
+    sort = sorted_read(filters, state)
     rows, nxt, prev = keyset_page(
-        lambda after, before, limit: g.db.read(*list_query(filters, state, after, before, limit)))
+        lambda after, before, limit: g.db.read(*list_query(filters, state, after, before, limit, sort)))
     return render_template("tasks.html", rows=rows, filters=filters, state=state,
                            states=[s for s in STATES if s], page_size=PAGE,
                            next_args=nxt and pager_args(request.args, after=nxt),
