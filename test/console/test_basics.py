@@ -23,6 +23,19 @@ def test_unknown_database_is_404(console):
     assert status == 404 and "no database &#34;nosuch&#34;" in body
 
 
+def test_a_statement_over_the_timeout_is_a_503_that_says_so(console, dsn):
+    """A page whose statement waits past the console's statement timeout (here
+    on a lock another session holds) answers 503 with what it means."""
+    with psycopg.connect(dsn) as other:
+        other.execute("LOCK TABLE taskq.definitions IN ACCESS EXCLUSIVE MODE")
+        status, _, body = http(console.url + "/d/main/definitions")
+        other.rollback()
+    assert status == 503, body
+    assert "too slow" in body and "did not answer within 5 s" in body and "57014" in body
+    # and the next request is served as usual
+    assert http(console.url + "/d/main/definitions")[0] == 200
+
+
 def test_healthz_names_a_database_that_is_down(dsn, roles):
     bad = psycopg.conninfo.make_conninfo(dsn, port="1", host="127.0.0.1", connect_timeout="2")
     c = Console([("main", role_dsn(dsn, roles["admin"])), ("gone", bad)])

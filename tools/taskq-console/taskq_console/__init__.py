@@ -98,6 +98,18 @@ def create_app(databases, *, basic_auth=None, secret_key=None, refresh_seconds=5
 
     import psycopg
 
+    @app.errorhandler(psycopg.errors.QueryCanceled)
+    def _too_slow(e):
+        # the statement timeout every page runs under (db.py): say what it
+        # means rather than pass on "canceling statement due to ..."
+        from .db import STATEMENT_TIMEOUT_MS
+        return render_template(
+            "error.html", code=503, name="too slow",
+            description=f"The database did not answer within {STATEMENT_TIMEOUT_MS / 1000:g} s: a lock"
+                        " held by another session, or a filter that no index serves on a large"
+                        " table. Try again, or narrow the filter (an action, a time range).",
+            sqlstate=getattr(getattr(e, "diag", None), "sqlstate", None)), 503
+
     @app.errorhandler(psycopg.Error)
     def _db_error(e):
         diag = getattr(e, "diag", None)
