@@ -157,6 +157,16 @@ enqueue() {
 }
 
 want() { [[ " $PHASES " == *" $1 "* ]]; }
+# the drains measured, a line "BATCH WORKERS" each: every batch size of
+# BATCHES with each of WORKERS (ONE_WORKERS for one per claim)
+drain_cases() {
+    local b w ws
+    for b in $BATCHES; do
+        ws=$WORKERS
+        ((b == 1)) && ws=$ONE_WORKERS
+        for w in $ws; do echo "$b $w"; done
+    done
+}
 declare -A RATES=() CPU=() WAL=()
 # turns KIND KEY SYSTEMS... -- ARGS: RUNS rounds, the systems in turn, each
 # round beginning with the next one; rates into RATES[KEY.SYSTEM]
@@ -183,13 +193,9 @@ spr() { printf '%s\n' ${RATES[$1]:-} | spread; }
 read -ra dsys <<<"$DRAIN_SYSTEMS"
 read -ra esys <<<"$ENQ_SYSTEMS"
 if want drain; then
-    for b in $BATCHES; do
-        ws=$WORKERS
-        ((b == 1)) && ws=$ONE_WORKERS
-        for w in $ws; do
-            turns drain "drain.$b.$w" "${dsys[@]}" -- "$w" "$b"
-        done
-    done
+    while read -r b w <&3; do
+        turns drain "drain.$b.$w" "${dsys[@]}" -- "$w" "$b"
+    done 3< <(drain_cases)
 fi
 if want enqueue; then
     for b in 1 1000; do
@@ -206,27 +212,19 @@ fi
     if want drain; then
         echo "| drain | hand | floor | taskq | taskq, retention 0 | taskq ÷ hand | taskq ÷ floor | retention 0 ÷ floor |"
         echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-        for b in $BATCHES; do
-            ws=$WORKERS
-            ((b == 1)) && ws=$ONE_WORKERS
-            for w in $ws; do
-                k=drain.$b.$w
-                echo "| $b per claim, $w workers | $(med "$k.hand") ($(spr "$k.hand")) | $(med "$k.floor") ($(spr "$k.floor")) | $(med "$k.taskq") ($(spr "$k.taskq")) | $(med "$k.taskq0") ($(spr "$k.taskq0")) | $(ratio "$(med "$k.taskq")" "$(med "$k.hand")") | $(ratio "$(med "$k.taskq")" "$(med "$k.floor")") | $(ratio "$(med "$k.taskq0")" "$(med "$k.floor")") |"
-            done
-        done
+        while read -r b w <&3; do
+            k=drain.$b.$w
+            echo "| $b per claim, $w workers | $(med "$k.hand") ($(spr "$k.hand")) | $(med "$k.floor") ($(spr "$k.floor")) | $(med "$k.taskq") ($(spr "$k.taskq")) | $(med "$k.taskq0") ($(spr "$k.taskq0")) | $(ratio "$(med "$k.taskq")" "$(med "$k.hand")") | $(ratio "$(med "$k.taskq")" "$(med "$k.floor")") | $(ratio "$(med "$k.taskq0")" "$(med "$k.floor")") |"
+        done 3< <(drain_cases)
         echo
         echo "The cluster's CPU µs and WAL bytes per task (medians), which other load moves less than the rates:"
         echo
         echo "| drain | hand | floor | taskq | taskq, retention 0 |"
         echo "|---|---:|---:|---:|---:|"
-        for b in $BATCHES; do
-            ws=$WORKERS
-            ((b == 1)) && ws=$ONE_WORKERS
-            for w in $ws; do
-                k=drain.$b.$w
-                echo "| $b per claim, $w workers | $(cw "$k.hand") | $(cw "$k.floor") | $(cw "$k.taskq") | $(cw "$k.taskq0") |"
-            done
-        done
+        while read -r b w <&3; do
+            k=drain.$b.$w
+            echo "| $b per claim, $w workers | $(cw "$k.hand") | $(cw "$k.floor") | $(cw "$k.taskq") | $(cw "$k.taskq0") |"
+        done 3< <(drain_cases)
         echo
     fi
     if want enqueue; then
