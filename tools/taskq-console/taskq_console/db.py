@@ -5,7 +5,8 @@ down does not keep the console from starting), what the connected role may
 do (asked of PostgreSQL, never a user list of the console's own), and the
 two ways a page talks to a database: `read` (one statement in autocommit,
 bounded by a statement timeout so that a slow page cannot hold a
-connection) and `write` (a list of statements in one transaction, for the
+connection; `read_one_data` only for a role that may read bodies and
+contexts) and `write` (a list of statements in one transaction, for the
 repair actions, through the contract's functions only).
 
 Locking: none of its own; the pools are thread-safe, and waitress serves
@@ -71,6 +72,12 @@ class Database:
         """The first row of one statement (a dict), or None."""
         with self.connection() as conn:
             return conn.execute(sql, params).fetchone()
+
+    def read_one_data(self, sql, params=None):
+        """The first row of a statement that reads the data itself (a task's
+        body and result, a run's context and inputs), or None when the
+        connected role may not read it (a monitor): the page then says so."""
+        return self.read_one(sql, params) if self.role()["reads_data"] else None
 
     def write(self, statements):
         """Run [(sql, params), ...] in one transaction; the rows of each."""

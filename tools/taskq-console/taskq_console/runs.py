@@ -88,10 +88,8 @@ def detail(id):
     run = g.db.read_one(f"SELECT {RUN_COLUMNS}, now() AS now FROM taskq.runs AS r WHERE r.id = %s", (id,))
     if run is None:
         abort(404, description=f"no run \"{id}\"")
-    data = None
-    if g.db.role()["reads_data"]:
-        data = g.db.read_one("SELECT jsonb_pretty(context) AS context, jsonb_pretty(inputs) AS inputs"
-                             " FROM taskq.runs WHERE id = %s", (id,))
+    data = g.db.read_one_data("SELECT jsonb_pretty(context) AS context, jsonb_pretty(inputs) AS inputs"
+                              " FROM taskq.runs WHERE id = %s", (id,))
     children = g.db.read(f"SELECT {RUN_COLUMNS} FROM taskq.runs AS r WHERE r.parent = %s"
                          " ORDER BY r.id LIMIT %s", (id, SHOWN + 1))
     saga_steps = []

@@ -240,10 +240,8 @@ def detail(id):
     task = g.db.read_one(f"SELECT {TASK_COLUMNS} FROM taskq.tasks WHERE id = %s", (id,))
     if task is None:
         abort(404, description=f"no task \"{id}\"")
-    data = None
-    if g.db.role()["reads_data"]:
-        data = g.db.read_one("SELECT jsonb_pretty(body) AS body, jsonb_pretty(result) AS result"
-                             " FROM taskq.tasks WHERE id = %s", (id,))
+    data = g.db.read_one_data("SELECT jsonb_pretty(body) AS body, jsonb_pretty(result) AS result"
+                              " FROM taskq.tasks WHERE id = %s", (id,))
     attempts = g.db.read("SELECT try, actor, claimed_at, finished_at, outcome, status"
                          " FROM taskq.task_attempts(%s) ORDER BY try", (id,))
     # predecessors: the tasks whose successors hold this one (tasks_successors_idx)
