@@ -90,10 +90,8 @@ gcc -O2 -Wall -o "$TQ_WORK/driver" "$here/driver.c" "$here/common.c" \
     -I"$("$TQ_PG_CONFIG" --includedir)" -lpq -lpthread -lm
 export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER PGDATABASE=bench
 
-sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
 # p95 by nearest rank: the 19th of 20
 p95() { sort -g | awk '{a[NR]=$1} END {i = int(NR * 0.95 + 0.999); if (i < 1) i = 1; print a[i]}'; }
-field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
 say() { echo "console bench: $*" >&2; }
 out() { echo "$*"; [[ -z $OUT ]] || echo "$*" >>"$OUT"; }
 [[ -z $OUT ]] || : >"$OUT"

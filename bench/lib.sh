@@ -1,6 +1,6 @@
 # bench/lib.sh — what the bench scripts share (sourced by bench/run.sh,
 # bench/console.sh and bench/neutral.sh after test/bin/lib.sh): medians,
-# ratios and the cluster's CPU time.
+# ratios, the cluster's CPU time, statements and the fields of a result line.
 
 # the median of the numbers on standard input, one per line
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -23,3 +23,10 @@ cluster_ticks() {
     echo "$t"
 }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# sql STATEMENT...: each statement through psql (PGDATABASE), the rows
+# unaligned; an error stops it
+sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
+
+# field NAME: the value of NAME=value in the line on standard input
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }

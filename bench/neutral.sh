@@ -67,44 +67,44 @@ export PGHOST=127.0.0.1 PGPORT=$TQ_PORT PGUSER=$TQ_DBUSER
 [[ $TQ_KEEP == 1 ]] && echo "neutral: KEEP=1: the cluster stays up on port $TQ_PORT" >&2
 
 BODY='{"payload": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123"}'
-sql() { local db=$1 a=() c; shift; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "${a[@]}"; }
+dbsql() { PGDATABASE=$1 sql "${@:2}"; }   # dbsql DB STATEMENT...
 spread() { sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%.0f–%.0f", lo, hi}'; }
 now() { date +%s.%N; }
 
 # lsn DB: the server's WAL position now
-lsn() { sql "$1" "SELECT pg_current_wal_lsn()"; }
+lsn() { dbsql "$1" "SELECT pg_current_wal_lsn()"; }
 # cost DB LSN0 TICKS0 N: the cluster's CPU (µs) and WAL (bytes) per task
 # since LSN0 and TICKS0, over N tasks (after the run's backends are reaped)
 cost() {
     local l1 c1
     sleep 0.3
     c1=$(cluster_ticks) l1=$(lsn "$1")
-    awk -v c="$(( (c1 - $3) * TICK_US ))" -v w="$(sql "$1" "SELECT pg_wal_lsn_diff('$l1', '$2')")" -v n="$4" \
+    awk -v c="$(( (c1 - $3) * TICK_US ))" -v w="$(dbsql "$1" "SELECT pg_wal_lsn_diff('$l1', '$2')")" -v n="$4" \
         'BEGIN { printf "%.1f %.0f\n", c / n, w / n }'
 }
 
 # fresh SYSTEM: its own database, made afresh (dropped first)
 fresh() {
     local db=n_$1
-    sql postgres "DROP DATABASE IF EXISTS $db" "CREATE DATABASE $db"
+    dbsql postgres "DROP DATABASE IF EXISTS $db" "CREATE DATABASE $db"
     case $1 in
-    taskq*|json) sql "$db" "CREATE EXTENSION taskq" ;;
+    taskq*|json) dbsql "$db" "CREATE EXTENSION taskq" ;;
     *) psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/neutral/schema.sql" ;;
     esac
 }
 
 # ready DB: what every timed phase starts from
-ready() { sql "$1" "VACUUM ANALYZE" "CHECKPOINT"; }
+ready() { dbsql "$1" "VACUUM ANALYZE" "CHECKPOINT"; }
 
 # fill SYSTEM N: N pending tasks (not timed)
 fill() {
     local db=n_$1 left=$2 k
     case $1 in
-    hand) sql "$db" "INSERT INTO neutral.jobs (body) SELECT '$BODY'::jsonb FROM generate_series(1, $2)" ;;
-    floor) sql "$db" "INSERT INTO neutral.floor (body) SELECT '$BODY'::jsonb FROM generate_series(1, $2)" ;;
+    hand) dbsql "$db" "INSERT INTO neutral.jobs (body) SELECT '$BODY'::jsonb FROM generate_series(1, $2)" ;;
+    floor) dbsql "$db" "INSERT INTO neutral.floor (body) SELECT '$BODY'::jsonb FROM generate_series(1, $2)" ;;
     *) while ((left > 0)); do
            k=$((left < 10000 ? left : 10000))
-           sql "$db" "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', gen_random_uuid()::text, 'action', 'a', 'body', '$BODY'::jsonb)) FROM generate_series(1, $k)))" >/dev/null
+           dbsql "$db" "SELECT taskq.insert_tasks((SELECT jsonb_agg(jsonb_build_object('id', gen_random_uuid()::text, 'action', 'a', 'body', '$BODY'::jsonb)) FROM generate_series(1, $k)))" >/dev/null
            left=$((left - k))
        done ;;
     esac
@@ -112,9 +112,9 @@ fill() {
 
 pending() {
     case $1 in
-    hand) sql n_hand "SELECT count(*) FROM neutral.jobs WHERE status = 'pending'" ;;
-    floor) sql n_floor "SELECT count(*) FROM neutral.floor" ;;
-    *) sql "n_$1" "SELECT count(*) FROM taskq.tasks WHERE status_code = 'pending'" ;;
+    hand) dbsql n_hand "SELECT count(*) FROM neutral.jobs WHERE status = 'pending'" ;;
+    floor) dbsql n_floor "SELECT count(*) FROM neutral.floor" ;;
+    *) dbsql "n_$1" "SELECT count(*) FROM taskq.tasks WHERE status_code = 'pending'" ;;
     esac
 }
 

@@ -263,8 +263,6 @@ tq_psql bench -q -f "$here/schema.sql"
 # experiments (e.g. "ALTER TABLE taskq.tasks SET (fillfactor = 70)")
 [[ -n ${SETUP_SQL:-} ]] && tq_psql bench -q -v ON_ERROR_STOP=1 -c "$SETUP_SQL"
 
-sql() { local a=() c; for c in "$@"; do a+=(-c "$c"); done; psql -X -q -At -v ON_ERROR_STOP=1 "${a[@]}"; }
-
 reset_tables() {
     sql "TRUNCATE taskq.tasks, bench.baseline, bench.baseline_text, bench.floor, bench.bound"
     sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.baseline_text" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound"
@@ -283,7 +281,6 @@ prefill() {
     sql "VACUUM ANALYZE taskq.tasks" "VACUUM ANALYZE bench.baseline" "VACUUM ANALYZE bench.floor" "VACUUM ANALYZE bench.bound" "CHECKPOINT"
 }
 
-field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p"; }
 
 # cluster_ticks, TICK_US, median, ratio: bench/lib.sh
 
