@@ -220,6 +220,45 @@ taskq_wake_ready(const char *action)
 	ConditionVariableBroadcast(taskq_ready_cv(NULL));
 }
 
+/*
+ * Wake n of the claims waiting for work of this action (as a commit that
+ * made n - 1 tasks of it ready would), and every claim waiting for several
+ * or any actions: n slots of a limited action are free.  The background
+ * worker calls it for slots let go and not taken again
+ * (queue/flow_books.c).
+ */
+void
+taskq_wake_ready_some(const char *action, int n)
+{
+	if (taskq_shared == NULL || n <= 0)
+		return;
+	wake_ready_tasks(action, n - 1);
+	ConditionVariableBroadcast(taskq_ready_cv(NULL));
+}
+
+/*
+ * Set the latch of this database's background worker, at once.  Returns
+ * false if it has none running (or it is paused): the caller then does
+ * itself what it asked the worker for.
+ */
+bool
+taskq_wake_worker(void)
+{
+	TaskqDbSlot *slot;
+	Latch	   *latch = NULL;
+
+	if (taskq_shared == NULL)
+		return false;
+	LWLockAcquire(taskq_shared->lock, LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL && !slot->paused)
+		latch = slot->worker_latch;
+	LWLockRelease(taskq_shared->lock);
+	if (latch != NULL)
+		SetLatch(latch);
+	return latch != NULL;
+}
+
 /* The current transaction wrote pending work that is ready at this moment. */
 void
 taskq_note_due(TimestampTz not_before)
@@ -377,6 +416,20 @@ find_listeners(Oid dboid)
 			taskq_shared->listeners[i].count > 0)
 			return &taskq_shared->listeners[i];
 	return NULL;
+}
+
+/* Does any session of this database listen for announcements? */
+bool
+taskq_database_heard(void)
+{
+	bool		heard;
+
+	if (taskq_shared == NULL)
+		return false;
+	LWLockAcquire(taskq_shared->lock, LW_SHARED);
+	heard = taskq_shared->listeners_overflow || find_listeners(MyDatabaseId) != NULL;
+	LWLockRelease(taskq_shared->lock);
+	return heard;
 }
 
 static void

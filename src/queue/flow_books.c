@@ -39,6 +39,14 @@
  * taskq.flow_limits): a claim that reads another version rebuilds it,
  * because claims made while the action had no such limit reserved nothing.
  *
+ * A slot of an action limited by max_running alone that a commit lets go
+ * is not announced by that commit: the session that let it go nearly
+ * always claims again at once and takes it back.  The book notes when
+ * (freed_at) and the commit sets the worker's latch; the worker wakes one
+ * waiting claim per slot still free TASKQ_SLOT_GRACE_MS later
+ * (taskq_wake_freed_slots).  With no worker running, or one long overdue,
+ * the commit wakes a claim itself.
+ *
  * Books live until the server stops (a crash restarts shared memory, and
  * the first claim rebuilds them from the rows); there are TASKQ_BOOKS of
  * them for the whole server, of TASKQ_BOOK_SLOTS entries: an action beyond
@@ -66,6 +74,7 @@
 
 #include "common/limits.h"
 #include "common/pg_compat.h"
+#include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
 
 typedef struct BookEntry
@@ -91,6 +100,8 @@ struct TaskqBook
 	bool		dirty;			/* a lease may have ended untold: count when full */
 	TransactionId overflow;		/* the version whose running tasks did not fit */
 	TimestampTz counted_at;		/* when the rows were last counted into it */
+	int32		max;			/* max_running the last claim went by (-1: none) */
+	TimestampTz freed_at;		/* a slot let go, its wake left to the worker, since; 0: none */
 	int			n;
 	BookEntry	entries[TASKQ_BOOK_SLOTS];
 };
@@ -111,6 +122,7 @@ typedef struct BookFree
 {
 	TaskqBook  *book;
 	uint64		task;
+	bool		worker_wakes;	/* the worker wakes a claim for the slot, if still free */
 } BookFree;
 
 static uint32 my_tag = 1;		/* this backend's transaction, for its entries */
@@ -178,6 +190,94 @@ drop_entry(TaskqBook *b, int i)
 }
 
 /*
+ * The worker: wake the claims waiting for slots let go in this database's
+ * books at least TASKQ_SLOT_GRACE_MS ago and still free (whoever let them
+ * go did not take them again), one per free slot; the actions woken are
+ * appended to *woken.  Returns when to look again (0: nothing left to
+ * wake).
+ */
+TimestampTz
+taskq_wake_freed_slots(TimestampTz now, List **woken)
+{
+	TimestampTz next = 0;
+	int			wake[TASKQ_BOOKS];
+	int			room[TASKQ_BOOKS];
+	int			nwake = 0;
+
+	if (table == NULL)
+		return 0;
+	LWLockAcquire(table->lock, LW_SHARED);
+	for (int i = 0; i < TASKQ_BOOKS; i++)
+	{
+		TaskqBook  *b = &table->books[i];
+		TimestampTz due = 0;
+		int			free_slots = 0;
+
+		/* freed_at is read without the mutex first: most books owe nothing */
+		if (b->dboid != MyDatabaseId || b->freed_at == 0)
+			continue;
+		SpinLockAcquire(&b->mutex);
+		if (b->freed_at != 0)
+		{
+			due = TimestampTzPlusMilliseconds(b->freed_at, TASKQ_SLOT_GRACE_MS);
+			if (due <= now)
+			{
+				b->freed_at = 0;
+				free_slots = b->max < 0 ? 1 : b->max - b->n;
+			}
+		}
+		SpinLockRelease(&b->mutex);
+		if (due > now)
+			next = next == 0 ? due : Min(next, due);
+		else if (free_slots > 0)
+		{
+			wake[nwake] = i;
+			room[nwake++] = free_slots;
+		}
+	}
+	LWLockRelease(table->lock);
+	/* a book's action never changes once it is made */
+	for (int k = 0; k < nwake; k++)
+	{
+		taskq_wake_ready_some(table->books[wake[k]].action, room[k]);
+		*woken = lappend(*woken, pstrdup(table->books[wake[k]].action));
+	}
+	return next;
+}
+
+/*
+ * A slot of b was let go at now, its wake left to the worker (under b's mutex):
+ * must the worker be told?  Yes if b owed it nothing yet, or if what it
+ * owes is long overdue (the worker was stopped or paused meanwhile).
+ */
+static bool
+slot_owed(TaskqBook *b, TimestampTz now)
+{
+	if (b->freed_at == 0)
+	{
+		b->freed_at = now;
+		return true;
+	}
+	return now - b->freed_at >= TASKQ_SLOT_GRACE_MS * 4 * (int64) 1000;
+}
+
+/*
+ * A slot of b was let go, and the worker is to be told: it wakes a waiting
+ * claim if the slot is still free TASKQ_SLOT_GRACE_MS later
+ * (taskq_wake_freed_slots).  With no worker running, one is woken now.
+ */
+static void
+slot_left(TaskqBook *b)
+{
+	if (taskq_wake_worker())
+		return;
+	SpinLockAcquire(&b->mutex);
+	b->freed_at = 0;
+	SpinLockRelease(&b->mutex);
+	taskq_wake_ready_some(b->action, 1);
+}
+
+/*
  * The end of a transaction: at its commit, the entries of leases it ended
  * are removed (their rows no longer count) and its own entries are no
  * longer its; at its abort, the entries it made are removed (their rows
@@ -187,6 +287,8 @@ static void
 books_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
+	TaskqBook  *tell_worker = NULL;
+	TimestampTz now = 0;
 	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
 	bool		aborted = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
 
@@ -203,6 +305,8 @@ books_xact_callback(XactEvent event, void *arg)
 		BookFree   *f = lfirst(lc);
 		TaskqBook  *b = f->book;
 
+		if (f->worker_wakes && now == 0)
+			now = GetCurrentTimestamp();
 		SpinLockAcquire(&b->mutex);
 		for (int i = 0; i < b->n; i++)
 		{
@@ -211,7 +315,11 @@ books_xact_callback(XactEvent event, void *arg)
 			if (e->ender == TASKQ_PROC_NUMBER && e->ender_tag == my_tag && e->task == f->task)
 			{
 				if (commit)
+				{
 					drop_entry(b, i);
+					if (f->worker_wakes)
+						tell_worker = slot_owed(b, now) ? b : NULL;
+				}
 				else
 				{
 					e->ender = -1;
@@ -222,6 +330,9 @@ books_xact_callback(XactEvent event, void *arg)
 			}
 		}
 		SpinLockRelease(&b->mutex);
+		if (tell_worker != NULL)
+			slot_left(tell_worker);
+		tell_worker = NULL;
 	}
 	/* a held task an SQL statement changed, and no lease end told: count again */
 	if (commit)
@@ -371,6 +482,8 @@ taskq_book_of(const char *action, bool create)
 			b->dboid = MyDatabaseId;
 			strlcpy(b->action, action, sizeof(b->action));
 			b->version = InvalidTransactionId;
+			b->max = -1;
+			b->freed_at = 0;
 			b->n = 0;
 			SpinLockRelease(&b->mutex);
 			found = b;
@@ -437,6 +550,7 @@ taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, int32 per_key
 		MemoryContextSwitchTo(old);
 	}
 	SpinLockAcquire(&b->mutex);
+	b->max = max;
 	ok = b->version == version && b->n < TASKQ_BOOK_SLOTS && (max < 0 || counted(b) < max);
 	if (ok && per_key >= 0 && key != 0)
 	{
@@ -500,7 +614,7 @@ taskq_book_bind(TaskqBook *b)
  * is marked as ending now, and removed when the transaction commits.
  */
 void
-taskq_book_free_at_commit(TaskqBook *b, const char *id)
+taskq_book_free_at_commit(TaskqBook *b, const char *id, bool worker_wakes)
 {
 	MemoryContext old;
 	BookFree   *f;
@@ -509,6 +623,7 @@ taskq_book_free_at_commit(TaskqBook *b, const char *id)
 	f = palloc(sizeof(BookFree));
 	f->book = b;
 	f->task = taskq_book_task(id);
+	f->worker_wakes = worker_wakes;
 	frees = lappend(frees, f);
 	MemoryContextSwitchTo(old);
 	SpinLockAcquire(&b->mutex);

@@ -707,25 +707,37 @@ taskq_flow_end(TaskqFlow *f)
  * Task id of action left its lease (returned, released, retried, ended):
  * if the action is limited, its entry in the action's book goes when this
  * transaction commits, and unless the caller wakes claims of the action
- * anyway (woken: the task is ready again), the action is announced and
- * one more waiting claim of it woken then (no task became ready: one slot
- * came free).  Waking two, as for a task made ready, made the second find
- * the action full again, and the worker that freed the slot usually
- * claims at once as well.
+ * anyway (woken: the task is ready again), one waiting claim of it is
+ * woken for the slot (no task became ready: one slot came free).
+ *
+ * Whoever lets a slot of max_running go is nearly always a worker that
+ * claims again at once, and takes it back before a claim woken at the
+ * commit gets a CPU: that claim looked, found the action full and slept
+ * again, two context switches per task for nothing (a tenth of a limited
+ * drain's rate).  So for an action limited by max_running alone, whose
+ * book tells whether the slot is still free, the wake is left to the
+ * background worker, which makes it TASKQ_SLOT_GRACE_MS after the commit
+ * if nobody took the slot meanwhile (flow_books.c), and the action is
+ * announced then.  With a per-key limit the slot is a key's, which the
+ * next claim of the worker that let it go need not want: woken at once.
  */
 void
 taskq_flow_freed(const char *action, const char *id, bool woken)
 {
 	FlowLimit  *l;
+	TaskqBook  *book;
+	bool		worker_wakes;
 
 	if (!taskq_flow_maybe_limited())
 		return;					/* known: no limits at all */
 	l = taskq_flow_limit_of(taskq_flow_limits(), action);
 	if (l == NULL)
 		return;
-	if (taskq_flow_limit_book(l, false) != NULL)
-		taskq_book_free_at_commit(l->book, id);
-	if (!woken)
+	book = taskq_flow_limit_book(l, false);
+	worker_wakes = book != NULL && !woken && l->has_max && !l->has_per_key && !l->has_rate;
+	if (book != NULL)
+		taskq_book_free_at_commit(book, id, worker_wakes);
+	if (!woken && !worker_wakes)
 		taskq_note_ready_tasks(action, 0);
 }
 

@@ -177,6 +177,13 @@ extern int	taskq_sweep_expired(void);
  */
 extern List *taskq_flow_reopened(TimestampTz now);
 extern bool taskq_flow_next_reopen(TimestampTz *next);
+
+/*
+ * Concurrency limits (flow_books.c), for the background worker: wake the
+ * claims waiting for slots let go a moment ago and not taken again, list
+ * their actions in *woken; returns when to look again (0: nothing owed).
+ */
+extern TimestampTz taskq_wake_freed_slots(TimestampTz now, List **woken);
 extern int	taskq_fold_deferred_signals(void);
 extern void taskq_drop_empty_deferred(void);
 extern void taskq_redrive_task(const char *id, List *successors);

@@ -89,6 +89,7 @@ extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at
 /* flow_books.c: the slot books of actions limited by max_running alone */
 #define TASKQ_BOOKS			64	/* books in the server */
 #define TASKQ_BOOK_SLOTS	128 /* entries of a book: running tasks it can hold */
+#define TASKQ_SLOT_GRACE_MS	5	/* a slot let go is its holder's to take again this long */
 typedef struct TaskqBook TaskqBook;
 extern uint64 taskq_books_limits_changes(void);
 extern uint64 taskq_book_task(const char *id);
@@ -107,7 +108,7 @@ extern bool taskq_book_reserve(TaskqBook *b, TransactionId version, int32 max, i
 extern void taskq_book_note_written(TaskqBook *b, const char *id);
 extern void taskq_book_unreserve(TaskqBook *b, uint64 task);
 extern void taskq_book_bind(TaskqBook *b);
-extern void taskq_book_free_at_commit(TaskqBook *b, const char *id);
+extern void taskq_book_free_at_commit(TaskqBook *b, const char *id, bool worker_wakes);
 extern uint64 taskq_book_rebuild_begin(TaskqBook *b);
 extern bool taskq_book_overflowed(TaskqBook *b, TransactionId version, TimestampTz now);
 extern int	taskq_book_rebuild_end(TaskqBook *b, uint64 mark, TransactionId version,

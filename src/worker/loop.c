@@ -398,6 +398,26 @@ worker_announce(TimestampTz *notify_due, bool *announce_all)
 }
 
 /*
+ * Wake the claims waiting for slots of limited actions that were let go a
+ * moment ago and not taken again (queue/flow_books.c), and announce those
+ * actions if anyone listens.  Needs no transaction.  Returns when to look
+ * again (0: no slot owed).
+ */
+static TimestampTz
+wake_freed_slots(TimestampTz now)
+{
+	List	   *woken = NIL;
+	TimestampTz next = taskq_wake_freed_slots(now, &woken);
+	ListCell   *lc;
+
+	if (woken != NIL && taskq_database_heard())
+		foreach(lc, woken)
+			taskq_notify_mark(lfirst(lc));
+	list_free_deep(woken);
+	return next;
+}
+
+/*
  * The gauges of taskq.metrics(), refreshed in a transaction of their own
  * (the queue's counts, then the registry's), every taskq.metrics_interval.
  */
@@ -496,6 +516,7 @@ taskq_worker_main(Datum main_arg)
 		TimestampTz wake;
 		TimestampTz fold_at;
 		TimestampTz due;
+		TimestampTz freed_due;
 		bool		wake_for_fold = false;
 		long		sleep_ms;
 
@@ -533,6 +554,8 @@ taskq_worker_main(Datum main_arg)
 			taskq_claim_start_reset(MyDatabaseId);
 			last_claim_start_reset = now;
 		}
+		/* before the announcements, which then include their actions */
+		freed_due = wake_freed_slots(now);
 		if (first || now >= next_maintenance ||
 			!worker_announce(&notify_due, &announce_all))
 		{
@@ -573,6 +596,7 @@ taskq_worker_main(Datum main_arg)
 			wake = earliest(wake, next_gauges);
 		if (wake_for_fold)
 			wake = earliest(wake, fold_at);
+		wake = earliest(wake, freed_due);
 		wake_for_fold = false;
 		sleep_ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wake) + 1;
 		sleep_ms = Max(Min(sleep_ms, taskq_worker_naptime), MIN_SLEEP_MS);

@@ -297,6 +297,44 @@ my ($got, $secs) = split /\|/, $node->safe_psql('postgres', q{
 	  FROM taskq.own_tasks('w', 1, '{rw}', NULL, '6 s') AS o});
 ok($got == 1 && $secs < 4.5, "a claim waiting at the rate limit is woken when the window reopens ($got after $secs s)");
 
+# A slot of an action limited by max_running alone is left a moment to the
+# session that let it go (it nearly always claims again at once); if it
+# does not, the background worker wakes the claim waiting for the slot, a
+# few ms after the commit: the waiting claim gets the next task well inside
+# its wait (without the wake it would look again only after 10 s). Run
+# again at the end with no worker: the return then wakes it itself.
+sub slot_wake_secs
+{
+	my ($label) = @_;
+	my $out = PostgreSQL::Test::Utils::tempdir() . "/wait.out";
+	$node->safe_psql('postgres', qq{
+DELETE FROM taskq.tasks WHERE action = 'sl';
+SELECT taskq.set_concurrency_limit('sl', 1);
+SELECT taskq.insert_tasks('[{"id": "sl1", "action": "sl", "priority": 1}, {"id": "sl2", "action": "sl"}]');
+DROP TABLE IF EXISTS sl_tok;
+CREATE TABLE sl_tok AS SELECT id, token FROM taskq.own_tasks('w', 1, '{sl}', '1 hour');
+});
+	local %ENV = $node->_get_env();
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres') . ' application_name=sl_wait', '-c',
+		  "SELECT count(o.id) || '|' || extract(epoch FROM clock_timestamp() - statement_timestamp())"
+		  . " FROM taskq.own_tasks('x', 1, '{sl}', NULL, '8 s') AS o" ],
+		'<', \undef, '>', $out, '2>', "$out.err", IPC::Run::timeout(30));
+	ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		 WHERE application_name = 'sl_wait' AND wait_event_type = 'Extension'}),
+		"$label: the claim waits at the limit");
+	my $t0 = Time::HiRes::time();
+	$node->safe_psql('postgres',
+		"SELECT taskq.return_task(id, token, NULL, 'completed') FROM sl_tok");
+	$h->finish;
+	my ($got, $secs) = split /\|/, slurp_file($out);
+	is($got, 1, "$label: the waiting claim gets the task");
+	return Time::HiRes::time() - $t0;
+}
+my $woken = slot_wake_secs('worker wakes');
+ok($woken < 2, sprintf('a slot let go and not taken again wakes the waiting claim (%.3f s after the return)', $woken));
+
 # ---------------------------------------------------------------- a crash
 $node->safe_psql('postgres', q{
 SELECT taskq.set_concurrency_limit('crash', 2);
@@ -316,5 +354,12 @@ SELECT taskq.return_task(id, token, NULL, 'completed') FROM crash_tok ORDER BY i
 });
 is($node->safe_psql('postgres', "SELECT count(*) FROM taskq.own_tasks('w', 10, '{crash}', '1 hour')"),
 	'1', 'one return lets exactly one more start');
+
+# The slot's wake with no background worker: the return wakes the claim.
+$node->append_conf('postgresql.conf', "taskq.background_worker = off\n");
+$node->restart;
+is(scalar(worker_pids($node, 'postgres')), 0, 'no worker now');
+$woken = slot_wake_secs('no worker');
+ok($woken < 2, sprintf('with no worker the return wakes the waiting claim itself (%.3f s after it)', $woken));
 
 done_testing();
