@@ -167,6 +167,13 @@ taskq_index_beginscan(Relation heap, Relation index, Snapshot snapshot, int nkey
 #define TASKQ_PROC_NUMBER	((int32) MyProc->pgprocno)
 #endif
 
+/* Is this process a background worker?  17 made the flag a backend type. */
+#if PG_VERSION_NUM >= 170000
+#define TASKQ_IS_BACKGROUND_WORKER	AmBackgroundWorkerProcess()
+#else
+#define TASKQ_IS_BACKGROUND_WORKER	IsBackgroundWorker
+#endif
+
 /* This backend's local transaction id (17 moved it into MyProc->vxid). */
 #if PG_VERSION_NUM >= 170000
 #define TASKQ_MY_LXID		(MyProc->vxid.lxid)

@@ -228,7 +228,7 @@ taskq_map_enter(TaskqRun *run, TaskqMachineDef *m, TaskqMachineState *s)
 		char	   *msg = psprintf("context key \"%s\" of run \"%s\" is not an array, which map state \"%s\" needs",
 								   s->map_items, run->id, s->name);
 
-		if (IsBackgroundWorker || soft_lxid == TASKQ_MY_LXID)
+		if (TASKQ_IS_BACKGROUND_WORKER || soft_lxid == TASKQ_MY_LXID)
 		{
 			fail_run(run, psprintf("state \"%s\": %s", s->name, msg));
 			return TASKQ_MAP_RUN_FAILED;
