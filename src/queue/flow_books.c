@@ -44,7 +44,8 @@
  * always claims again at once and takes it back.  The book notes when
  * (freed_at) and the commit sets the worker's latch; the worker wakes one
  * waiting claim per slot still free TASKQ_SLOT_GRACE_MS later
- * (taskq_wake_freed_slots).  With no worker running, or one long overdue,
+ * (taskq_wake_freed_slots).  With no worker running, or one that has not
+ * come for the book's slots in four times that (a long step of its own),
  * the commit wakes a claim itself.
  *
  * Books live until the server stops (a crash restarts shared memory, and
@@ -245,35 +246,50 @@ taskq_wake_freed_slots(TimestampTz now, List **woken)
 	return next;
 }
 
+/* What a slot let go asks of the commit that let it go (slot_owed). */
+typedef enum SlotOwed
+{
+	SLOT_OWED_TOLD,				/* the worker was told of b's slots already */
+	SLOT_OWED_NEW,				/* the first b owes: tell the worker */
+	SLOT_OWED_LATE				/* the worker is late (busy, stopped): wake a claim now */
+} SlotOwed;
+
 /*
- * A slot of b was let go at now, its wake left to the worker (under b's mutex):
- * must the worker be told?  Yes if b owed it nothing yet, or if what it
- * owes is long overdue (the worker was stopped or paused meanwhile).
+ * A slot of b was let go at now, its wake left to the worker (under b's
+ * mutex).  A worker that has not come for b's slots within four times the
+ * grace is in a long step of its own, or gone: until it comes, each slot
+ * let go wakes a claim at once, as a slot of other limits does.
  */
-static bool
+static SlotOwed
 slot_owed(TaskqBook *b, TimestampTz now)
 {
 	if (b->freed_at == 0)
 	{
 		b->freed_at = now;
-		return true;
+		return SLOT_OWED_NEW;
 	}
-	return now - b->freed_at >= TASKQ_SLOT_GRACE_MS * 4 * (int64) 1000;
+	if (now - b->freed_at >= TASKQ_SLOT_GRACE_MS * 4 * (int64) 1000)
+		return SLOT_OWED_LATE;
+	return SLOT_OWED_TOLD;
 }
 
 /*
- * A slot of b was let go, and the worker is to be told: it wakes a waiting
- * claim if the slot is still free TASKQ_SLOT_GRACE_MS later
- * (taskq_wake_freed_slots).  With no worker running, one is woken now.
+ * A slot of b was let go and the worker not told yet: tell it, and it
+ * wakes a waiting claim if the slot is still free TASKQ_SLOT_GRACE_MS
+ * later (taskq_wake_freed_slots).  With no worker running, or one that is
+ * late, one is woken now.
  */
 static void
-slot_left(TaskqBook *b)
+slot_left(TaskqBook *b, SlotOwed owed)
 {
-	if (taskq_wake_worker())
-		return;
-	SpinLockAcquire(&b->mutex);
-	b->freed_at = 0;
-	SpinLockRelease(&b->mutex);
+	if (owed == SLOT_OWED_NEW)
+	{
+		if (taskq_wake_worker())
+			return;
+		SpinLockAcquire(&b->mutex);
+		b->freed_at = 0;
+		SpinLockRelease(&b->mutex);
+	}
 	taskq_wake_ready_some(b->action, 1);
 }
 
@@ -287,7 +303,7 @@ static void
 books_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
-	TaskqBook  *tell_worker = NULL;
+	SlotOwed	owed = SLOT_OWED_TOLD;
 	TimestampTz now = 0;
 	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
 	bool		aborted = event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT;
@@ -318,7 +334,7 @@ books_xact_callback(XactEvent event, void *arg)
 				{
 					drop_entry(b, i);
 					if (f->worker_wakes)
-						tell_worker = slot_owed(b, now) ? b : NULL;
+						owed = slot_owed(b, now);
 				}
 				else
 				{
@@ -330,9 +346,9 @@ books_xact_callback(XactEvent event, void *arg)
 			}
 		}
 		SpinLockRelease(&b->mutex);
-		if (tell_worker != NULL)
-			slot_left(tell_worker);
-		tell_worker = NULL;
+		if (owed != SLOT_OWED_TOLD)
+			slot_left(b, owed);
+		owed = SLOT_OWED_TOLD;
 	}
 	/* a held task an SQL statement changed, and no lease end told: count again */
 	if (commit)
