@@ -45,8 +45,8 @@
  * (freed_at) and the commit sets the worker's latch; the worker wakes one
  * waiting claim per slot still free TASKQ_SLOT_GRACE_MS later
  * (taskq_wake_freed_slots).  With no worker running, or one that has not
- * come for the book's slots in four times that (a long step of its own),
- * the commit wakes a claim itself.
+ * come for the book's slots in TASKQ_SLOT_LATE_MS (a long step of its
+ * own), the commit wakes a claim itself.
  *
  * Books live until the server stops (a crash restarts shared memory, and
  * the first claim rebuilds them from the rows); there are TASKQ_BOOKS of
@@ -256,8 +256,8 @@ typedef enum SlotOwed
 
 /*
  * A slot of b was let go at now, its wake left to the worker (under b's
- * mutex).  A worker that has not come for b's slots within four times the
- * grace is in a long step of its own, or gone: until it comes, each slot
+ * mutex).  A worker that has not come for b's slots within TASKQ_SLOT_LATE_MS
+ * is in a long step of its own, or gone: until it comes, each slot
  * let go wakes a claim at once, as a slot of other limits does.
  */
 static SlotOwed
@@ -268,7 +268,7 @@ slot_owed(TaskqBook *b, TimestampTz now)
 		b->freed_at = now;
 		return SLOT_OWED_NEW;
 	}
-	if (now - b->freed_at >= TASKQ_SLOT_GRACE_MS * 4 * (int64) 1000)
+	if (now - b->freed_at >= TASKQ_SLOT_LATE_MS * (int64) 1000)
 		return SLOT_OWED_LATE;
 	return SLOT_OWED_TOLD;
 }

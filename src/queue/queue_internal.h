@@ -90,6 +90,7 @@ extern void taskq_flow_log_claims(const char *action, List *keys, TimestampTz at
 #define TASKQ_BOOKS			64	/* books in the server */
 #define TASKQ_BOOK_SLOTS	128 /* entries of a book: running tasks it can hold */
 #define TASKQ_SLOT_GRACE_MS	5	/* a slot let go is its holder's to take again this long */
+#define TASKQ_SLOT_LATE_MS	100 /* ... unless the worker has not come for it this long */
 typedef struct TaskqBook TaskqBook;
 extern uint64 taskq_books_limits_changes(void);
 extern uint64 taskq_book_task(const char *id);
