@@ -251,7 +251,8 @@ typedef enum SlotOwed
 {
 	SLOT_OWED_TOLD,				/* the worker was told of b's slots already */
 	SLOT_OWED_NEW,				/* the first b owes: tell the worker */
-	SLOT_OWED_LATE				/* the worker is late (busy, stopped): wake a claim now */
+	SLOT_OWED_NOW				/* wake a claim now: the worker is late (busy, stopped),
+								 * or the book held no entry of the task */
 } SlotOwed;
 
 /*
@@ -269,7 +270,7 @@ slot_owed(TaskqBook *b, TimestampTz now)
 		return SLOT_OWED_NEW;
 	}
 	if (now - b->freed_at >= TASKQ_SLOT_LATE_MS * (int64) 1000)
-		return SLOT_OWED_LATE;
+		return SLOT_OWED_NOW;
 	return SLOT_OWED_TOLD;
 }
 
@@ -323,6 +324,9 @@ books_xact_callback(XactEvent event, void *arg)
 
 		if (f->worker_wakes && now == 0)
 			now = GetCurrentTimestamp();
+		/* no entry of the task (a count left it out): wake as other limits do */
+		if (commit && f->worker_wakes)
+			owed = SLOT_OWED_NOW;
 		SpinLockAcquire(&b->mutex);
 		for (int i = 0; i < b->n; i++)
 		{
