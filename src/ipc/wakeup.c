@@ -220,6 +220,23 @@ taskq_wake_ready(const char *action)
 	ConditionVariableBroadcast(taskq_ready_cv(NULL));
 }
 
+/* The latch of this database's running, unpaused worker, or NULL. */
+static Latch *
+running_worker_latch(void)
+{
+	TaskqDbSlot *slot;
+	Latch	   *latch = NULL;
+
+	if (taskq_shared == NULL)
+		return NULL;
+	LWLockAcquire(taskq_shared->lock, LW_SHARED);
+	slot = taskq_find_db_slot(MyDatabaseId);
+	if (slot != NULL && !slot->paused)
+		latch = slot->worker_latch;
+	LWLockRelease(taskq_shared->lock);
+	return latch;
+}
+
 /*
  * Wake n of the claims waiting for work of this action (as a commit that
  * made n - 1 tasks of it ready would), and every claim waiting for several
@@ -244,16 +261,8 @@ taskq_wake_ready_some(const char *action, int n)
 bool
 taskq_wake_worker(void)
 {
-	TaskqDbSlot *slot;
-	Latch	   *latch = NULL;
+	Latch	   *latch = running_worker_latch();
 
-	if (taskq_shared == NULL)
-		return false;
-	LWLockAcquire(taskq_shared->lock, LW_SHARED);
-	slot = taskq_find_db_slot(MyDatabaseId);
-	if (slot != NULL && !slot->paused)
-		latch = slot->worker_latch;
-	LWLockRelease(taskq_shared->lock);
 	if (latch != NULL)
 		SetLatch(latch);
 	return latch != NULL;
@@ -372,16 +381,7 @@ taskq_note_deferred(void)
 bool
 taskq_worker_running(void)
 {
-	TaskqDbSlot *slot;
-	bool		result;
-
-	if (taskq_shared == NULL)
-		return false;
-	LWLockAcquire(taskq_shared->lock, LW_SHARED);
-	slot = taskq_find_db_slot(MyDatabaseId);
-	result = slot != NULL && slot->worker_latch != NULL && !slot->paused;
-	LWLockRelease(taskq_shared->lock);
-	return result;
+	return running_worker_latch() != NULL;
 }
 
 /*
@@ -418,6 +418,13 @@ find_listeners(Oid dboid)
 	return NULL;
 }
 
+/* Does a session of this database listen for announcements?  Caller holds the lock. */
+static bool
+heard_here(void)
+{
+	return taskq_shared->listeners_overflow || find_listeners(MyDatabaseId) != NULL;
+}
+
 /* Does any session of this database listen for announcements? */
 bool
 taskq_database_heard(void)
@@ -427,7 +434,7 @@ taskq_database_heard(void)
 	if (taskq_shared == NULL)
 		return false;
 	LWLockAcquire(taskq_shared->lock, LW_SHARED);
-	heard = taskq_shared->listeners_overflow || find_listeners(MyDatabaseId) != NULL;
+	heard = heard_here();
 	LWLockRelease(taskq_shared->lock);
 	return heard;
 }
@@ -510,8 +517,7 @@ publish_ready(void)
 	slot = taskq_find_db_slot(MyDatabaseId);
 	if (slot != NULL)
 	{
-		bool		heard = taskq_shared->listeners_overflow ||
-			find_listeners(MyDatabaseId) != NULL;
+		bool		heard = heard_here();
 
 		if (heard && ready_overflow && !slot->pending_overflow)
 		{

@@ -340,18 +340,6 @@ taskq_claim(const TaskqClaimRequest *req, Tuplestorestate *out, TupleDesc outdes
 																	   TimestampTzGetDatum(req->now),
 																	   IntervalPGetDatum(req->lease))));
 
-	/*
-	 * Every action asked for is at its limit: nothing to walk.  (A claim
-	 * woken for a slot that was taken again before it looked, or one that
-	 * polls a full action, need not open the table.)
-	 */
-	if (flow != NULL && all_full(req, flow))
-	{
-		taskq_flow_end(flow);
-		taskq_attempts_claimed(req->actor, req->now);
-		taskq_finished_dispatch();	/* the sweep's aborts */
-		return 0;
-	}
 	direct = taskq_claim_direct(req, flow, out, outdesc);
 	if (direct >= 0)
 	{
