@@ -14,14 +14,26 @@
  * the workflow layer locks the runs of those that are steps
  * (taskq_expiring_hook): run locks come before task rows, as in a return.
  *
+ * Whether anything expired at all is asked of the lease index directly
+ * (leases_expired), without SQL: every claim asks first, and as a cached
+ * plan run through SPI, the executor's start and end around that one
+ * descent of the index were about 5 % of the CPU of a one-task claim and
+ * its return (2 % read directly).  It takes only the table's and the
+ * index's AccessShareLock.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "utils/timestamp.h"
 
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -29,12 +41,17 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
+#include "common/pg_compat.h"
 #include "common/plan.h"
 #include "ipc/metrics.h"
 #include "ipc/wakeup.h"
 #include "queue/queue_internal.h"
+#include "queue/tasks_rel.h"
 
 
 static TaskqPlan expired_probe_plan = {
@@ -82,6 +99,65 @@ taskq_expiring_hook_type taskq_expiring_hook = NULL;
 StaticAssertDecl(TASKQ_SWEEP_BATCH == 64, "TASKQ_SWEEP_BATCH is spelt out in the sweep plans");
 
 /*
+ * Has a lease expired, as expired_probe_plan asks: a row of taskq.tasks in
+ * progress whose action_deadline is not after the transaction's start
+ * (now()), visible to the statement's snapshot.  Read from the head of
+ * tasks_lease_idx (its first key action_deadline), each entry's row
+ * checked itself, so the answer does not rest on the index's predicate.
+ * -1 where the table or the index is not as the install script made them:
+ * the caller asks SQL.
+ */
+static int
+leases_expired(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+	Oid			relid;
+	Relation	rel;
+	Relation	idx = NULL;
+	TaskqRelShape *s;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int			found = -1;
+
+	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
+		return -1;
+	rel = table_open(relid, AccessShareLock);
+	s = taskq_rel_shape(rel);
+	for (int i = 0; s->applies && idx == NULL && i < s->nindexes; i++)
+		if (strcmp(s->index_names[i], "tasks_lease_idx") == 0)
+			idx = index_open(s->index_oids[i], AccessShareLock);
+	if (idx != NULL && idx->rd_rel->relam == BTREE_AM_OID &&
+		idx->rd_index->indkey.values[0] == s->col.action_deadline)
+	{
+		Snapshot	snap = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		IndexScanDesc scan = taskq_index_beginscan(rel, idx, snap, 1, 0);
+		ScanKeyData key;
+
+		ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_TIMESTAMPTZ_LE,
+					TimestampTzGetDatum(now));
+		index_rescan(scan, &key, 1, NULL, 0);
+		found = 0;
+		while (found == 0 && index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		n1,
+						n2;
+			Datum		status = slot_getattr(slot, s->ready.status_code, &n1);
+			Datum		deadline = slot_getattr(slot, s->col.action_deadline, &n2);
+
+			if (!n1 && !n2 && DatumGetObjectId(status) == s->in_progress &&
+				DatumGetTimestampTz(deadline) <= now)
+				found = 1;
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	if (idx != NULL)
+		index_close(idx, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
  * Hand expired leases back: requeue those with tries left, abort (with the
  * cascade) those on their last try.  Cheap when nothing expired: one probe
  * of the head of the lease index.  Returns how many leases it handled.
@@ -90,10 +166,16 @@ int
 taskq_sweep_expired(void)
 {
 	int			handled;
+	int			expired = leases_expired();
 
-	taskq_execute(&expired_probe_plan, NULL, NULL, true, 1);
-	if (SPI_processed == 0)
+	if (expired == 0)
 		return 0;
+	if (expired < 0)
+	{
+		taskq_execute(&expired_probe_plan, NULL, NULL, true, 1);
+		if (SPI_processed == 0)
+			return 0;
+	}
 
 	taskq_execute(&expired_requeue_plan, NULL, NULL, false, 0);
 	handled = SPI_processed;

@@ -5,8 +5,9 @@
  *	  backend (tasks_shape.c) and the table opened for writes without the
  *	  executor (tasks_rel.c).  tasks_rel.c uses the shape, never the
  *	  reverse.  Included by the queue's direct paths (claim walk, claim
- *	  rows, completion, insert rows, insert exprs, claim starts) and by
- *	  api/claim_start_trigger.c, which reads the ready columns.
+ *	  rows, completion, insert rows, insert exprs, claim starts, the lease
+ *	  probe) and by api/claim_start_trigger.c, which reads the ready
+ *	  columns.
  *
  *-------------------------------------------------------------------------
  */

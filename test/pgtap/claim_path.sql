@@ -3,9 +3,11 @@
 -- wrote: the same rows in the same order, every index entry in place
 -- (amcheck), fresh version-4 tokens; it must refuse read-only
 -- transactions, name a task whose tries cannot grow, and give way to the
--- SQL claim when an admin put a trigger on taskq.tasks.
+-- SQL claim when an admin put a trigger on taskq.tasks.  Before it claims,
+-- it hands expired leases back, having asked the lease index directly
+-- whether any expired (SQL asks it where that index is not there).
 BEGIN;
-SELECT plan(19);
+SELECT plan(24);
 
 \ir include/direct_paths.sql
 
@@ -97,6 +99,24 @@ RELEASE SAVEPOINT m;
 SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-mj}')), 'cp-mj',
           'a join signalled from a subtransaction of the claiming transaction is claimed');
 
+-- An expired lease is found and handed back before the claim, which takes
+-- the task again; a lease still running is not.
+SELECT taskq.insert_tasks('[{"id": "cp-x1", "action": "cp-x"}, {"id": "cp-x2", "action": "cp-x"}]');
+SELECT count(*) FROM taskq.own_tasks('cpw', 2, '{cp-x}', interval '1 min');
+UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'cp-x1';
+SELECT is((SELECT string_agg(id, ',') FROM taskq.own_tasks('cpw2', 5, '{cp-x}')), 'cp-x1',
+          'a claim hands an expired lease back and takes the task again');
+SELECT is((SELECT string_agg(actor_id || ':' || num_tries, ',' ORDER BY id) FROM taskq.tasks WHERE action = 'cp-x'),
+          'cpw2:2,cpw:1', 'the lease still running stays with its owner');
+-- Without the lease index the claim asks SQL, with the same answer.
+DROP INDEX taskq.tasks_lease_idx;
+UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'cp-x2';
+SELECT is((SELECT string_agg(id, ',') FROM taskq.own_tasks('cpw2', 5, '{cp-x}')), 'cp-x2',
+          'without the lease index an expired lease is handed back all the same');
+SELECT is((SELECT count(*) FROM taskq.own_tasks('cpw2', 5, '{cp-x}')), 0::bigint,
+          'and with none expired nothing is');
+CREATE INDEX tasks_lease_idx ON taskq.tasks (action_deadline) WHERE status_code = 'in_progress';
+
 -- An admin's partial unique index, here one task in progress per action:
 -- the claim's new version enters it, and a second one of the action fails.
 CREATE UNIQUE INDEX cp_one_running ON taskq.tasks (action)
@@ -114,9 +134,12 @@ SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-aud}')), 'cp-aud',
           'with a trigger on taskq.tasks the claim still works');
 SELECT is((SELECT old_status || '>' || new_status FROM seen WHERE id = 'cp-aud'),
           'pending>in_progress', 'and the trigger saw the claim');
+UPDATE taskq.tasks SET action_deadline = now() - interval '1 second' WHERE id = 'cp-aud';
+SELECT is((SELECT id FROM taskq.own_tasks('cpw', 1, '{cp-aud}')), 'cp-aud',
+          'with a trigger on taskq.tasks an expired lease is handed back too');
 DROP TRIGGER cp_audit ON taskq.tasks;
-SELECT is((SELECT performance_token IS NOT NULL AND num_tries = 1 FROM taskq.tasks WHERE id = 'cp-aud'),
-          true, 'the SQL claim gave a token and counted the try');
+SELECT is((SELECT performance_token IS NOT NULL AND num_tries = 2 FROM taskq.tasks WHERE id = 'cp-aud'),
+          true, 'the SQL claim gave a token and counted the tries');
 
 SELECT * FROM finish();
 ROLLBACK;
