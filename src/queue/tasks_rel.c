@@ -18,7 +18,7 @@
  * adds them (add_entry), except that an update does not check the primary
  * key (a unique index without a predicate whose key no direct update
  * changes): the old version, locked by the updating transaction, holds the
- * key.  The batch insert checks the primary key as ON CONFLICT checks its
+ * key; and that no entry says its key is unchanged (add_entry says why).  The batch insert checks the primary key as ON CONFLICT checks its
  * arbiter, and looks a possible repeat up itself (insert_rows.c); every
  * other unique index and exclusion constraint fails as an INSERT's does.
  *
