@@ -218,6 +218,28 @@ is(proxy(qq{SELECT taskq.return_tasks(ARRAY[$ids], ARRAY[$toks]::uuid[], array_f
 	'8', 'a repeat succeeds (repeated returns are no-ops)');
 is(proxy(q{SELECT count(*) FROM taskq.tasks WHERE action = 'v' AND status_code = 'completed'}), '8',
 	'taskq.tasks through the proxy: all eight completed');
+# return_and_own with ids of several partitions: returned per partition, then a claim
+proxy(q{SELECT taskq.enqueue_many('ro', array_fill('{}'::jsonb, ARRAY[8]), ARRAY(SELECT 'ro' || g || '/t' FROM generate_series(1, 8) AS g))});
+$held = proxy(q{SELECT string_agg(id || ' ' || token, ';') FROM taskq.own_tasks('w', 4, ARRAY['ro'])});
+@h = map { [split / /] } split /;/, $held;
+ok((grep { my $x = $_; grep { part_of($_->[0]) ne part_of($x->[0]) } @h } @h) > 0,
+	'four ro tasks claimed from more than one partition');
+$ids = join(',', map { "'$_->[0]'" } @h);
+$toks = join(',', map { "'$_->[1]'" } @h);
+is(proxy(qq{SELECT count(*) FROM taskq.return_and_own(ARRAY[$ids], ARRAY[$toks]::uuid[], NULL,
+                                                       array_fill('completed'::taskq.status, ARRAY[4]), 'w', 4, ARRAY['ro'])}),
+	'4', 'return_and_own with ids of several partitions claims the other four');
+is(proxy(q{SELECT count(*) FILTER (WHERE status_code = 'completed') || ' ' || count(*) FILTER (WHERE status_code = 'in_progress')
+             FROM taskq.tasks WHERE action = 'ro'}), '4 4', 'and returned the first four');
+
+# --- the proxy's own default lease goes with its claims ------------------------------
+proxy(q{SELECT taskq.enqueue_many('dl', array_fill('{}'::jsonb, ARRAY[2]), ARRAY['dl1/t', 'dl2/t'])});
+is(proxy(q{SET taskq.default_lease = 420;
+           SELECT round(extract(epoch FROM action_deadline - now()) / 60) FROM taskq.own_tasks('w', 1, ARRAY['dl'])}),
+	'7', "a claim without max_duration takes the proxy session's taskq.default_lease");
+is(proxy(q{SET taskq.default_lease = 0;
+           SELECT round(extract(epoch FROM action_deadline - now()) / 60) FROM taskq.own_tasks('w', 1, ARRAY['dl'])}),
+	'5', "with it 0, the shard's (5 minutes)");
 
 # --- machines and sagas end to end --------------------------------------------------
 my $def = q{'{"states": [
