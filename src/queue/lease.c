@@ -32,7 +32,6 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -42,7 +41,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -110,21 +108,20 @@ StaticAssertDecl(TASKQ_SWEEP_BATCH == 64, "TASKQ_SWEEP_BATCH is spelt out in the
 static int
 leases_expired(void)
 {
-	Oid			nsp = get_namespace_oid("taskq", true);
-	Oid			relid;
+	Oid			relid = taskq_tasks_relid();
 	Relation	rel;
 	Relation	idx = NULL;
 	TaskqRelShape *s;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int			found = -1;
+	int			i;
 
-	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
+	if (!OidIsValid(relid))
 		return -1;
 	rel = table_open(relid, AccessShareLock);
 	s = taskq_rel_shape(rel);
-	for (int i = 0; s->applies && idx == NULL && i < s->nindexes; i++)
-		if (strcmp(s->index_names[i], "tasks_lease_idx") == 0)
-			idx = index_open(s->index_oids[i], AccessShareLock);
+	if (s->applies && (i = taskq_rel_shape_find(s, "tasks_lease_idx")) >= 0)
+		idx = index_open(s->index_oids[i], AccessShareLock);
 	if (idx != NULL && idx->rd_rel->relam == BTREE_AM_OID &&
 		idx->rd_index->indkey.values[0] == s->col.action_deadline)
 	{

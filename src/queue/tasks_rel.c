@@ -18,7 +18,8 @@
  * adds them (add_entry), except that an update does not check the primary
  * key (a unique index without a predicate whose key no direct update
  * changes): the old version, locked by the updating transaction, holds the
- * key; and that no entry says its key is unchanged (add_entry says why).  The batch insert checks the primary key as ON CONFLICT checks its
+ * key; and that no entry says its key is unchanged (add_entry says why).
+ * The batch insert checks the primary key as ON CONFLICT checks its
  * arbiter, and looks a possible repeat up itself (insert_rows.c); every
  * other unique index and exclusion constraint fails as an INSERT's does.
  *
@@ -32,12 +33,10 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -53,11 +52,10 @@
 bool
 taskq_rel_open(TaskqRel *d, const char *what, const char *const *changed, int nchanged)
 {
-	Oid			nsp = get_namespace_oid("taskq", true);
-	Oid			relid;
+	Oid			relid = taskq_tasks_relid();
 	TaskqRelShape *s;
 
-	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("tasks", nsp)))
+	if (!OidIsValid(relid))
 		return false;
 
 	/* As an UPDATE would: nothing changes in a read-only transaction or on a standby. */
@@ -110,21 +108,18 @@ taskq_rel_close(TaskqRel *d)
 Relation
 taskq_rel_index(TaskqRel *d, const char *name, int nkeys, IndexInfo **info)
 {
-	for (int i = 0; i < d->rri->ri_NumIndices; i++)
-	{
-		Relation	idx;
+	int			i = taskq_rel_shape_find(d->shape, name);
+	Relation	idx;
 
-		if (strcmp(d->shape->index_names[i], name) != 0)
-			continue;
-		idx = taskq_rel_shape_index(d->shape, d->rri, i);
-		if (idx->rd_rel->relam != BTREE_AM_OID ||
-			IndexRelationGetNumberOfKeyAttributes(idx) != nkeys)
-			return NULL;
-		if (info != NULL)
-			*info = d->rri->ri_IndexRelationInfo[i];
-		return idx;
-	}
-	return NULL;
+	if (i < 0)
+		return NULL;
+	idx = taskq_rel_shape_index(d->shape, d->rri, i);
+	if (idx->rd_rel->relam != BTREE_AM_OID ||
+		IndexRelationGetNumberOfKeyAttributes(idx) != nkeys)
+		return NULL;
+	if (info != NULL)
+		*info = d->rri->ri_IndexRelationInfo[i];
+	return idx;
 }
 
 /* Does the update (changing the columns in updated) leave the index's key as it was? */

@@ -105,7 +105,9 @@ typedef struct TaskqRel
 
 
 /* tasks_shape.c: the kept shape, and the columns it found */
+extern Oid	taskq_tasks_relid(void);
 extern TaskqRelShape *taskq_rel_shape(Relation rel);
+extern int	taskq_rel_shape_find(const TaskqRelShape *s, const char *name);
 extern Bitmapset *taskq_rel_shape_updated(TaskqRelShape *s, Relation rel,
 										  const char *const *changed, int nchanged);
 extern void taskq_rel_shape_indexes(const TaskqRelShape *s, ResultRelInfo *rri);

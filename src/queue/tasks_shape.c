@@ -217,6 +217,15 @@ taskq_schema_at_least_0_5(void)
 								   CStringGetDatum("trigger_rule"), ObjectIdGetDatum(nsp)));
 }
 
+/* This database's taskq.tasks, or InvalidOid if it has none. */
+Oid
+taskq_tasks_relid(void)
+{
+	Oid			nsp = get_namespace_oid("taskq", true);
+
+	return OidIsValid(nsp) ? get_relname_relid("tasks", nsp) : InvalidOid;
+}
+
 /*
  * Has this database's taskq.tasks the column claimed_at (0.6)?  Until
  * ALTER EXTENSION taskq UPDATE adds it, claims do not record their time.
@@ -224,8 +233,7 @@ taskq_schema_at_least_0_5(void)
 bool
 taskq_claimed_at_installed(void)
 {
-	Oid			nsp = get_namespace_oid("taskq", true);
-	Oid			rel = OidIsValid(nsp) ? get_relname_relid("tasks", nsp) : InvalidOid;
+	Oid			rel = taskq_tasks_relid();
 
 	return OidIsValid(rel) && get_attnum(rel, "claimed_at") != InvalidAttrNumber;
 }
@@ -279,6 +287,16 @@ shape_indexes(Relation rel, TaskqRelShape *s)
 		index_close(idx, AccessShareLock);
 	}
 	list_free(oids);
+}
+
+/* The position of the index called name among the shape's, or -1. */
+int
+taskq_rel_shape_find(const TaskqRelShape *s, const char *name)
+{
+	for (int i = 0; i < s->nindexes; i++)
+		if (strcmp(s->index_names[i], name) == 0)
+			return i;
+	return -1;
 }
 
 /*
